@@ -1,0 +1,189 @@
+// batchd/client.h — the client library a trainer links to read batches from a batchd daemon.
+//
+//   auto client = batchd::Client::connect("/run/batchd/batchd.sock");   // or "" for $BATCHD_SOCKET / default
+//   if (!client.ok()) { std::cerr << client.error().message(); ... }
+//   batchd::StreamOptions opts;
+//   opts.dataset = "fashion-mnist"; opts.pipeline = "fmnist"; opts.batch_size = 256; opts.num_epochs = 2;
+//   auto stream = client->open_stream(opts);
+//   for (;;) {
+//     auto batch = stream->next();            // Result<std::optional<Batch>>
+//     if (!batch.ok()) { ...error... }        // e.g. a corrupt sample with on_error=fail, daemon shut down
+//     if (!*batch) break;                     // end of the last epoch
+//     const batchd::Tensor* image = (*batch)->find("image");   // float32 [B,1,28,28], in shared memory
+//     ...use image->data_as<float>()...
+//   }                                         // each Batch releases its slot when destroyed
+//
+// Data path: the daemon's workers write each batch once, into a slot of the stream's shared-memory segment; the
+// client maps that segment once per stream (file_descriptor: the fd arrives over the socket; file_system: opened
+// by name) and hands out tensors that point into it. No CPU copy happens in the client.
+//
+// Errors: every fallible call returns Result/Status (batchd/result.h); no exception leaves this library. Messages
+// name the socket, dataset, stream or file involved and the next step.
+//
+// Thread-safety: a Client and its Streams may be used from several threads; calls on one Stream are serialized
+// internally (next() from two threads at once on one Stream is allowed but pointless). Batches may be released or
+// destroyed on any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "batchd/result.h"
+
+namespace batchd {
+
+namespace detail {
+class ClientCore;
+class StreamCore;
+}  // namespace detail
+
+// Element types of batch tensors.
+enum class DType { kUInt8, kFloat32, kInt64 };
+
+// Bytes per element (1, 4, 8) and the numpy-style name ("uint8", "float32", "int64").
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+
+// How the client gets a stream's segment.
+enum class SharingStrategy {
+  kDefault,         // whatever the daemon is configured with (file_descriptor unless changed)
+  kFileDescriptor,  // unnamed memfd; its fd is passed once over the socket (SCM_RIGHTS); nothing can leak
+  kFileSystem,      // named /dev/shm/batchd.<daemon-pid>.<stream-id>, opened by name; the daemon unlinks it
+};
+
+// One tensor of a batch: a read-only, C-contiguous view into the stream's shared-memory segment.
+// Valid while the Batch that owns it is alive and not released.
+struct Tensor {
+  std::string name;            // "image", "label", "index", ...
+  DType dtype = DType::kUInt8;
+  std::vector<int64_t> shape;  // [B, ...]: B = Batch::size(), then the per-sample shape
+  const void* data = nullptr;  // 256-byte aligned
+  size_t nbytes = 0;           // product(shape) * dtype_size(dtype)
+
+  int64_t numel() const;
+  // Typed pointer; the caller must match dtype (kFloat32 -> float, kInt64 -> int64_t, kUInt8 -> uint8_t).
+  template <typename T>
+  const T* data_as() const { return static_cast<const T*>(data); }
+};
+
+// A batch on lease. Move-only RAII: destroying (or release()-ing) it tells the daemon the slot may be reused.
+// Every batch has an `index` tensor (int64 [B]): the dataset sample indices, in batch order.
+// A Batch stays valid after its Stream and Client are destroyed (it keeps the segment mapped), but the slot is
+// then only returned to the daemon when the connection closes.
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&&) noexcept;
+  Batch& operator=(Batch&&) noexcept;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch();
+
+  bool valid() const { return core_ != nullptr; }
+  uint64_t epoch() const { return epoch_; }
+  uint64_t index() const { return batch_; }        // batch number within the epoch: 0, 1, ...
+  uint64_t sequence() const { return sequence_; }  // batch number within the stream, across epochs
+  size_t size() const { return num_samples_; }     // samples in this batch (the last one may be short)
+
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  // The tensor called `name`, or nullptr.
+  const Tensor* find(std::string_view name) const;
+
+  // Ends the lease now; tensors() must not be used afterwards. Idempotent.
+  void release();
+
+ private:
+  friend class detail::StreamCore;
+  std::shared_ptr<detail::StreamCore> core_;
+  uint64_t sequence_ = 0, epoch_ = 0, batch_ = 0;
+  size_t num_samples_ = 0;
+  std::vector<Tensor> tensors_;
+};
+
+// What to read. The sampler follows torch.utils.data's RandomSampler / DistributedSampler + BatchSampler:
+// with `shuffle` a permutation of the dataset fixed by (seed, epoch); rank/world_size shard it so every index is
+// read exactly once per epoch across ranks (padded by repeating the head, or with drop_last truncated);
+// drop_last also drops the last incomplete batch.
+struct StreamOptions {
+  std::string dataset;          // a name from the daemon's config, e.g. "fashion-mnist"
+  std::string pipeline;         // e.g. "fmnist" (float32 normalized) or "fmnist_u8" (raw uint8)
+  uint32_t batch_size = 256;    // samples per batch, 1..limits.max_batch_size
+  bool shuffle = true;
+  uint64_t seed = 0;
+  uint64_t epoch = 0;           // first epoch to read (as DistributedSampler.set_epoch)
+  uint32_t num_epochs = 1;      // epochs to read back to back; batches are prefetched across epoch boundaries
+  uint32_t rank = 0;            // 0 <= rank < world_size
+  uint32_t world_size = 1;
+  bool drop_last = false;
+  uint32_t depth = 0;           // slots = prefetch depth (batches made ahead + leased); 0 = daemon default (4)
+  uint64_t start_batch = 0;     // resume mid-epoch: skip this many batches of the first epoch
+  SharingStrategy strategy = SharingStrategy::kDefault;
+};
+
+// What the daemon made for a stream.
+struct StreamInfo {
+  uint64_t id = 0;
+  SharingStrategy strategy = SharingStrategy::kFileDescriptor;
+  std::string segment_name;      // "/dev/shm/..." for kFileSystem, "" for kFileDescriptor
+  uint64_t segment_bytes = 0;
+  uint32_t depth = 0;            // slots
+  uint64_t dataset_size = 0;     // samples in the dataset
+  uint64_t samples_per_epoch = 0;  // this rank's samples per epoch
+  uint64_t batches_per_epoch = 0;
+  uint64_t total_batches = 0;    // batches this stream will deliver (all epochs, minus start_batch)
+};
+
+// One iteration over a dataset. Move-only; destroying it closes the stream (outstanding Batches stay readable).
+class Stream {
+ public:
+  Stream(Stream&&) noexcept;
+  Stream& operator=(Stream&&) noexcept;
+  ~Stream();
+
+  const StreamInfo& info() const;
+
+  // Blocks until the next batch, in sampler order. Returns std::nullopt after the last batch of the last epoch.
+  // Errors: the stream failed (e.g. a sample could not be read), the daemon shut down or the connection broke
+  // (kUnavailable). After an error, next() keeps returning it.
+  // At most `depth` batches can be held at once: holding that many and calling next() fails with
+  // kResourceExhausted instead of waiting forever.
+  Result<std::optional<Batch>> next();
+
+  // Closes the stream now; the daemon frees its segment once every outstanding Batch is gone. Idempotent.
+  Status close();
+
+ private:
+  friend class Client;
+  explicit Stream(std::shared_ptr<detail::StreamCore> core);
+  std::shared_ptr<detail::StreamCore> core_;
+};
+
+// A connection to a daemon. Move-only; cheap to keep for the process's lifetime.
+class Client {
+ public:
+  // Connects to `socket_path`; "" means $BATCHD_SOCKET, else /run/batchd/batchd.sock.
+  // Errors: kUnavailable (no daemon listening: start one, or check the path), kIo (permission: join the socket's
+  // group).
+  static Result<Client> connect(const std::string& socket_path = "");
+
+  Client(Client&&) noexcept;
+  Client& operator=(Client&&) noexcept;
+  ~Client();
+
+  // Opens a stream; the daemon starts making batches at once. Errors name the bad option (unknown dataset or
+  // pipeline, rank out of range, depth/batch_size over the daemon's limits, /dev/shm too small, ...).
+  Result<Stream> open_stream(const StreamOptions& options);
+
+  const std::string& socket_path() const;
+
+ private:
+  explicit Client(std::shared_ptr<detail::ClientCore> core);
+  std::shared_ptr<detail::ClientCore> core_;
+};
+
+}  // namespace batchd

@@ -1,0 +1,48 @@
+// stream_core.h — internal: one open stream on the client side; shared by its Stream and its Batches.
+//
+// Holds the segment mapping (read-only, mapped once, prefaulted), the tensor layout, and the count of leases
+// outstanding. Kept alive by every Batch, so a Batch's tensors stay readable after its Stream is gone.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "batchd.pb.h"
+#include "batchd/client.h"
+#include "batchd/wire/shared_memory.h"
+#include "client_core.h"
+
+namespace batchd::detail {
+
+class StreamCore final : public std::enable_shared_from_this<StreamCore> {
+ public:
+  static Result<std::shared_ptr<StreamCore>> open(std::shared_ptr<ClientCore> client, Received opened);
+  ~StreamCore();
+
+  const StreamInfo& info() const { return info_; }
+  // See Stream::next().
+  Result<std::optional<Batch>> next();
+  Status close();
+  // Ends the lease of `sequence` (from Batch::release on any thread).
+  void release(uint64_t sequence);
+
+  // Builds the tensors of a BatchReady; checks the slot header written by the worker.
+  Result<std::vector<Tensor>> tensors_of(const wire::BatchReady& ready) const;
+
+ private:
+  StreamCore(std::shared_ptr<ClientCore> client, wire::StreamOpened opened, wire::Mapping mapping);
+
+  std::shared_ptr<ClientCore> client_;
+  wire::StreamOpened opened_;
+  wire::Mapping mapping_;
+  StreamInfo info_;
+  std::mutex mu_;  // serializes next()/close()
+  std::atomic<uint32_t> leased_{0};
+  std::atomic<bool> closed_{false};
+  bool ended_ = false;
+  std::optional<Error> failed_;
+};
+
+}  // namespace batchd::detail

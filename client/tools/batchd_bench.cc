@@ -1,0 +1,182 @@
+// batchd-bench — streams epochs from a batchd daemon through the client library and reports throughput.
+//
+//   batchd-bench --spawn --dataset fashion-mnist --epochs 2          (a private daemon, embedded default config)
+//   batchd-bench --socket /run/batchd/batchd.sock --dataset fashion-mnist --json
+//
+// Each epoch is timed from the moment the previous one ended (epoch 0: from OpenStream, so it includes the
+// segment's creation and the first batch's latency); the loop does what the PyTorch peer's loop does (takes each
+// batch, counts its samples, releases it) plus counting distinct sample indices, which checks exactly-once.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "batchd/client.h"
+#include "spawn.h"
+
+namespace {
+
+struct EpochStats {
+  uint64_t samples = 0;
+  uint64_t unique = 0;
+  double seconds = 0;
+  double first_batch_ms = 0;
+  double checksum = 0;
+};
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("batchd-bench — measure batchd's throughput end to end through the client library.\n\n"
+               "Prints one line per epoch (samples, seconds, samples/s, distinct sample indices seen, time to the\n"
+               "epoch's first batch). Compare with ../shared/bench/torch_peer.py via bench/compare_fmnist.sh.",
+               "batchd-bench");
+  bool spawn = false, json = false, touch = false, no_shuffle = false;
+  std::string socket, dataset = "fashion-mnist", pipeline, strategy, log_level = "warn";
+  uint32_t batch_size = 256, epochs = 2, workers = 2, depth = 0;
+  uint64_t seed = 0;
+  auto* spawn_opt = app.add_flag("--spawn", spawn, "start a private daemon on a temporary socket (embedded default "
+                                                   "config) and stop it at the end");
+  app.add_option("--socket", socket, "use the daemon already serving PATH (default: $BATCHD_SOCKET or "
+                                     "/run/batchd/batchd.sock)")
+      ->excludes(spawn_opt);
+  app.add_option("--dataset", dataset, "dataset name from the daemon's config")->capture_default_str();
+  app.add_option("--pipeline", pipeline, "transform pipeline (default: fmnist for fashion-mnist*)");
+  app.add_option("--batch-size", batch_size, "samples per batch")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  app.add_option("--epochs", epochs, "epochs to read")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--workers", workers, "worker processes of the spawned daemon (with --spawn)")
+      ->capture_default_str()
+      ->needs(spawn_opt)
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--strategy", strategy, "sharing strategy: file_descriptor or file_system (default: the daemon's)")
+      ->check(CLI::IsMember({"file_descriptor", "file_system"}));
+  app.add_option("--depth", depth, "slots per stream (0 = daemon default)");
+  app.add_option("--seed", seed, "sampler seed")->capture_default_str();
+  app.add_flag("--no-shuffle", no_shuffle, "read in dataset order");
+  app.add_flag("--touch", touch, "read every byte of every tensor (sum), as a consumer that uses the data would");
+  app.add_flag("--json", json, "one JSON object per epoch on stdout");
+  app.add_option("--log-level", log_level, "log level of the spawned daemon")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (pipeline.empty()) pipeline = "fmnist";
+
+  std::optional<batchd::tools::SpawnedDaemon> daemon;
+  if (spawn) {
+    batchd::tools::SpawnOptions so;
+    so.workers = workers;
+    so.strategy = strategy;
+    so.log_level = log_level;
+    auto d = batchd::tools::SpawnedDaemon::start(so);
+    if (!d.ok()) {
+      std::fprintf(stderr, "batchd-bench: %s\n", d.error().message().c_str());
+      return 1;
+    }
+    daemon.emplace(std::move(d).value());
+    socket = daemon->socket_path();
+  }
+  auto client = batchd::Client::connect(socket);
+  if (!client.ok()) {
+    std::fprintf(stderr, "batchd-bench: %s\n", client.error().message().c_str());
+    return 1;
+  }
+  batchd::StreamOptions opts;
+  opts.dataset = dataset;
+  opts.pipeline = pipeline;
+  opts.batch_size = batch_size;
+  opts.num_epochs = epochs;
+  opts.shuffle = !no_shuffle;
+  opts.seed = seed;
+  opts.depth = depth;
+  opts.strategy = strategy == "file_system"       ? batchd::SharingStrategy::kFileSystem
+                  : strategy == "file_descriptor" ? batchd::SharingStrategy::kFileDescriptor
+                                                  : batchd::SharingStrategy::kDefault;
+  using clock = std::chrono::steady_clock;
+  auto epoch_start = clock::now();
+  auto stream = client->open_stream(opts);
+  if (!stream.ok()) {
+    std::fprintf(stderr, "batchd-bench: %s\n", stream.error().message().c_str());
+    return 1;
+  }
+  const auto& info = stream->info();
+  if (!json) {
+    std::printf("batchd-bench: dataset %s (%llu samples), pipeline %s, batch %u, %s workers, depth %u, %s\n",
+                dataset.c_str(), static_cast<unsigned long long>(info.dataset_size), pipeline.c_str(), batch_size,
+                spawn ? std::to_string(workers).c_str() : "daemon's", info.depth,
+                info.strategy == batchd::SharingStrategy::kFileSystem ? "file_system" : "file_descriptor");
+  }
+  std::vector<uint8_t> seen(info.dataset_size);
+  EpochStats stats;
+  uint64_t current_epoch = 0;
+  bool have_epoch = false;
+  auto report = [&](uint64_t epoch, const EpochStats& s) {
+    const double rate = s.seconds > 0 ? s.samples / s.seconds : 0;
+    if (json) {
+      std::printf("{\"system\":\"batchd\",\"dataset\":\"%s\",\"pipeline\":\"%s\",\"batch_size\":%u,\"workers\":%s,"
+                  "\"epoch\":%llu,\"samples\":%llu,\"seconds\":%.4f,\"samples_per_s\":%.1f,\"unique_indices\":%llu,"
+                  "\"first_batch_ms\":%.3f}\n",
+                  json_escape(dataset).c_str(), json_escape(pipeline).c_str(), batch_size,
+                  spawn ? std::to_string(workers).c_str() : "null", static_cast<unsigned long long>(epoch),
+                  static_cast<unsigned long long>(s.samples), s.seconds, rate,
+                  static_cast<unsigned long long>(s.unique), s.first_batch_ms);
+    } else {
+      std::printf("epoch %llu: %llu samples in %.3f s = %.0f samples/s (first batch after %.2f ms; %llu distinct "
+                  "indices)\n",
+                  static_cast<unsigned long long>(epoch), static_cast<unsigned long long>(s.samples), s.seconds,
+                  rate, s.first_batch_ms, static_cast<unsigned long long>(s.unique));
+    }
+    std::fflush(stdout);
+  };
+  for (;;) {
+    auto batch = stream->next();
+    if (!batch.ok()) {
+      std::fprintf(stderr, "batchd-bench: %s\n", batch.error().message().c_str());
+      return 1;
+    }
+    const auto now = clock::now();
+    if (!*batch) break;
+    batchd::Batch& b = **batch;
+    if (!have_epoch || b.epoch() != current_epoch) {
+      if (have_epoch) {
+        stats.seconds = std::chrono::duration<double>(now - epoch_start).count();
+        report(current_epoch, stats);
+        epoch_start = now;
+        std::fill(seen.begin(), seen.end(), 0);
+        stats = EpochStats{};
+      }
+      have_epoch = true;
+      current_epoch = b.epoch();
+      stats.first_batch_ms = std::chrono::duration<double, std::milli>(now - epoch_start).count();
+    }
+    stats.samples += b.size();
+    const batchd::Tensor* index = b.find("index");
+    for (int64_t i = 0; i < index->numel(); ++i) {
+      const int64_t v = index->data_as<int64_t>()[i];
+      if (v >= 0 && static_cast<uint64_t>(v) < seen.size() && !seen[v]) {
+        seen[v] = 1;
+        ++stats.unique;
+      }
+    }
+    if (touch) {
+      for (const auto& t : b.tensors()) {
+        const auto* p = static_cast<const uint8_t*>(t.data);
+        uint64_t sum = 0;
+        for (size_t i = 0; i < t.nbytes; ++i) sum += p[i];
+        stats.checksum += static_cast<double>(sum);
+      }
+    }
+  }
+  if (have_epoch) {
+    stats.seconds = std::chrono::duration<double>(clock::now() - epoch_start).count();
+    report(current_epoch, stats);
+  }
+  return 0;
+}

@@ -1,0 +1,188 @@
+#include "config.h"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "default_config.inc"  // kDefaultConfigToml, generated from default_config.toml by CMake
+
+namespace batchd::daemon {
+
+namespace {
+
+std::string where(const std::string& source, const toml::source_region& region, const std::string& key) {
+  return source + ":" + std::to_string(region.begin.line) + ": key '" + key + "'";
+}
+
+Error bad(const std::string& source, const toml::node& node, const std::string& key, const std::string& why) {
+  return Error(ErrorCode::kInvalidArgument, where(source, node.source(), key) + ": " + why);
+}
+
+Status reject_unknown(const toml::table& table, const std::set<std::string>& known, const std::string& prefix,
+                      const std::string& source) {
+  for (const auto& [k, v] : table) {
+    const std::string key(k.str());
+    if (!known.count(key)) {
+      std::string list;
+      for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
+      return bad(source, v, prefix + key, "unknown key (known keys here: " + list + ")");
+    }
+  }
+  return ok_status();
+}
+
+// Reads an integer key into *out if present, checking [lo, hi].
+template <typename T>
+Status read_int(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,
+                int64_t lo, int64_t hi, T* out) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return ok_status();
+  const auto v = node->value<int64_t>();
+  if (!node->is_integer() || !v) return bad(source, *node, prefix + key, "must be an integer");
+  if (*v < lo || *v > hi) {
+    return bad(source, *node, prefix + key,
+               std::to_string(*v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  *out = static_cast<T>(*v);
+  return ok_status();
+}
+
+Status read_string(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,
+                   std::string* out) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return ok_status();
+  if (!node->is_string()) return bad(source, *node, prefix + key, "must be a string");
+  *out = *node->value<std::string>();
+  return ok_status();
+}
+
+Status parse_daemon(const toml::table& t, const std::string& source, Config* config) {
+  BATCHD_RETURN_IF_ERROR(
+      reject_unknown(t, {"socket", "socket_mode", "workers", "shm_strategy", "log_level"}, "daemon.", source));
+  BATCHD_RETURN_IF_ERROR(read_string(t, "socket", "daemon.", source, &config->socket));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "workers", "daemon.", source, 0, 1024, &config->workers));
+  std::string mode, strategy, level;
+  BATCHD_RETURN_IF_ERROR(read_string(t, "socket_mode", "daemon.", source, &mode));
+  if (!mode.empty()) {
+    char* end = nullptr;
+    const unsigned long m = std::strtoul(mode.c_str(), &end, 8);
+    if (*end != '\0' || m > 0777) return bad(source, *t.get("socket_mode"), "daemon.socket_mode",
+                                             "'" + mode + "' is not an octal file mode such as \"0660\"");
+    config->socket_mode = static_cast<uint32_t>(m);
+  }
+  BATCHD_RETURN_IF_ERROR(read_string(t, "shm_strategy", "daemon.", source, &strategy));
+  if (!strategy.empty()) {
+    auto s = parse_strategy(strategy);
+    if (!s.ok()) return bad(source, *t.get("shm_strategy"), "daemon.shm_strategy", s.error().message());
+    config->shm_strategy = *s;
+  }
+  BATCHD_RETURN_IF_ERROR(read_string(t, "log_level", "daemon.", source, &level));
+  if (!level.empty()) {
+    static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+    if (!levels.count(level)) {
+      return bad(source, *t.get("log_level"), "daemon.log_level",
+                 "'" + level + "' is not one of trace, debug, info, warn, error, critical, off");
+    }
+    config->log_level = level;
+  }
+  return ok_status();
+}
+
+Status parse_limits(const toml::table& t, const std::string& source, Limits* l) {
+  BATCHD_RETURN_IF_ERROR(reject_unknown(t,
+                                        {"max_frame_bytes", "max_batch_size", "default_depth", "max_depth",
+                                         "max_streams_per_connection", "max_segment_bytes"},
+                                        "limits.", source));
+  const std::string p = "limits.";
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_frame_bytes", p, source, 4096, 64 << 20, &l->max_frame_bytes));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_batch_size", p, source, 1, 1 << 24, &l->max_batch_size));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_depth", p, source, 1, 4096, &l->max_depth));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "default_depth", p, source, 1, 4096, &l->default_depth));
+  BATCHD_RETURN_IF_ERROR(
+      read_int(t, "max_streams_per_connection", p, source, 1, 1 << 20, &l->max_streams_per_connection));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_segment_bytes", p, source, 1 << 16, int64_t{1} << 46,
+                                  &l->max_segment_bytes));
+  if (l->default_depth > l->max_depth) {
+    const toml::node* n = t.get("default_depth") ? t.get("default_depth") : t.get("max_depth");
+    return bad(source, *n, "limits.default_depth",
+               std::to_string(l->default_depth) + " exceeds limits.max_depth (" + std::to_string(l->max_depth) + ")");
+  }
+  return ok_status();
+}
+
+Status parse_dataset(const std::string& name, const toml::node& node, const std::string& source, Config* config) {
+  const std::string p = "datasets." + name + ".";
+  const toml::table* t = node.as_table();
+  if (t == nullptr) return bad(source, node, "datasets." + name, "must be a table");
+  DatasetConfig d;
+  d.name = name;
+  BATCHD_RETURN_IF_ERROR(read_string(*t, "format", p, source, &d.format));
+  if (d.format != "idx") {
+    return bad(source, t->get("format") ? *t->get("format") : node, p + "format",
+               "'" + d.format + "' is not a supported dataset format (supported: idx)");
+  }
+  BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"format", "images", "labels"}, p, source));
+  BATCHD_RETURN_IF_ERROR(read_string(*t, "images", p, source, &d.images));
+  BATCHD_RETURN_IF_ERROR(read_string(*t, "labels", p, source, &d.labels));
+  if (d.images.empty() || d.labels.empty()) {
+    return bad(source, node, p + (d.images.empty() ? "images" : "labels"),
+               "is required for format \"idx\" (path of the IDX file, raw or .gz)");
+  }
+  config->datasets.push_back(std::move(d));
+  return ok_status();
+}
+
+}  // namespace
+
+std::string_view default_config_text() { return kDefaultConfigToml; }
+
+Result<wire::SharingStrategy> parse_strategy(std::string_view name) {
+  if (name == "file_descriptor") return wire::FILE_DESCRIPTOR;
+  if (name == "file_system") return wire::FILE_SYSTEM;
+  return Error(ErrorCode::kInvalidArgument,
+               "unknown sharing strategy '" + std::string(name) + "' (use file_descriptor or file_system)");
+}
+
+const char* strategy_name(wire::SharingStrategy strategy) {
+  switch (strategy) {
+    case wire::FILE_DESCRIPTOR: return "file_descriptor";
+    case wire::FILE_SYSTEM: return "file_system";
+    default: return "default";
+  }
+}
+
+Result<Config> parse_config(std::string_view text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return Error(ErrorCode::kInvalidArgument, source + ":" + std::to_string(e.source().begin.line) + ":" +
+                                                  std::to_string(e.source().begin.column) + ": " +
+                                                  std::string(e.description()));
+  }
+  Config config;
+  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "datasets"}, "", source));
+  for (const char* section : {"daemon", "limits", "datasets"}) {
+    const toml::node* node = root.get(section);
+    if (node != nullptr && !node->is_table()) return bad(source, *node, section, "must be a table ([" +
+                                                                                  std::string(section) + "])");
+  }
+  if (const auto* t = root["daemon"].as_table()) BATCHD_RETURN_IF_ERROR(parse_daemon(*t, source, &config));
+  if (const auto* t = root["limits"].as_table()) BATCHD_RETURN_IF_ERROR(parse_limits(*t, source, &config.limits));
+  if (const auto* t = root["datasets"].as_table()) {
+    for (const auto& [k, v] : *t) BATCHD_RETURN_IF_ERROR(parse_dataset(std::string(k.str()), v, source, &config));
+  }
+  return config;
+}
+
+Result<Config> load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return posix_error("cannot read config file " + path, errno);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path);
+}
+
+}  // namespace batchd::daemon

@@ -1,0 +1,56 @@
+// config.h — the daemon's configuration: TOML (toml++), validated completely at start-up.
+//
+// Unknown keys, wrong types and out-of-range values are refused with the source (file name), line and key named,
+// so a typo never silently falls back to a default. Without --config the embedded default_config.toml applies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "batchd.pb.h"
+#include "batchd/result.h"
+
+namespace batchd::daemon {
+
+struct DatasetConfig {
+  std::string name;
+  std::string format;  // "idx"
+  std::string images;  // idx: IDX3 image file, raw or .gz
+  std::string labels;  // idx: IDX1 label file, raw or .gz
+};
+
+struct Limits {
+  uint32_t max_frame_bytes = 1u << 20;      // bound on one control message
+  uint32_t max_batch_size = 65536;          // samples per batch
+  uint32_t default_depth = 4;               // slots per stream when the client asks for 0
+  uint32_t max_depth = 64;                  // slots per stream
+  uint32_t max_streams_per_connection = 64;
+  uint64_t max_segment_bytes = 4ull << 30;  // bytes of one stream's segment
+};
+
+struct Config {
+  std::string socket = "/run/batchd/batchd.sock";
+  uint32_t socket_mode = 0660;
+  uint32_t workers = 0;  // 0 = one per CPU core
+  wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;
+  std::string log_level = "info";
+  Limits limits;
+  std::vector<DatasetConfig> datasets;
+};
+
+// The embedded default configuration text (daemon/default_config.toml).
+std::string_view default_config_text();
+
+// Parses and validates TOML text; `source` names it in errors (a file path or "<embedded default>").
+Result<Config> parse_config(std::string_view text, const std::string& source);
+
+// Reads and parses a file.
+Result<Config> load_config_file(const std::string& path);
+
+// "file_descriptor" / "file_system" <-> enum.
+Result<wire::SharingStrategy> parse_strategy(std::string_view name);
+const char* strategy_name(wire::SharingStrategy strategy);
+
+}  // namespace batchd::daemon

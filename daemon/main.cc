@@ -1,0 +1,124 @@
+// batchd — the data-loading daemon. See `batchd --help` and docs/ for the whole story.
+//
+// Start-up order matters: configuration, datasets (loaded once, shared copy-on-write), then the worker processes
+// are forked — before any thread exists — then the control socket is served on this single thread.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <thread>
+
+#include "config.h"
+#include "dataset.h"
+#include "server.h"
+#include "stream_manager.h"
+#include "worker_pool.h"
+
+using namespace batchd;
+using namespace batchd::daemon;
+
+namespace {
+
+constexpr const char* kDescription = R"(batchd — a data-loading daemon for ML training.
+
+Persistent worker processes read, transform and collate samples straight into shared-memory segments, one segment
+of `depth` recycled slots per stream; trainers connect over a Unix socket with the batchd client library and read
+each batch in place.
+
+Configuration: TOML (--config; every key is documented in deploy/batchd.toml). Without --config the embedded
+default applies: the datasets `fashion-mnist` and `fashion-mnist-test` from Debian's dataset-fashion-mnist
+package. Command-line options override the file.
+
+Signals: SIGTERM/SIGINT drain and exit (running streams get a "daemon shutting down" error; every segment is
+released and the socket removed). Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
+which file, key or resource and what to do).)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app(kDescription, "batchd");
+  std::string config_path, socket, strategy, log_level;
+  uint32_t workers = 0;
+  bool print_default = false;
+  app.add_option("-c,--config", config_path, "TOML configuration file (default: the embedded configuration)")
+      ->check(CLI::ExistingFile);
+  app.add_option("-s,--socket", socket, "Unix socket to serve (default: daemon.socket, /run/batchd/batchd.sock)");
+  app.add_option("-w,--workers", workers, "worker processes to fork (default: daemon.workers; 0 = one per core)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--shm-strategy", strategy,
+                 "default sharing strategy: file_descriptor (memfd passed over the socket; nothing can leak) or "
+                 "file_system (named /dev/shm/batchd.<pid>.<stream>)")
+      ->check(CLI::IsMember({"file_descriptor", "file_system"}));
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: info)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_flag("--print-default-config", print_default, "print the embedded default configuration and exit");
+  app.set_version_flag("--version", std::string("batchd ") + BATCHD_VERSION);
+  CLI11_PARSE(app, argc, argv);
+
+  if (print_default) {
+    std::fwrite(default_config_text().data(), 1, default_config_text().size(), stdout);
+    return 0;
+  }
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ batchd[%P] %v");
+  auto config = config_path.empty() ? parse_config(default_config_text(), "<embedded default config>")
+                                    : load_config_file(config_path);
+  if (!config.ok()) {
+    spdlog::critical("{}", config.error().message());
+    return 1;
+  }
+  if (!socket.empty()) config->socket = socket;
+  if (app.count("--workers")) config->workers = workers;
+  if (!strategy.empty()) config->shm_strategy = *parse_strategy(strategy);
+  if (!log_level.empty()) config->log_level = log_level;
+  spdlog::set_level(spdlog::level::from_str(config->log_level));
+  if (config->workers == 0) config->workers = std::max(1u, std::thread::hardware_concurrency());
+  ::signal(SIGPIPE, SIG_IGN);
+
+  const DatasetRegistry datasets = DatasetRegistry::open_all(config->datasets);
+  for (const auto& [name, why] : datasets.describe()) {
+    if (why.empty()) {
+      spdlog::info("dataset {}: {} samples", name, (*datasets.find(name))->size());
+    } else {
+      spdlog::warn("dataset {} is unavailable: {}", name, why);
+    }
+  }
+
+  boost::asio::io_context io(1);
+  StreamManager streams(*config, datasets);
+  auto pool = WorkerPool::start(io, config->workers, datasets, config->limits.max_frame_bytes,
+                                {[&](const wire::WorkerDone& d) { streams.on_done(d); },
+                                 [&](std::optional<wire::WorkerTask> t) { streams.on_lost(std::move(t)); }});
+  if (!pool.ok()) {
+    spdlog::critical("cannot start workers: {}", pool.error().message());
+    return 1;
+  }
+  streams.set_pool(pool->get());
+  auto server = Server::create(io, *config, streams, **pool, datasets);
+  if (!server.ok()) {
+    spdlog::critical("{}", server.error().message());
+    return 1;
+  }
+  (*server)->start();
+  spdlog::info("batchd {} serving {} with {} workers, default strategy {}", BATCHD_VERSION, config->socket,
+               config->workers, strategy_name(config->shm_strategy));
+
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  boost::asio::steady_timer deadline(io);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("{} received: draining", ::strsignal(sig));
+    (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back");
+    (*pool)->stop();
+    deadline.expires_after(std::chrono::seconds(2));  // clients that never read their last frames
+    deadline.async_wait([&](const boost::system::error_code& e) {
+      if (!e) io.stop();
+    });
+  });
+  io.run();
+  streams.shutdown("daemon shutting down");
+  spdlog::info("batchd stopped");
+  return 0;
+}

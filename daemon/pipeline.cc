@@ -1,0 +1,30 @@
+#include "pipeline.h"
+
+#include "fmnist_pipeline.h"
+
+namespace batchd::daemon {
+
+size_t dtype_size(wire::DType dtype) {
+  switch (dtype) {
+    case wire::UINT8: return 1;
+    case wire::FLOAT32: return 4;
+    case wire::INT64: return 8;
+    default: return 0;
+  }
+}
+
+uint64_t TensorDesc::sample_bytes() const {
+  uint64_t n = dtype_size(dtype);
+  for (int64_t d : sample_shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset) {
+  if (name == "fmnist" || name == "fmnist_u8") {
+    return make_fmnist_pipeline(name == "fmnist" ? FmnistOutput::kNormalizedFloat : FmnistOutput::kRawUint8,
+                                std::move(dataset));
+  }
+  return Error(ErrorCode::kNotFound, "unknown pipeline '" + name + "' (known: fmnist, fmnist_u8)");
+}
+
+}  // namespace batchd::daemon

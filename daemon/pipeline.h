@@ -1,0 +1,52 @@
+// pipeline.h — transform pipelines: per-sample transforms, then collate into a slot's fixed-shape tensors.
+//
+// A pipeline is chosen by name at OpenStream and built against a dataset. It declares its tensors (name, dtype,
+// per-sample shape) and fills them for a batch of sample indices, writing the final bytes straight into the slot
+// (the only copy of the data after the dataset). Every stream also carries an `index` tensor (int64 [B]) that the
+// worker writes itself (see worker.cc).
+//
+// Pipelines (torchvision semantics; constants from torchvision's Fashion-MNIST recipes):
+//   fmnist     ToTensor + Normalize((0.2860,), (0.3530,)): image float32 [B,1,H,W] = (x/255 - 0.2860) / 0.3530,
+//              computed in float32 exactly as torch does; label int64 [B].
+//   fmnist_u8  the raw pixels: image uint8 [B,1,H,W]; label int64 [B].
+// Both need an `idx` dataset (H, W from the file: 28x28 for Fashion-MNIST).
+//
+// Thread-safety: run() is const and may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "batchd.pb.h"
+#include "batchd/result.h"
+#include "dataset.h"
+
+namespace batchd::daemon {
+
+struct TensorDesc {
+  std::string name;
+  wire::DType dtype;
+  std::vector<int64_t> sample_shape;
+  uint64_t sample_bytes() const;
+};
+
+size_t dtype_size(wire::DType dtype);
+
+class Pipeline {
+ public:
+  virtual ~Pipeline() = default;
+  // The pipeline's tensors, in slot order (without `index`).
+  virtual const std::vector<TensorDesc>& tensors() const = 0;
+  // Transforms and collates `indices` into the slot: tensor i starts at slot + offsets[i] and has room for
+  // indices.size() samples. A per-sample failure returns a kDataError naming the sample.
+  virtual Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets) const = 0;
+};
+
+// Builds pipeline `name` for `dataset`: kNotFound for an unknown name (lists the known ones), kInvalidArgument if
+// the pipeline does not fit the dataset's format.
+Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset);
+
+}  // namespace batchd::daemon

@@ -1,0 +1,55 @@
+// server.h — the daemon's control plane: a Unix stream socket served by Boost.Asio, any number of clients.
+//
+// create() binds the socket with the configured mode (default 0660). If the path exists it must be a socket: one
+// that answers means another batchd already serves it (refused, nothing touched); one that does not is stale and
+// is replaced. stop() drains: running streams get a "daemon shutting down" StreamFailed, connections close after
+// their queued frames are written, and the socket file is removed.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include "config.h"
+#include "connection.h"
+#include "dataset.h"
+#include "stream_manager.h"
+#include "worker_pool.h"
+
+namespace batchd::daemon {
+
+class Server final {
+ public:
+  static Result<std::unique_ptr<Server>> create(boost::asio::io_context& io, const Config& config,
+                                                StreamManager& streams, const WorkerPool& pool,
+                                                const DatasetRegistry& datasets);
+  ~Server();
+
+  void start();
+  void stop(const std::string& reason);
+
+  void remove(uint64_t connection_id);
+  void fill_status(wire::StatusReply* status) const;
+  size_t connections() const { return connections_.size(); }
+
+ private:
+  Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool& pool,
+         const DatasetRegistry& datasets);
+  void accept();
+
+  boost::asio::io_context& io_;
+  const Config& config_;
+  StreamManager& streams_;
+  const WorkerPool& pool_;
+  const DatasetRegistry& datasets_;
+  boost::asio::local::stream_protocol::acceptor acceptor_;
+  std::map<uint64_t, std::shared_ptr<Connection>> connections_;
+  uint64_t next_connection_id_ = 1;
+  bool stopped_ = false;
+  bool socket_bound_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace batchd::daemon

@@ -1,0 +1,122 @@
+#include "stream.h"
+
+namespace batchd::daemon {
+
+Stream::Stream(uint64_t id, Peer owner, const wire::OpenStream& request, Sampler sampler, wire::SharedMemory memory,
+               wire::Mapping mapping, wire::WorkerAttach attach, wire::StreamOpened opened)
+    : id_(id),
+      owner_(owner),
+      request_(request),
+      sampler_(std::move(sampler)),
+      memory_(std::move(memory)),
+      mapping_(std::move(mapping)),
+      attach_(std::move(attach)),
+      opened_(std::move(opened)),
+      slots_(opened_.slot_count()) {
+  total_batches_ = sampler_.batches_per_epoch() * opened_.num_epochs() - opened_.start_batch();
+}
+
+std::optional<wire::WorkerTask> Stream::next_task() {
+  if (state_ != State::kRunning || next_dispatch_ >= total_batches_) return std::nullopt;
+  uint32_t slot = 0;
+  while (slot < slots_.size() && slots_[slot].state != SlotState::kFree) ++slot;
+  if (slot == slots_.size()) return std::nullopt;
+
+  const uint64_t sequence = next_dispatch_++;
+  const uint64_t global = sequence + opened_.start_batch();
+  const uint64_t epoch = opened_.first_epoch() + global / sampler_.batches_per_epoch();
+  const uint64_t batch = global % sampler_.batches_per_epoch();
+  if (epoch != indices_epoch_) {
+    indices_ = sampler_.epoch_indices(epoch);
+    indices_epoch_ = epoch;
+  }
+  const auto [begin, end] = sampler_.batch_range(batch);
+  wire::WorkerTask task;
+  task.set_stream_id(id_);
+  task.set_sequence(sequence);
+  task.set_epoch(epoch);
+  task.set_batch(batch);
+  task.set_slot(slot);
+  task.mutable_indices()->Add(indices_.begin() + static_cast<ptrdiff_t>(begin),
+                              indices_.begin() + static_cast<ptrdiff_t>(end));
+  slots_[slot] = {SlotState::kWorking, sequence};
+  return task;
+}
+
+void Stream::on_done(uint64_t sequence, uint32_t slot) {
+  if (slot < slots_.size() && slots_[slot].state == SlotState::kWorking && slots_[slot].sequence == sequence) {
+    slots_[slot].state = SlotState::kReady;
+  }
+}
+
+std::vector<wire::BatchReady> Stream::take_deliverable() {
+  std::vector<wire::BatchReady> out;
+  if (state_ == State::kFailed) return out;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (uint32_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].state != SlotState::kReady || slots_[s].sequence != next_deliver_) continue;
+      const uint64_t global = next_deliver_ + opened_.start_batch();
+      const uint64_t batch = global % sampler_.batches_per_epoch();
+      const auto [begin, end] = sampler_.batch_range(batch);
+      wire::BatchReady ready;
+      ready.set_stream_id(id_);
+      ready.set_sequence(next_deliver_);
+      ready.set_epoch(opened_.first_epoch() + global / sampler_.batches_per_epoch());
+      ready.set_batch(batch);
+      ready.set_slot(s);
+      ready.set_num_samples(static_cast<uint32_t>(end - begin));
+      out.push_back(ready);
+      slots_[s].state = SlotState::kLeased;
+      ++next_deliver_;
+      progress = true;
+    }
+  }
+  return out;
+}
+
+Status Stream::release(uint64_t sequence) {
+  for (auto& slot : slots_) {
+    if (slot.state == SlotState::kLeased && slot.sequence == sequence) {
+      slot.state = SlotState::kFree;
+      return ok_status();
+    }
+  }
+  return Error(ErrorCode::kInvalidArgument, "stream " + std::to_string(id_) + " has no leased batch " +
+                                                std::to_string(sequence) + " (released twice?)");
+}
+
+wire::StreamInfo Stream::info() const {
+  wire::StreamInfo info;
+  info.set_stream_id(id_);
+  info.set_dataset(request_.dataset());
+  info.set_pipeline(request_.pipeline());
+  info.set_batch_size(request_.batch_size());
+  info.set_client_pid(owner_.pid);
+  info.set_batches_delivered(next_deliver_);
+  info.set_batches_total(total_batches_);
+  info.set_state(state_ == State::kRunning ? "running" : state_ == State::kEnded ? "ended" : "failed");
+  return info;
+}
+
+wire::SegmentInfo Stream::segment_info() const {
+  wire::SegmentInfo info;
+  info.set_stream_id(id_);
+  info.set_name(memory_.name().empty() ? "memfd:batchd." + std::to_string(::getpid()) + "." + std::to_string(id_)
+                                       : "/dev/shm/" + memory_.name());
+  info.set_strategy(opened_.strategy());
+  info.set_bytes(opened_.segment_bytes());
+  info.set_slots(opened_.slot_count());
+  uint32_t counts[4] = {0, 0, 0, 0};
+  for (const auto& s : slots_) ++counts[static_cast<int>(s.state)];
+  info.set_slots_free(counts[0]);
+  info.set_slots_working(counts[1]);
+  info.set_slots_ready(counts[2]);
+  info.set_slots_leased(counts[3]);
+  info.set_owner_pid(owner_.pid);
+  info.set_owner_uid(owner_.uid);
+  info.set_age_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count());
+  return info;
+}
+
+}  // namespace batchd::daemon

@@ -1,0 +1,93 @@
+// stream.h — one client's iteration over one dataset: its sampler, its segment and the state of each slot.
+//
+// Slot life cycle:  free --next_task()--> working --on_done()--> ready --take_deliverable()--> leased
+//                   leased --release()--> free.
+// Batches are numbered by `sequence` (0, 1, ... across all the stream's epochs); they are handed to the client in
+// sequence order even when workers finish out of order, and at most `depth` are working, ready or leased at once
+// (back-pressure). A slot is reused only after its lease is released or the stream is closed.
+//
+// Not thread-safe: owned by the StreamManager on the daemon's io_context thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "batchd.pb.h"
+#include "batchd/wire/shared_memory.h"
+#include "sampler.h"
+
+namespace batchd::daemon {
+
+struct Peer {
+  uint64_t connection_id = 0;
+  int32_t pid = 0;
+  uint32_t uid = 0;
+};
+
+class Stream final {
+ public:
+  enum class State { kRunning, kEnded, kFailed };
+
+  // `attach` describes the segment and layout to workers; `opened` is the reply sent to the client.
+  Stream(uint64_t id, Peer owner, const wire::OpenStream& request, Sampler sampler, wire::SharedMemory memory,
+         wire::Mapping mapping, wire::WorkerAttach attach, wire::StreamOpened opened);
+
+  uint64_t id() const { return id_; }
+  const Peer& owner() const { return owner_; }
+  State state() const { return state_; }
+  const wire::StreamOpened& opened() const { return opened_; }
+  const wire::WorkerAttach& attach() const { return attach_; }
+  int segment_fd() const { return memory_.fd(); }
+
+  // The next batch to make, claiming a free slot; nullopt if no slot is free, all batches were dispatched, or the
+  // stream is not running.
+  std::optional<wire::WorkerTask> next_task();
+
+  // A worker finished `sequence` into `slot` (ignored unless that slot is working on it).
+  void on_done(uint64_t sequence, uint32_t slot);
+
+  // The batches now deliverable in order; their slots become leased.
+  std::vector<wire::BatchReady> take_deliverable();
+
+  // Every batch of every requested epoch has been delivered (once true, the caller sends StreamEnd once).
+  bool all_delivered() const { return next_deliver_ == total_batches_; }
+  void mark_ended() { state_ = State::kEnded; }
+  void mark_failed() { state_ = State::kFailed; }
+
+  // Returns the lease of `sequence`; kInvalidArgument if it is not leased.
+  Status release(uint64_t sequence);
+
+  wire::StreamInfo info() const;
+  wire::SegmentInfo segment_info() const;
+
+ private:
+  enum class SlotState { kFree, kWorking, kReady, kLeased };
+  struct Slot {
+    SlotState state = SlotState::kFree;
+    uint64_t sequence = 0;
+  };
+
+  uint64_t id_;
+  Peer owner_;
+  wire::OpenStream request_;
+  Sampler sampler_;
+  wire::SharedMemory memory_;
+  wire::Mapping mapping_;  // the daemon's own mapping: the header page, and the prefault of every page
+  wire::WorkerAttach attach_;
+  wire::StreamOpened opened_;
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  State state_ = State::kRunning;
+
+  std::vector<Slot> slots_;
+  uint64_t total_batches_ = 0;
+  uint64_t next_dispatch_ = 0;
+  uint64_t next_deliver_ = 0;
+  uint64_t indices_epoch_ = ~0ull;
+  std::vector<int64_t> indices_;  // this rank's indices for indices_epoch_
+};
+
+}  // namespace batchd::daemon

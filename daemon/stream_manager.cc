@@ -1,0 +1,262 @@
+#include "stream_manager.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "batchd/wire/convert.h"
+#include "batchd/wire/segment_layout.h"
+#include "pipeline.h"
+
+namespace batchd::daemon {
+
+namespace {
+
+Error invalid(const std::string& what) { return Error(ErrorCode::kInvalidArgument, what); }
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+StreamManager::StreamManager(const Config& config, const DatasetRegistry& datasets)
+    : config_(config), datasets_(datasets) {}
+
+Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, const Peer& owner,
+                                                  EventSink* sink) {
+  const Limits& limits = config_.limits;
+  if (streams_of(owner.connection_id) >= limits.max_streams_per_connection) {
+    return Error(ErrorCode::kResourceExhausted, "this connection already has " +
+                                                    std::to_string(limits.max_streams_per_connection) +
+                                                    " open streams (limits.max_streams_per_connection); close some");
+  }
+  auto dataset = datasets_.find(req.dataset());
+  if (!dataset.ok()) return dataset.error();
+  auto pipeline = make_pipeline(req.pipeline(), *dataset);
+  if (!pipeline.ok()) return pipeline.error();
+  if (req.batch_size() == 0 || req.batch_size() > limits.max_batch_size) {
+    return invalid("batch_size " + std::to_string(req.batch_size()) + " is out of range [1, " +
+                   std::to_string(limits.max_batch_size) + "] (limits.max_batch_size)");
+  }
+  const uint32_t depth = req.depth() == 0 ? limits.default_depth : req.depth();
+  if (depth > limits.max_depth) {
+    return Error(ErrorCode::kResourceExhausted, "depth " + std::to_string(depth) + " exceeds limits.max_depth (" +
+                                                    std::to_string(limits.max_depth) + ")");
+  }
+  const uint32_t num_epochs = req.num_epochs() == 0 ? 1 : req.num_epochs();
+  SamplerOptions so{(*dataset)->size(), req.batch_size(), req.shuffle(), req.seed(),
+                    req.rank(), req.world_size() == 0 ? 1u : req.world_size(), req.drop_last()};
+  auto sampler = Sampler::make(so);
+  if (!sampler.ok()) return sampler.error().with_context("dataset '" + req.dataset() + "'");
+  if (req.start_batch() >= sampler->batches_per_epoch()) {
+    return invalid("start_batch " + std::to_string(req.start_batch()) + " is past the end of the epoch (" +
+                   std::to_string(sampler->batches_per_epoch()) + " batches)");
+  }
+  if (req.epoch() > (uint64_t{1} << 62)) return invalid("epoch is out of range");
+
+  // Layout: the pipeline's tensors, then `index`.
+  std::vector<TensorDesc> tensors = (*pipeline)->tensors();
+  tensors.push_back({"index", wire::INT64, {}});
+  std::vector<uint64_t> sample_bytes;
+  for (const auto& t : tensors) sample_bytes.push_back(t.sample_bytes());
+  auto layout = wire::compute_layout(sample_bytes, req.batch_size(), depth);
+  if (!layout || layout->segment_bytes > limits.max_segment_bytes) {
+    return Error(ErrorCode::kResourceExhausted,
+                 "a segment of " + std::to_string(depth) + " slots of " + std::to_string(req.batch_size()) +
+                     " samples would exceed limits.max_segment_bytes (" + std::to_string(limits.max_segment_bytes) +
+                     " bytes); lower batch_size or depth");
+  }
+
+  const wire::SharingStrategy strategy =
+      req.strategy() == wire::STRATEGY_DEFAULT ? config_.shm_strategy : req.strategy();
+  if (strategy != wire::FILE_DESCRIPTOR && strategy != wire::FILE_SYSTEM) return invalid("unknown sharing strategy");
+  const uint64_t id = next_id_++;
+  const std::string name = "batchd." + std::to_string(::getpid()) + "." + std::to_string(id);
+  auto memory = strategy == wire::FILE_DESCRIPTOR
+                    ? wire::SharedMemory::create_anonymous(name, layout->segment_bytes)
+                    : wire::SharedMemory::create_named(name, layout->segment_bytes,
+                                                       owner.uid == ::geteuid() ? 0600 : 0644);
+  if (!memory.ok()) return memory.error();
+  auto mapping = wire::Mapping::map(memory->fd(), layout->segment_bytes, true, /*populate=*/true);
+  if (!mapping.ok()) return mapping.error().with_context("stream " + std::to_string(id));
+  wire::SegmentHeader header{wire::kSegmentMagic, wire::kLayoutVersion, depth, id, layout->segment_bytes,
+                             layout->slot_offset, layout->slot_stride, ::getpid(), 0, unix_now()};
+  std::memcpy(mapping->data(), &header, sizeof(header));
+
+  wire::StreamOpened opened;
+  opened.set_stream_id(id);
+  opened.set_strategy(strategy);
+  opened.set_segment_name(strategy == wire::FILE_SYSTEM ? name : "");
+  opened.set_fd_attached(strategy == wire::FILE_DESCRIPTOR);
+  opened.set_segment_bytes(layout->segment_bytes);
+  opened.set_slot_count(depth);
+  opened.set_slot_offset(layout->slot_offset);
+  opened.set_slot_stride(layout->slot_stride);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    auto* t = opened.add_tensors();
+    t->set_name(tensors[i].name);
+    t->set_dtype(tensors[i].dtype);
+    for (int64_t d : tensors[i].sample_shape) t->add_sample_shape(d);
+    t->set_offset(layout->tensor_offsets[i]);
+    t->set_sample_bytes(sample_bytes[i]);
+  }
+  opened.set_dataset_size((*dataset)->size());
+  opened.set_samples_per_epoch(sampler->samples_per_epoch());
+  opened.set_batches_per_epoch(sampler->batches_per_epoch());
+  opened.set_batch_size(req.batch_size());
+  opened.set_first_epoch(req.epoch());
+  opened.set_num_epochs(num_epochs);
+  opened.set_start_batch(req.start_batch());
+
+  wire::WorkerAttach attach;
+  attach.set_stream_id(id);
+  attach.set_dataset(req.dataset());
+  attach.set_pipeline(req.pipeline());
+  attach.set_segment_bytes(layout->segment_bytes);
+  attach.set_slot_offset(layout->slot_offset);
+  attach.set_slot_stride(layout->slot_stride);
+  attach.set_slot_count(depth);
+  attach.set_batch_size(req.batch_size());
+  *attach.mutable_tensors() = opened.tensors();
+  attach.set_seed(req.seed());
+
+  auto stream = std::make_unique<Stream>(id, owner, req, std::move(sampler).value(), std::move(memory).value(),
+                                         std::move(mapping).value(), std::move(attach), opened);
+  const int fd = strategy == wire::FILE_DESCRIPTOR ? stream->segment_fd() : -1;
+  streams_[id] = Entry{std::move(stream), sink};
+  spdlog::info("stream {} opened: dataset={} pipeline={} batch_size={} depth={} strategy={} segment={} bytes "
+               "client pid={} uid={}",
+               id, req.dataset(), req.pipeline(), req.batch_size(), depth, strategy_name(strategy),
+               layout->segment_bytes, owner.pid, owner.uid);
+  pump();
+  return Opened{opened, fd};
+}
+
+Status StreamManager::close(uint64_t stream_id, uint64_t connection_id) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end() || it->second.stream->owner().connection_id != connection_id) {
+    return invalid("no stream " + std::to_string(stream_id) + " is open on this connection");
+  }
+  erase(it);
+  return ok_status();
+}
+
+Status StreamManager::release(uint64_t stream_id, uint64_t sequence, uint64_t connection_id) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end() || it->second.stream->owner().connection_id != connection_id) {
+    return invalid("release for stream " + std::to_string(stream_id) + ", which is not open on this connection");
+  }
+  BATCHD_RETURN_IF_ERROR(it->second.stream->release(sequence));
+  pump();
+  return ok_status();
+}
+
+void StreamManager::close_all_of(uint64_t connection_id) {
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    auto next = std::next(it);
+    if (it->second.stream->owner().connection_id == connection_id) erase(it);
+    it = next;
+  }
+}
+
+void StreamManager::shutdown(const std::string& reason) {
+  for (auto& [id, entry] : streams_) {
+    if (entry.stream->state() == Stream::State::kRunning) fail(entry, Error(ErrorCode::kUnavailable, reason));
+  }
+  while (!streams_.empty()) erase(streams_.begin());
+}
+
+size_t StreamManager::streams_of(uint64_t connection_id) const {
+  size_t n = 0;
+  for (const auto& [id, entry] : streams_) n += entry.stream->owner().connection_id == connection_id;
+  return n;
+}
+
+void StreamManager::erase(std::map<uint64_t, Entry>::iterator it) {
+  const uint64_t id = it->first;
+  if (pool_ != nullptr) pool_->detach_stream(id);
+  std::erase_if(redo_, [id](const wire::WorkerTask& t) { return t.stream_id() == id; });
+  spdlog::info("stream {} closed (segment released)", id);
+  streams_.erase(it);  // unmaps; unlinks the /dev/shm name (file_system); the memfd dies with the last mapping
+}
+
+void StreamManager::on_done(const wire::WorkerDone& done) {
+  auto it = streams_.find(done.stream_id());
+  if (it != streams_.end()) {
+    Entry& entry = it->second;
+    if (done.has_error()) {
+      fail(entry, wire::from_wire(done.error()));
+    } else {
+      entry.stream->on_done(done.sequence(), done.slot());
+      deliver(entry);
+    }
+  }
+  pump();
+}
+
+void StreamManager::on_lost(std::optional<wire::WorkerTask> task) {
+  if (task && streams_.count(task->stream_id())) redo_.push_front(std::move(*task));
+  pump();
+}
+
+void StreamManager::deliver(Entry& entry) {
+  for (const auto& ready : entry.stream->take_deliverable()) {
+    wire::Reply event;
+    *event.mutable_batch_ready() = ready;
+    entry.sink->send_event(event);
+  }
+  if (entry.stream->state() == Stream::State::kRunning && entry.stream->all_delivered()) {
+    entry.stream->mark_ended();
+    wire::Reply event;
+    event.mutable_stream_end()->set_stream_id(entry.stream->id());
+    entry.sink->send_event(event);
+  }
+}
+
+void StreamManager::fail(Entry& entry, const Error& error) {
+  spdlog::warn("stream {} failed: {}", entry.stream->id(), error.message());
+  entry.stream->mark_failed();
+  wire::Reply event;
+  auto* failed = event.mutable_stream_failed();
+  failed->set_stream_id(entry.stream->id());
+  *failed->mutable_error() = wire::to_wire(error);
+  entry.sink->send_event(event);
+}
+
+void StreamManager::pump() {
+  if (pool_ == nullptr) return;
+  while (auto w = pool_->idle_worker()) {
+    if (!redo_.empty()) {
+      wire::WorkerTask task = std::move(redo_.front());
+      redo_.pop_front();
+      auto it = streams_.find(task.stream_id());
+      if (it == streams_.end()) continue;
+      pool_->assign(*w, task, it->second.stream->attach(), it->second.stream->segment_fd());
+      continue;
+    }
+    // Round-robin: the first stream after the last one served that has work and a free slot.
+    std::optional<wire::WorkerTask> task;
+    Stream* chosen = nullptr;
+    auto start = streams_.upper_bound(last_served_);
+    for (size_t i = 0; i < streams_.size() && !task; ++i, ++start) {
+      if (start == streams_.end()) start = streams_.begin();
+      task = start->second.stream->next_task();
+      if (task) chosen = start->second.stream.get();
+    }
+    if (!task) return;
+    last_served_ = chosen->id();
+    pool_->assign(*w, *task, chosen->attach(), chosen->segment_fd());
+  }
+}
+
+void StreamManager::fill_status(wire::StatusReply* status) const {
+  for (const auto& [id, entry] : streams_) {
+    *status->add_streams() = entry.stream->info();
+    *status->add_segments() = entry.stream->segment_info();
+  }
+}
+
+}  // namespace batchd::daemon

@@ -1,0 +1,28 @@
+// convert.h — batchd::Error <-> wire::Error, and the default socket path both sides agree on.
+#pragma once
+
+#include <string>
+
+#include "batchd.pb.h"
+#include "batchd/result.h"
+
+namespace batchd::wire {
+
+inline wire::Error to_wire(const batchd::Error& e) {
+  wire::Error w;
+  w.set_code(static_cast<wire::ErrorCode>(static_cast<int>(e.code())));
+  w.set_message(e.message());
+  return w;
+}
+
+inline batchd::Error from_wire(const wire::Error& w) {
+  const int c = static_cast<int>(w.code());
+  const auto code = (c >= 1 && c <= 8) ? static_cast<batchd::ErrorCode>(c) : batchd::ErrorCode::kInternal;
+  return batchd::Error(code, w.message());
+}
+
+// The socket a client uses when none is given: $BATCHD_SOCKET if set, else /run/batchd/batchd.sock (where the
+// systemd unit's RuntimeDirectory puts it).
+std::string default_socket_path();
+
+}  // namespace batchd::wire
