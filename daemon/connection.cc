@@ -1,5 +1,6 @@
 #include "connection.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 

@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     spdlog::info("{} received: draining", ::strsignal(sig));
-    (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back");
+    (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
+                    [&] { deadline.cancel(); });
     (*pool)->stop();
     deadline.expires_after(std::chrono::seconds(2));  // clients that never read their last frames
     deadline.async_wait([&](const boost::system::error_code& e) {

@@ -5,6 +5,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
+
 #include "config.h"
 
 namespace batchd::daemon {
@@ -89,9 +91,10 @@ void Server::accept() {
   });
 }
 
-void Server::stop(const std::string& reason) {
+void Server::stop(const std::string& reason, std::function<void()> on_drained) {
   if (stopped_) return;
   stopped_ = true;
+  on_drained_ = std::move(on_drained);
   boost::system::error_code ec;
   acceptor_.close(ec);
   if (socket_bound_) {
@@ -101,9 +104,13 @@ void Server::stop(const std::string& reason) {
   streams_.shutdown(reason);
   auto snapshot = connections_;
   for (auto& [id, connection] : snapshot) connection->close(false);
+  if (connections_.empty() && on_drained_) boost::asio::post(io_, std::exchange(on_drained_, nullptr));
 }
 
-void Server::remove(uint64_t connection_id) { connections_.erase(connection_id); }
+void Server::remove(uint64_t connection_id) {
+  connections_.erase(connection_id);
+  if (stopped_ && connections_.empty() && on_drained_) boost::asio::post(io_, std::exchange(on_drained_, nullptr));
+}
 
 void Server::fill_status(wire::StatusReply* status) const {
   status->set_daemon_pid(::getpid());

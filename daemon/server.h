@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -28,7 +29,9 @@ class Server final {
   ~Server();
 
   void start();
-  void stop(const std::string& reason);
+  // Stops accepting, fails running streams with `reason`, closes every connection once its queued frames are
+  // written; `on_drained` runs (on the io_context) when the last connection is gone.
+  void stop(const std::string& reason, std::function<void()> on_drained);
 
   void remove(uint64_t connection_id);
   void fill_status(wire::StatusReply* status) const;
@@ -48,6 +51,7 @@ class Server final {
   std::map<uint64_t, std::shared_ptr<Connection>> connections_;
   uint64_t next_connection_id_ = 1;
   bool stopped_ = false;
+  std::function<void()> on_drained_;
   bool socket_bound_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };

@@ -147,7 +147,11 @@ Status StreamManager::close(uint64_t stream_id, uint64_t connection_id) {
 Status StreamManager::release(uint64_t stream_id, uint64_t sequence, uint64_t connection_id) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end() || it->second.stream->owner().connection_id != connection_id) {
-    return invalid("release for stream " + std::to_string(stream_id) + ", which is not open on this connection");
+    // A release can cross a CloseStream on the wire (a Batch destroyed on another thread): closing reclaimed
+    // every slot already, so there is nothing to do.
+    spdlog::debug("release of batch {} of stream {}, which is not open on this connection: ignored", sequence,
+                  stream_id);
+    return ok_status();
   }
   BATCHD_RETURN_IF_ERROR(it->second.stream->release(sequence));
   pump();

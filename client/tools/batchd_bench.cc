@@ -39,7 +39,7 @@ std::string json_escape(const std::string& s) {
 int main(int argc, char** argv) {
   CLI::App app("batchd-bench — measure batchd's throughput end to end through the client library.\n\n"
                "Prints one line per epoch (samples, seconds, samples/s, distinct sample indices seen, time to the\n"
-               "epoch's first batch). Compare with ../shared/bench/torch_peer.py via bench/compare_fmnist.sh.",
+               "epoch's first batch). Compare with ../shared/bench/torch_peer.py via bench/compare_fmnist.py.",
                "batchd-bench");
   bool spawn = false, json = false, touch = false, no_shuffle = false;
   std::string socket, dataset = "fashion-mnist", pipeline, strategy, log_level = "warn";

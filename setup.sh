@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# setup.sh — installs what batchd needs from Debian (only what is missing) and builds it into build/.
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+#
+#   ./setup.sh              dependencies + build
+#   ./setup.sh --bench      also the PyTorch peer's dependencies (python3-torch, python3-torchvision) for bench/
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(
+  build-essential cmake pkg-config            # toolchain
+  libboost-dev                                # Boost.Asio, Boost.Interprocess (header-only)
+  libprotobuf-dev protobuf-compiler           # proto/batchd.proto
+  libgtest-dev                                # tests
+  libcli11-dev libtomlplusplus-dev libspdlog-dev zlib1g-dev
+  dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3 python3-torch python3-torchvision python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup.sh: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+if ! cmake --build build -j "$jobs" >build/build.log 2>&1; then
+  cat build/build.log
+  echo "setup.sh: the build failed (full log above and in build/build.log)" >&2
+  exit 1
+fi
+grep -E 'warning:' build/build.log || true
+echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench"

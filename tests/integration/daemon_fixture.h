@@ -1,0 +1,145 @@
+// daemon_fixture.h — helpers for integration tests: a real batchd on a private socket, /dev/shm inspection, a raw
+// protocol connection, and an independent reader of the Fashion-MNIST IDX files.
+#pragma once
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "batchd.pb.h"
+#include "batchd/client.h"
+#include "batchd/wire/fd_passing.h"
+#include "batchd/wire/framing.h"
+#include "spawn.h"
+
+namespace batchd::testing {
+
+inline tools::SpawnedDaemon start_daemon(const std::string& strategy = "", uint32_t workers = 2,
+                                         std::vector<std::string> extra = {}) {
+  ::setenv("BATCHD_BIN", BATCHD_BIN_DIR "/batchd", 0);
+  tools::SpawnOptions options;
+  options.workers = workers;
+  options.strategy = strategy;
+  options.extra_args = std::move(extra);
+  auto daemon = tools::SpawnedDaemon::start(options);
+  if (!daemon.ok()) {
+    ADD_FAILURE() << daemon.error().message();
+    std::abort();
+  }
+  return std::move(daemon).value();
+}
+
+// Names in /dev/shm that belong to the daemon with this pid ("batchd.<pid>.<stream>").
+inline std::vector<std::string> shm_names_of(pid_t daemon_pid) {
+  std::vector<std::string> out;
+  const std::string prefix = "batchd." + std::to_string(daemon_pid) + ".";
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(d)) {
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+// Polls `condition` for up to `timeout`.
+template <typename F>
+bool eventually(F condition, std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+inline StreamOptions fmnist_options(const std::string& dataset = "fashion-mnist-test", uint32_t batch_size = 100) {
+  StreamOptions o;
+  o.dataset = dataset;
+  o.pipeline = "fmnist";
+  o.batch_size = batch_size;
+  return o;
+}
+
+// Reads one whole stream; returns every index in delivery order (fails the test on an error).
+inline std::vector<int64_t> read_all_indices(Stream& stream) {
+  std::vector<int64_t> out;
+  for (;;) {
+    auto batch = stream.next();
+    EXPECT_TRUE(batch.ok()) << batch.error().message();
+    if (!batch.ok() || !*batch) break;
+    const Tensor* index = (*batch)->find("index");
+    out.insert(out.end(), index->data_as<int64_t>(), index->data_as<int64_t>() + index->numel());
+  }
+  return out;
+}
+
+// A connection that speaks raw frames, for feeding the daemon malformed input.
+class RawConnection {
+ public:
+  explicit RawConnection(const std::string& path) {
+    fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
+    EXPECT_EQ(::connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  void send_bytes(const std::string& bytes) { ASSERT_TRUE(wire::send_all(fd_.get(), bytes.data(), bytes.size()).ok()); }
+  void send_request(const wire::Request& r) { send_bytes(*wire::encode_frame(r)); }
+  void shutdown_write() { ::shutdown(fd_.get(), SHUT_WR); }
+  // The next reply, or nullopt at EOF.
+  std::optional<wire::Reply> read_reply() {
+    std::string payload;
+    for (;;) {
+      auto more = decoder_.next(&payload);
+      if (more.ok() && *more) break;
+      char buf[4096];
+      std::vector<wire::UniqueFd> fds;
+      auto n = wire::recv_some(fd_.get(), buf, sizeof(buf), &fds, 4);
+      if (!n.ok() || *n == 0 || *n == wire::kWouldBlock) return std::nullopt;
+      decoder_.feed(buf, *n);
+    }
+    wire::Reply reply;
+    EXPECT_TRUE(reply.ParseFromString(payload));
+    return reply;
+  }
+  // Reads until EOF; returns the replies seen.
+  std::vector<wire::Reply> read_until_eof() {
+    std::vector<wire::Reply> out;
+    while (auto r = read_reply()) out.push_back(*r);
+    return out;
+  }
+
+ private:
+  wire::UniqueFd fd_;
+  wire::FrameDecoder decoder_;
+};
+
+// Fashion-MNIST read straight from the IDX files with zlib, independently of the daemon's reader.
+struct IdxFile {
+  std::vector<uint8_t> bytes;
+  static IdxFile load(const std::string& path) {
+    IdxFile f;
+    gzFile g = gzopen(path.c_str(), "rb");
+    EXPECT_NE(g, nullptr) << path;
+    char buf[1 << 16];
+    int n;
+    while ((n = gzread(g, buf, sizeof(buf))) > 0) f.bytes.insert(f.bytes.end(), buf, buf + n);
+    gzclose(g);
+    return f;
+  }
+  uint8_t pixel(int64_t image, int p) const { return bytes[16 + image * 784 + p]; }
+  uint8_t label(int64_t i) const { return bytes[8 + i]; }
+};
+
+}  // namespace batchd::testing

@@ -1,0 +1,100 @@
+#include "config.h"
+
+#include <gtest/gtest.h>
+
+namespace batchd::daemon {
+namespace {
+
+std::string error_of(const std::string& toml) {
+  auto c = parse_config(toml, "test.toml");
+  EXPECT_FALSE(c.ok()) << "accepted:\n" << toml;
+  return c.ok() ? "" : c.error().message();
+}
+
+TEST(ConfigTest, EmbeddedDefaultDeclaresBothFashionMnistSplits) {
+  auto sut = parse_config(default_config_text(), "<embedded>");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  ASSERT_EQ(sut->datasets.size(), 2u);
+  EXPECT_EQ(sut->datasets[0].name, "fashion-mnist");
+  EXPECT_EQ(sut->datasets[0].images, "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+  EXPECT_EQ(sut->datasets[1].name, "fashion-mnist-test");
+  EXPECT_EQ(sut->shm_strategy, wire::FILE_DESCRIPTOR);
+  EXPECT_EQ(sut->socket_mode, 0660u);
+}
+
+TEST(ConfigTest, ReadsEveryKey) {
+  auto sut = parse_config(R"(
+[daemon]
+socket = "/tmp/x.sock"
+socket_mode = "0600"
+workers = 3
+shm_strategy = "file_system"
+log_level = "debug"
+[limits]
+max_frame_bytes = 65536
+max_batch_size = 1024
+default_depth = 2
+max_depth = 8
+max_streams_per_connection = 5
+max_segment_bytes = 1048576
+)", "t.toml");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  EXPECT_EQ(sut->socket, "/tmp/x.sock");
+  EXPECT_EQ(sut->socket_mode, 0600u);
+  EXPECT_EQ(sut->workers, 3u);
+  EXPECT_EQ(sut->shm_strategy, wire::FILE_SYSTEM);
+  EXPECT_EQ(sut->log_level, "debug");
+  EXPECT_EQ(sut->limits.max_frame_bytes, 65536u);
+  EXPECT_EQ(sut->limits.max_batch_size, 1024u);
+  EXPECT_EQ(sut->limits.default_depth, 2u);
+  EXPECT_EQ(sut->limits.max_depth, 8u);
+  EXPECT_EQ(sut->limits.max_streams_per_connection, 5u);
+  EXPECT_EQ(sut->limits.max_segment_bytes, 1048576u);
+}
+
+TEST(ConfigTest, UnknownKeyIsRefusedWithFileLineAndKey) {
+  const auto msg = error_of("[daemon]\nworkers = 2\nworker = 3\n");
+  EXPECT_NE(msg.find("test.toml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("daemon.worker"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
+}
+
+TEST(ConfigTest, UnknownSectionIsRefused) {
+  EXPECT_NE(error_of("[deamon]\nworkers = 2\n").find("'deamon'"), std::string::npos);
+}
+
+TEST(ConfigTest, WrongTypesAndRangesAreRefused) {
+  EXPECT_NE(error_of("[daemon]\nworkers = \"two\"\n").find("must be an integer"), std::string::npos);
+  EXPECT_NE(error_of("[daemon]\nworkers = -1\n").find("out of range"), std::string::npos);
+  EXPECT_NE(error_of("[daemon]\nsocket_mode = \"rw\"\n").find("octal"), std::string::npos);
+  EXPECT_NE(error_of("[daemon]\nshm_strategy = \"shm\"\n").find("file_descriptor or file_system"),
+            std::string::npos);
+  EXPECT_NE(error_of("[daemon]\nlog_level = \"loud\"\n").find("log_level"), std::string::npos);
+  EXPECT_NE(error_of("[limits]\ndefault_depth = 9\nmax_depth = 8\n").find("exceeds limits.max_depth"),
+            std::string::npos);
+  EXPECT_NE(error_of("daemon = 3\n").find("must be a table"), std::string::npos);
+}
+
+TEST(ConfigTest, DatasetsNeedAKnownFormatAndTheirFiles) {
+  EXPECT_NE(error_of("[datasets.x]\nformat = \"tfrecord\"\n").find("not a supported dataset format"),
+            std::string::npos);
+  EXPECT_NE(error_of("[datasets.x]\nformat = \"idx\"\nimages = \"/a\"\n").find("datasets.x.labels"),
+            std::string::npos);
+  EXPECT_NE(error_of("[datasets.x]\nformat = \"idx\"\nimages = \"/a\"\nlabels = \"/b\"\nroot = \"/c\"\n")
+                .find("datasets.x.root"),
+            std::string::npos);
+}
+
+TEST(ConfigTest, SyntaxErrorsCarryLineAndColumn) {
+  const auto msg = error_of("[daemon]\nworkers = = 2\n");
+  EXPECT_NE(msg.find("test.toml:2:"), std::string::npos) << msg;
+}
+
+TEST(ConfigTest, MissingFileIsNamed) {
+  auto sut = load_config_file("/nonexistent/batchd.toml");
+  ASSERT_FALSE(sut.ok());
+  EXPECT_NE(sut.error().message().find("/nonexistent/batchd.toml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace batchd::daemon
