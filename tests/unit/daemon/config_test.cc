@@ -98,3 +98,28 @@ TEST(ConfigTest, MissingFileIsNamed) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST(ConfigTest, ShippedExampleConfigParsesAndMatchesTheEmbeddedDefault) {
+  auto example = load_config_file(BATCHD_SOURCE_DIR "/deploy/batchd.toml");
+  ASSERT_TRUE(example.ok()) << example.error().message();
+  auto embedded = parse_config(default_config_text(), "<embedded>");
+  ASSERT_TRUE(embedded.ok());
+  EXPECT_EQ(example->socket, embedded->socket);
+  EXPECT_EQ(example->socket_mode, embedded->socket_mode);
+  EXPECT_EQ(example->workers, embedded->workers);
+  EXPECT_EQ(example->shm_strategy, embedded->shm_strategy);
+  EXPECT_EQ(example->limits.max_frame_bytes, embedded->limits.max_frame_bytes);
+  EXPECT_EQ(example->limits.max_segment_bytes, embedded->limits.max_segment_bytes);
+  ASSERT_EQ(example->datasets.size(), embedded->datasets.size());
+  for (size_t i = 0; i < example->datasets.size(); ++i) {
+    EXPECT_EQ(example->datasets[i].name, embedded->datasets[i].name);
+    EXPECT_EQ(example->datasets[i].images, embedded->datasets[i].images);
+    EXPECT_EQ(example->datasets[i].labels, embedded->datasets[i].labels);
+  }
+}
+
+}  // namespace
+}  // namespace batchd::daemon
