@@ -64,7 +64,17 @@ void Connection::on_read(size_t bytes) {
     if (!*more) break;
     wire::Request request;
     if (auto st = wire::parse_payload(payload, &request, "request"); !st.ok()) return protocol_error(0, st.error());
-    dispatch(request);
+    try {
+      dispatch(request);
+    } catch (const std::exception& e) {  // e.g. bad_alloc: fail this request, keep serving
+      spdlog::error("connection {}: request {} failed: {}", peer_.connection_id, request.request_id(), e.what());
+      reply_error(request.request_id(), Error(ErrorCode::kInternal, std::string("request failed: ") + e.what()));
+    }
+  }
+  // Back-pressure: a client that sends requests but does not read its replies is not read from until it does.
+  if (queued_bytes_ > kMaxQueuedBytes) {
+    read_paused_ = true;
+    return;
   }
   read();
 }
@@ -77,7 +87,7 @@ void Connection::dispatch(const wire::Request& request) {
       if (!opened.ok()) return reply_error(rid, opened.error());
       wire::Reply r;
       *r.mutable_stream_opened() = opened->reply;
-      return reply(rid, std::move(r), opened->segment_fd);
+      return reply(rid, std::move(r), std::move(opened->client_fd));
     }
     case wire::Request::kCloseStream: {
       const uint64_t id = request.close_stream().stream_id();
@@ -108,7 +118,7 @@ void Connection::dispatch(const wire::Request& request) {
 
 void Connection::send_event(const wire::Reply& event) { reply(0, event); }
 
-void Connection::reply(uint64_t request_id, wire::Reply r, int fd) {
+void Connection::reply(uint64_t request_id, wire::Reply r, wire::UniqueFd fd) {
   if (closed_) return;
   r.set_request_id(request_id);
   auto frame = wire::encode_frame(r, max_frame_bytes_);
@@ -116,15 +126,8 @@ void Connection::reply(uint64_t request_id, wire::Reply r, int fd) {
     spdlog::error("connection {}: {}", peer_.connection_id, frame.error().message());
     return close(true);
   }
-  Outgoing out{std::move(frame).value(), {}, 0};
-  if (fd >= 0) {
-    out.fd.reset(::fcntl(fd, F_DUPFD_CLOEXEC, 0));  // the stream may close before the frame is written
-    if (!out.fd.valid()) {
-      reply_error(request_id, posix_error("cannot duplicate the segment fd", errno));
-      return;
-    }
-  }
-  queue_.push_back(std::move(out));
+  queued_bytes_ += frame->size();
+  queue_.push_back(Outgoing{std::move(frame).value(), std::move(fd), 0});
   flush();
 }
 
@@ -159,9 +162,16 @@ void Connection::flush() {
     }
     out.sent += *n;
     out.fd.reset();
-    if (out.sent == out.frame.size()) queue_.pop_front();
+    if (out.sent == out.frame.size()) {
+      queued_bytes_ -= out.frame.size();
+      queue_.pop_front();
+    }
   }
-  if (queue_.empty() && closing_) finish();
+  if (queue_.empty() && closing_) return finish();
+  if (read_paused_ && queued_bytes_ <= kMaxQueuedBytes / 2 && !closed_) {
+    read_paused_ = false;
+    read();
+  }
 }
 
 void Connection::close(bool now) {

@@ -46,7 +46,7 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
   void read();
   void on_read(size_t bytes);
   void dispatch(const wire::Request& request);
-  void reply(uint64_t request_id, wire::Reply reply, int fd = -1);
+  void reply(uint64_t request_id, wire::Reply reply, wire::UniqueFd fd = {});
   void reply_error(uint64_t request_id, const Error& error);
   void protocol_error(uint64_t request_id, const Error& error);
   void flush();
@@ -59,7 +59,10 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
   Peer peer_;
   wire::FrameDecoder decoder_;
   std::vector<char> read_buffer_;
+  static constexpr size_t kMaxQueuedBytes = 4u << 20;  // stop reading requests above this much unsent output
   std::deque<Outgoing> queue_;
+  size_t queued_bytes_ = 0;
+  bool read_paused_ = false;
   bool waiting_to_write_ = false;
   bool closing_ = false;
   bool closed_ = false;

@@ -4,6 +4,7 @@
 // are forked — before any thread exists — then the control socket is served on this single thread.
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -14,6 +15,7 @@
 #include "config.h"
 #include "dataset.h"
 #include "server.h"
+#include "stale_segments.h"
 #include "stream_manager.h"
 #include "worker_pool.h"
 
@@ -76,6 +78,12 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config->log_level));
   if (config->workers == 0) config->workers = std::max(1u, std::thread::hardware_concurrency());
   ::signal(SIGPIPE, SIG_IGN);
+  // Each stream holds an fd (its segment) and each client a socket: use the whole hard limit on open files.
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  remove_stale_segments();
 
   const DatasetRegistry datasets = DatasetRegistry::open_all(config->datasets);
   for (const auto& [name, why] : datasets.describe()) {
@@ -105,7 +113,7 @@ int main(int argc, char** argv) {
   spdlog::info("batchd {} serving {} with {} workers, default strategy {}", BATCHD_VERSION, config->socket,
                config->workers, strategy_name(config->shm_strategy));
 
-  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT, SIGQUIT);
   boost::asio::steady_timer deadline(io);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
@@ -118,7 +126,14 @@ int main(int argc, char** argv) {
       if (!e) io.stop();
     });
   });
-  io.run();
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& e) {  // a handler that threw: log it and keep serving
+      spdlog::error("unexpected exception in the event loop: {}", e.what());
+    }
+  }
   streams.shutdown("daemon shutting down");
   spdlog::info("batchd stopped");
   return 0;

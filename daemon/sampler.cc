@@ -77,16 +77,11 @@ std::vector<int64_t> Sampler::epoch_indices(uint64_t epoch) const {
     all.resize(n);
     std::iota(all.begin(), all.end(), int64_t{0});
   }
-  const uint64_t total = samples_per_epoch_ * w;
-  if (total > n) {  // pad by repeating the head (DistributedSampler, possibly more than once for tiny datasets)
-    all.reserve(total);
-    for (uint64_t i = 0; all.size() < total; ++i) all.push_back(all[i % n]);
-  } else {
-    all.resize(total);
-  }
-  std::vector<int64_t> mine;
-  mine.reserve(samples_per_epoch_);
-  for (uint64_t i = options_.rank; i < total; i += w) mine.push_back(all[i]);
+  // DistributedSampler pads the list to samples_per_epoch * w by repeating its head (cyclically, for tiny
+  // datasets) or truncates it (drop_last), then rank r takes positions r, r + w, ...: position j of the padded
+  // list is all[j % n]. Computed per rank, so memory is O(n + samples_per_epoch), whatever w is.
+  std::vector<int64_t> mine(samples_per_epoch_);
+  for (uint64_t k = 0; k < samples_per_epoch_; ++k) mine[k] = all[(options_.rank + k * w) % n];
   return mine;
 }
 

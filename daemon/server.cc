@@ -44,7 +44,7 @@ Status prepare_socket_path(boost::asio::io_context& io, const std::string& path)
 
 Server::Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool& pool,
                const DatasetRegistry& datasets)
-    : io_(io), config_(config), streams_(streams), pool_(pool), datasets_(datasets), acceptor_(io) {}
+    : io_(io), config_(config), streams_(streams), pool_(pool), datasets_(datasets), acceptor_(io), accept_retry_(io) {}
 
 Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, const Config& config,
                                                StreamManager& streams, const WorkerPool& pool,
@@ -79,7 +79,13 @@ void Server::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, local::stream_protocol::socket socket) {
     if (ec == boost::asio::error::operation_aborted || stopped_) return;
     if (ec) {
-      spdlog::warn("accept on {}: {}", config_.socket, ec.message());  // e.g. EMFILE: keep serving the others
+      // e.g. EMFILE: the connection stays in the backlog; pause before trying again rather than spin.
+      spdlog::warn("accept on {}: {}; retrying in 100 ms", config_.socket, ec.message());
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](const boost::system::error_code& e) {
+        if (!e && !stopped_) accept();
+      });
+      return;
     } else {
       const uint64_t id = next_connection_id_++;
       auto connection =
@@ -97,6 +103,7 @@ void Server::stop(const std::string& reason, std::function<void()> on_drained) {
   on_drained_ = std::move(on_drained);
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_retry_.cancel();
   if (socket_bound_) {
     ::unlink(config_.socket.c_str());
     socket_bound_ = false;

@@ -8,6 +8,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -48,6 +49,7 @@ class Server final {
   const WorkerPool& pool_;
   const DatasetRegistry& datasets_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_;
   std::map<uint64_t, std::shared_ptr<Connection>> connections_;
   uint64_t next_connection_id_ = 1;
   bool stopped_ = false;

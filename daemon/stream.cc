@@ -3,13 +3,12 @@
 namespace batchd::daemon {
 
 Stream::Stream(uint64_t id, Peer owner, const wire::OpenStream& request, Sampler sampler, wire::SharedMemory memory,
-               wire::Mapping mapping, wire::WorkerAttach attach, wire::StreamOpened opened)
+               wire::WorkerAttach attach, wire::StreamOpened opened)
     : id_(id),
       owner_(owner),
       request_(request),
       sampler_(std::move(sampler)),
       memory_(std::move(memory)),
-      mapping_(std::move(mapping)),
       attach_(std::move(attach)),
       opened_(std::move(opened)),
       slots_(opened_.slot_count()) {

@@ -34,7 +34,7 @@ class Stream final {
 
   // `attach` describes the segment and layout to workers; `opened` is the reply sent to the client.
   Stream(uint64_t id, Peer owner, const wire::OpenStream& request, Sampler sampler, wire::SharedMemory memory,
-         wire::Mapping mapping, wire::WorkerAttach attach, wire::StreamOpened opened);
+         wire::WorkerAttach attach, wire::StreamOpened opened);
 
   uint64_t id() const { return id_; }
   const Peer& owner() const { return owner_; }
@@ -42,6 +42,7 @@ class Stream final {
   const wire::StreamOpened& opened() const { return opened_; }
   const wire::WorkerAttach& attach() const { return attach_; }
   int segment_fd() const { return memory_.fd(); }
+  const wire::SharedMemory& memory() const { return memory_; }
 
   // The next batch to make, claiming a free slot; nullopt if no slot is free, all batches were dispatched, or the
   // stream is not running.
@@ -57,6 +58,7 @@ class Stream final {
   bool all_delivered() const { return next_deliver_ == total_batches_; }
   void mark_ended() { state_ = State::kEnded; }
   void mark_failed() { state_ = State::kFailed; }
+  bool running() const { return state_ == State::kRunning; }
 
   // Returns the lease of `sequence`; kInvalidArgument if it is not leased.
   Status release(uint64_t sequence);
@@ -76,7 +78,6 @@ class Stream final {
   wire::OpenStream request_;
   Sampler sampler_;
   wire::SharedMemory memory_;
-  wire::Mapping mapping_;  // the daemon's own mapping: the header page, and the prefault of every page
   wire::WorkerAttach attach_;
   wire::StreamOpened opened_;
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();

@@ -47,6 +47,10 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
                                                     std::to_string(limits.max_depth) + ")");
   }
   const uint32_t num_epochs = req.num_epochs() == 0 ? 1 : req.num_epochs();
+  if (req.world_size() > kMaxWorldSize) {
+    return invalid("world_size " + std::to_string(req.world_size()) + " is over the supported " +
+                   std::to_string(kMaxWorldSize) + " ranks");
+  }
   SamplerOptions so{(*dataset)->size(), req.batch_size(), req.shuffle(), req.seed(),
                     req.rank(), req.world_size() == 0 ? 1u : req.world_size(), req.drop_last()};
   auto sampler = Sampler::make(so);
@@ -56,6 +60,13 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
                    std::to_string(sampler->batches_per_epoch()) + " batches)");
   }
   if (req.epoch() > (uint64_t{1} << 62)) return invalid("epoch is out of range");
+  // The indices of one task must fit in one worker frame (varint int64: at most 10 bytes each).
+  if (uint64_t{req.batch_size()} * 10 + 256 > limits.max_frame_bytes) {
+    return Error(ErrorCode::kResourceExhausted,
+                 "batch_size " + std::to_string(req.batch_size()) + " needs frames of up to " +
+                     std::to_string(uint64_t{req.batch_size()} * 10 + 256) + " bytes, over limits.max_frame_bytes (" +
+                     std::to_string(limits.max_frame_bytes) + "); lower batch_size or raise the limit");
+  }
 
   // Layout: the pipeline's tensors, then `index`.
   std::vector<TensorDesc> tensors = (*pipeline)->tensors();
@@ -78,13 +89,18 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   auto memory = strategy == wire::FILE_DESCRIPTOR
                     ? wire::SharedMemory::create_anonymous(name, layout->segment_bytes)
                     : wire::SharedMemory::create_named(name, layout->segment_bytes,
-                                                       owner.uid == ::geteuid() ? 0600 : 0644);
+                                                       0640);
   if (!memory.ok()) return memory.error();
-  auto mapping = wire::Mapping::map(memory->fd(), layout->segment_bytes, true, /*populate=*/true);
-  if (!mapping.ok()) return mapping.error().with_context("stream " + std::to_string(id));
-  wire::SegmentHeader header{wire::kSegmentMagic, wire::kLayoutVersion, depth, id, layout->segment_bytes,
-                             layout->slot_offset, layout->slot_stride, ::getpid(), 0, unix_now()};
-  std::memcpy(mapping->data(), &header, sizeof(header));
+  {
+    // Only the header page is mapped here, and only for as long as it takes to write it: a long-lived daemon
+    // mapping would be inherited by every worker forked later (a respawn) and outlive the stream there. Every
+    // page is already allocated (posix_fallocate); workers and the client prefault their own mappings.
+    auto header_page = wire::Mapping::map(memory->fd(), wire::kPageBytes, true, /*populate=*/false);
+    if (!header_page.ok()) return header_page.error().with_context("stream " + std::to_string(id));
+    wire::SegmentHeader header{wire::kSegmentMagic, wire::kLayoutVersion, depth, id, layout->segment_bytes,
+                               layout->slot_offset, layout->slot_stride, ::getpid(), 0, unix_now()};
+    std::memcpy(header_page->data(), &header, sizeof(header));
+  }
 
   wire::StreamOpened opened;
   opened.set_stream_id(id);
@@ -123,16 +139,21 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   *attach.mutable_tensors() = opened.tensors();
   attach.set_seed(req.seed());
 
+  wire::UniqueFd client_fd;
+  if (strategy == wire::FILE_DESCRIPTOR) {
+    auto ro = memory->reopen_read_only();  // the client may map the segment but never write or resize it
+    if (!ro.ok()) return ro.error();
+    client_fd = std::move(ro).value();
+  }
   auto stream = std::make_unique<Stream>(id, owner, req, std::move(sampler).value(), std::move(memory).value(),
-                                         std::move(mapping).value(), std::move(attach), opened);
-  const int fd = strategy == wire::FILE_DESCRIPTOR ? stream->segment_fd() : -1;
+                                         std::move(attach), opened);
   streams_[id] = Entry{std::move(stream), sink};
   spdlog::info("stream {} opened: dataset={} pipeline={} batch_size={} depth={} strategy={} segment={} bytes "
                "client pid={} uid={}",
                id, req.dataset(), req.pipeline(), req.batch_size(), depth, strategy_name(strategy),
                layout->segment_bytes, owner.pid, owner.uid);
   pump();
-  return Opened{opened, fd};
+  return Opened{opened, std::move(client_fd)};
 }
 
 Status StreamManager::close(uint64_t stream_id, uint64_t connection_id) {
@@ -202,7 +223,22 @@ void StreamManager::on_done(const wire::WorkerDone& done) {
 }
 
 void StreamManager::on_lost(std::optional<wire::WorkerTask> task) {
-  if (task && streams_.count(task->stream_id())) redo_.push_front(std::move(*task));
+  if (task) {
+    auto it = streams_.find(task->stream_id());
+    if (it != streams_.end() && it->second.stream->running()) {
+      task->set_attempt(task->attempt() + 1);
+      if (task->attempt() >= kMaxAttempts) {
+        // The same batch killed kMaxAttempts workers: stop feeding it to more of them.
+        fail(it->second, Error(ErrorCode::kDataError,
+                               "batch " + std::to_string(task->batch()) + " of epoch " + std::to_string(task->epoch()) +
+                                   " killed " + std::to_string(kMaxAttempts) +
+                                   " workers in a row (a sample that crashes the decoder, or a segment truncated "
+                                   "by another process); the daemon log names the signal"));
+      } else {
+        redo_.push_front(std::move(*task));
+      }
+    }
+  }
   pump();
 }
 
@@ -221,6 +257,7 @@ void StreamManager::deliver(Entry& entry) {
 }
 
 void StreamManager::fail(Entry& entry, const Error& error) {
+  if (!entry.stream->running()) return;  // already ended or failed: one StreamFailed per stream
   spdlog::warn("stream {} failed: {}", entry.stream->id(), error.message());
   entry.stream->mark_failed();
   wire::Reply event;
@@ -237,7 +274,7 @@ void StreamManager::pump() {
       wire::WorkerTask task = std::move(redo_.front());
       redo_.pop_front();
       auto it = streams_.find(task.stream_id());
-      if (it == streams_.end()) continue;
+      if (it == streams_.end() || !it->second.stream->running()) continue;
       pool_->assign(*w, task, it->second.stream->attach(), it->second.stream->segment_fd());
       continue;
     }

@@ -29,12 +29,16 @@ class EventSink {
 
 class StreamManager final {
  public:
+  // A batch whose making kills this many workers in a row fails its stream instead of killing more.
+  static constexpr uint32_t kMaxAttempts = 3;
+  static constexpr uint32_t kMaxWorldSize = 1u << 20;
+
   StreamManager(const Config& config, const DatasetRegistry& datasets);
   void set_pool(WorkerPool* pool) { pool_ = pool; }
 
   struct Opened {
     wire::StreamOpened reply;
-    int segment_fd = -1;  // FILE_DESCRIPTOR: to pass with the reply (owned by the stream; dup before queueing)
+    wire::UniqueFd client_fd;  // FILE_DESCRIPTOR: a read-only fd of the segment, to pass with the reply
   };
   Result<Opened> open(const wire::OpenStream& request, const Peer& owner, EventSink* sink);
   Status close(uint64_t stream_id, uint64_t connection_id);

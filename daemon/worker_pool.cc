@@ -131,11 +131,23 @@ void WorkerPool::on_death(size_t w, const std::string& why) {
   std::optional<wire::WorkerTask> lost = std::move(worker.task);
   worker.channel.reset();
   ++worker.restarts;
-  if (auto st = spawn(w); !st.ok()) {
-    spdlog::error("cannot restart worker {}: {}", w, st.error().message());
-    worker.pid = -1;
-  }
+  respawn(w);
   callbacks_.on_lost(std::move(lost));
+}
+
+void WorkerPool::respawn(size_t w) {
+  if (stopped_) return;
+  if (auto st = spawn(w); st.ok()) return;
+  else spdlog::error("cannot start worker {}: {}; retrying in 1 s", w, st.error().message());
+  Worker& worker = workers_[w];
+  worker.pid = -1;
+  if (!worker.retry) worker.retry = std::make_unique<boost::asio::steady_timer>(io_);
+  worker.retry->expires_after(std::chrono::seconds(1));
+  worker.retry->async_wait([this, w](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    respawn(w);
+    if (workers_[w].pid > 0) callbacks_.on_lost(std::nullopt);  // a worker is back: schedule work on it
+  });
 }
 
 bool WorkerPool::send(size_t w, const google::protobuf::MessageLite& command, int fd) {
@@ -172,15 +184,20 @@ std::optional<size_t> WorkerPool::idle_worker() const {
 void WorkerPool::assign(size_t w, const wire::WorkerTask& task, const wire::WorkerAttach& attach, int segment_fd) {
   Worker& worker = workers_[w];
   worker.task = task;  // recorded first: if the send fails, the death handler redoes it
+  bool sent = true;
   if (!worker.streams.count(task.stream_id())) {
     wire::WorkerCommand command;
     *command.mutable_attach() = attach;
-    if (!send(w, command, segment_fd)) return;
+    sent = send(w, command, segment_fd);
     worker.streams.insert(task.stream_id());
   }
-  wire::WorkerCommand command;
-  *command.mutable_task() = task;
-  send(w, command);
+  if (sent) {
+    wire::WorkerCommand command;
+    *command.mutable_task() = task;
+    sent = send(w, command);
+  }
+  // A half-sent command leaves the channel unusable: replace the worker (its EOF redoes the task).
+  if (!sent) ::kill(worker.pid, SIGKILL);
 }
 
 void WorkerPool::detach_stream(uint64_t stream_id) {
@@ -197,6 +214,7 @@ void WorkerPool::stop(std::chrono::milliseconds grace) {
   if (stopped_) return;
   stopped_ = true;
   for (auto& worker : workers_) {
+    worker.retry.reset();
     worker.channel.reset();  // EOF on the channel: the worker exits by itself
     if (worker.pid > 0) ::kill(worker.pid, SIGTERM);
   }

@@ -14,6 +14,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -70,12 +71,14 @@ class WorkerPool final {
     std::set<uint64_t> streams;            // attached
     uint64_t batches_done = 0;
     uint64_t restarts = 0;
+    std::unique_ptr<boost::asio::steady_timer> retry;
   };
 
   WorkerPool(boost::asio::io_context& io, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
              Callbacks callbacks)
       : datasets_(datasets), max_frame_bytes_(max_frame_bytes), io_(io), callbacks_(std::move(callbacks)) {}
   Status spawn(size_t w);  // forks worker slot w (fresh channel)
+  void respawn(size_t w);  // spawn, retried every second while fork/socketpair fail
   void read_some(size_t w);
   void on_readable(size_t w, size_t bytes);
   void handle_frame(size_t w, const std::string& payload);

@@ -103,7 +103,7 @@ Status ClientCore::read_one_frame() {
   if (rid != 0) {
     replies_[rid] = std::move(received);
   } else if (const uint64_t sid = event_stream_id(received.reply); sid != 0) {
-    events_[sid].push_back(std::move(received.reply));
+    if (!closed_streams_.count(sid)) events_[sid].push_back(std::move(received.reply));
   } else if (received.reply.has_error()) {
     return broken(wire::from_wire(received.reply.error()));  // connection-level error: the daemon closes us
   }
@@ -142,6 +142,7 @@ Result<wire::Reply> ClientCore::next_event(uint64_t stream_id) {
 void ClientCore::forget_stream(uint64_t stream_id) {
   std::lock_guard<std::mutex> lock(read_mu_);
   events_.erase(stream_id);
+  closed_streams_.insert(stream_id);
 }
 
 }  // namespace batchd::detail

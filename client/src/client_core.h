@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ class ClientCore final {
   std::vector<wire::UniqueFd> fds_scratch_;
   std::map<uint64_t, Received> replies_;
   std::map<uint64_t, std::deque<wire::Reply>> events_;
+  std::set<uint64_t> closed_streams_;  // events that still arrive for these are dropped
   std::optional<Error> broken_;
 };
 

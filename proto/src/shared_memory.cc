@@ -40,9 +40,12 @@ Error from_interprocess(const bip::interprocess_exception& e, const std::string&
 }  // namespace
 
 Result<SharedMemory> SharedMemory::create_anonymous(const std::string& debug_name, size_t bytes) {
-  UniqueFd fd(::memfd_create(debug_name.c_str(), MFD_CLOEXEC));
+  UniqueFd fd(::memfd_create(debug_name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return posix_error("memfd_create(" + debug_name + ")", errno);
   BATCHD_RETURN_IF_ERROR(reserve(fd.get(), bytes, "segment memfd:" + debug_name));
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    return posix_error("sealing segment memfd:" + debug_name, errno);
+  }
   return SharedMemory(std::move(fd), "", bytes, false);
 }
 
@@ -79,6 +82,14 @@ Result<SharedMemory> SharedMemory::open_named(const std::string& name) {
     return from_interprocess(e, "cannot open segment /dev/shm/" + name +
                                     " (was the stream closed, or does the daemon run as another user?)");
   }
+}
+
+Result<UniqueFd> SharedMemory::reopen_read_only() const {
+  // Opening /proc/self/fd/N makes a new open file description with its own (read-only) access mode.
+  const std::string path = "/proc/self/fd/" + std::to_string(fd_.get());
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return posix_error("reopening segment read-only (" + path + ")", errno);
+  return fd;
 }
 
 Status SharedMemory::remove_named(const std::string& name) {

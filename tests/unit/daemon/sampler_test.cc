@@ -120,3 +120,18 @@ TEST(SamplerTest, RejectsBadOptionsWithReasons) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST(SamplerTest, HugeWorldSizeCostsMemoryPerRankOnly) {
+  // 2^20 ranks over 10 samples: each rank reads one (padded) sample; nothing of size world_size is built.
+  auto s = make(10, 1, true, (1u << 20) - 1, 1u << 20, false, 1);
+  EXPECT_EQ(s.samples_per_epoch(), 1u);
+  const auto mine = s.epoch_indices(0);
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine[0], Sampler::permutation(10, 1, 0)[((1u << 20) - 1) % 10]);
+}
+
+}  // namespace
+}  // namespace batchd::daemon

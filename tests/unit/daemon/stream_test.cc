@@ -18,7 +18,6 @@ class StreamTest : public ::testing::Test {
     request.set_batch_size(4);
     auto sampler = Sampler::make({10, 4, false, 0, 0, 1, false});
     auto memory = wire::SharedMemory::create_anonymous("stream-test", 4096);
-    auto mapping = wire::Mapping::map(memory->fd(), 4096, true, false);
     wire::StreamOpened opened;
     opened.set_stream_id(1);
     opened.set_slot_count(2);
@@ -26,7 +25,7 @@ class StreamTest : public ::testing::Test {
     opened.set_num_epochs(2);
     opened.set_start_batch(start_batch);
     return std::make_unique<Stream>(1, Peer{}, request, std::move(sampler).value(), std::move(memory).value(),
-                                    std::move(mapping).value(), wire::WorkerAttach{}, opened);
+                                    wire::WorkerAttach{}, opened);
   }
 
   std::unique_ptr<Stream> sut_;

@@ -78,3 +78,31 @@ TEST(SegmentLayoutTest, RejectsSizesThatOverflow) {
 
 }  // namespace
 }  // namespace batchd::wire
+
+namespace batchd::wire {
+namespace {
+
+TEST(SharedMemoryTest, AnonymousSegmentCannotBeResizedByAnyFdHolder) {
+  auto sut = SharedMemory::create_anonymous("batchd-test", 8192);
+  ASSERT_TRUE(sut.ok());
+  EXPECT_NE(::ftruncate(sut->fd(), 0), 0) << "a shrink would SIGBUS every mapping";
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::ftruncate(sut->fd(), 1 << 20), 0);
+}
+
+TEST(SharedMemoryTest, ReadOnlyReopenCanBeMappedButNotWritten) {
+  auto sut = SharedMemory::create_anonymous("batchd-test", 8192);
+  ASSERT_TRUE(sut.ok());
+  auto writer = Mapping::map(sut->fd(), 8192, true, false);
+  std::memcpy(writer->data(), "slot", 4);
+  auto ro = sut->reopen_read_only();
+  ASSERT_TRUE(ro.ok()) << ro.error().message();
+  auto reader = Mapping::map(ro->get(), 8192, false, true);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(std::string(reader->data(), 4), "slot");
+  EXPECT_FALSE(Mapping::map(ro->get(), 8192, true, false).ok()) << "a client must not get a writable mapping";
+  EXPECT_LT(::write(ro->get(), "x", 1), 0);
+}
+
+}  // namespace
+}  // namespace batchd::wire

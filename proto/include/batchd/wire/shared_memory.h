@@ -18,7 +18,8 @@ namespace batchd::wire {
 
 class SharedMemory final {
  public:
-  // An unnamed object (memfd_create). `debug_name` shows in /proc/<pid>/fd ("memfd:<debug_name>").
+  // An unnamed object (memfd_create). `debug_name` shows in /proc/<pid>/fd ("memfd:<debug_name>"). Its size is
+  // sealed (F_SEAL_SHRINK | F_SEAL_GROW): no holder of the fd can truncate it under a mapping (SIGBUS).
   static Result<SharedMemory> create_anonymous(const std::string& debug_name, size_t bytes);
   // A named /dev/shm object (Boost.Interprocess shared_memory_object), created exclusively with `mode`;
   // `name` has no leading slash ("batchd.123.4"). Unlinked when this object is destroyed.
@@ -35,6 +36,8 @@ class SharedMemory final {
   ~SharedMemory();
 
   int fd() const { return fd_.get(); }
+  // A new read-only fd of the same object (for clients: they can map it but not write it).
+  Result<UniqueFd> reopen_read_only() const;
   const std::string& name() const { return name_; }  // "" for anonymous objects
   size_t size() const { return size_; }
 
