@@ -37,6 +37,21 @@ inline tools::SpawnedDaemon start_daemon(const std::string& strategy = "", uint3
   return std::move(daemon).value();
 }
 
+// A test suite that shares one daemon (default strategy, 2 workers) across its tests: daemon() is valid in every
+// test of the suite; the daemon is stopped after the last one.
+class SharedDaemonTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { daemon_ = new tools::SpawnedDaemon(start_daemon()); }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  static const tools::SpawnedDaemon& daemon() { return *daemon_; }
+
+ private:
+  static inline tools::SpawnedDaemon* daemon_ = nullptr;
+};
+
 // Names in /dev/shm that belong to the daemon with this pid ("batchd.<pid>.<stream>").
 inline std::vector<std::string> shm_names_of(pid_t daemon_pid) {
   std::vector<std::string> out;

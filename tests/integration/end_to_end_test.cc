@@ -6,15 +6,9 @@
 namespace batchd::testing {
 namespace {
 
-class EndToEndTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { daemon_ = new tools::SpawnedDaemon(start_daemon()); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-    auto c = Client::connect(daemon_->socket_path());
+class EndToEndTest : public SharedDaemonTest {
+ protected:  void SetUp() override {
+    auto c = Client::connect(daemon().socket_path());
     ASSERT_TRUE(c.ok()) << c.error().message();
     client_.emplace(std::move(c).value());
   }
@@ -30,10 +24,8 @@ class EndToEndTest : public ::testing::Test {
     return s.ok() ? Error(ErrorCode::kInternal, "") : s.error();
   }
 
-  static tools::SpawnedDaemon* daemon_;
   std::optional<Client> client_;
 };
-tools::SpawnedDaemon* EndToEndTest::daemon_ = nullptr;
 
 TEST_F(EndToEndTest, ImageValuesAreToTensorThenNormalizeOfTheIdxPixels) {
   const auto images = IdxFile::load(FMNIST_DIR "/train-images-idx3-ubyte.gz");

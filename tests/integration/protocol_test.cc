@@ -4,17 +4,11 @@
 namespace batchd::testing {
 namespace {
 
-class ProtocolTest : public ::testing::Test {
+class ProtocolTest : public SharedDaemonTest {
  protected:
-  static void SetUpTestSuite() { daemon_ = new tools::SpawnedDaemon(start_daemon()); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-
   // A client already mid-stream before the bad input arrives, and checked after it.
   void SetUp() override {
-    auto c = Client::connect(daemon_->socket_path());
+    auto c = Client::connect(daemon().socket_path());
     ASSERT_TRUE(c.ok());
     bystander_.emplace(std::move(c).value());
     auto s = bystander_->open_stream(fmnist_options());
@@ -29,7 +23,7 @@ class ProtocolTest : public ::testing::Test {
       auto b = stream_->next();
       ASSERT_TRUE(b.ok() && *b) << (b.ok() ? "end" : b.error().message());
     }
-    auto c = Client::connect(daemon_->socket_path());
+    auto c = Client::connect(daemon().socket_path());
     ASSERT_TRUE(c.ok());
     auto s = c->open_stream(fmnist_options());
     ASSERT_TRUE(s.ok()) << s.error().message();
@@ -41,14 +35,12 @@ class ProtocolTest : public ::testing::Test {
     return {static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16), static_cast<char>(n >> 24)};
   }
 
-  static tools::SpawnedDaemon* daemon_;
   std::optional<Client> bystander_;
   std::optional<Stream> stream_;
 };
-tools::SpawnedDaemon* ProtocolTest::daemon_ = nullptr;
 
 TEST_F(ProtocolTest, OversizedFrameGetsAnErrorAndTheConnectionIsClosed) {
-  RawConnection raw(daemon_->socket_path());
+  RawConnection raw(daemon().socket_path());
   raw.send_bytes(header(0xfffffff0u));
   const auto replies = raw.read_until_eof();
   ASSERT_EQ(replies.size(), 1u);
@@ -58,7 +50,7 @@ TEST_F(ProtocolTest, OversizedFrameGetsAnErrorAndTheConnectionIsClosed) {
 }
 
 TEST_F(ProtocolTest, GarbagePayloadIsAMalformedRequest) {
-  RawConnection raw(daemon_->socket_path());
+  RawConnection raw(daemon().socket_path());
   raw.send_bytes(header(6) + std::string("\xff\xff\xff\xff\xff\xff", 6));
   const auto replies = raw.read_until_eof();
   ASSERT_EQ(replies.size(), 1u);
@@ -66,7 +58,7 @@ TEST_F(ProtocolTest, GarbagePayloadIsAMalformedRequest) {
 }
 
 TEST_F(ProtocolTest, RequestWithoutAKnownTypeIsRefusedByItsId) {
-  RawConnection raw(daemon_->socket_path());
+  RawConnection raw(daemon().socket_path());
   wire::Request empty;
   empty.set_request_id(77);
   raw.send_request(empty);
@@ -77,14 +69,14 @@ TEST_F(ProtocolTest, RequestWithoutAKnownTypeIsRefusedByItsId) {
 }
 
 TEST_F(ProtocolTest, TruncatedFrameThenHangUpIsHandled) {
-  RawConnection raw(daemon_->socket_path());
+  RawConnection raw(daemon().socket_path());
   raw.send_bytes(header(100) + std::string(10, 'x'));
   raw.shutdown_write();
   EXPECT_TRUE(raw.read_until_eof().empty());
 }
 
 TEST_F(ProtocolTest, ReleaseOfABatchNeverLeasedClosesTheConnection) {
-  RawConnection raw(daemon_->socket_path());
+  RawConnection raw(daemon().socket_path());
   wire::Request open;
   open.set_request_id(1);
   auto* o = open.mutable_open_stream();
@@ -107,7 +99,7 @@ TEST_F(ProtocolTest, ReleaseOfABatchNeverLeasedClosesTheConnection) {
 
 TEST_F(ProtocolTest, ManyBadConnectionsInARowDoNotDisturbTheDaemon) {
   for (int i = 0; i < 50; ++i) {
-    RawConnection raw(daemon_->socket_path());
+    RawConnection raw(daemon().socket_path());
     raw.send_bytes(i % 2 ? header(0xffffffffu) : header(3) + "abc");
     raw.read_until_eof();
   }
