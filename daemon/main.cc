@@ -34,8 +34,9 @@ Configuration: TOML (--config; every key is documented in deploy/batchd.toml). W
 default applies: the datasets `fashion-mnist` and `fashion-mnist-test` from Debian's dataset-fashion-mnist
 package. Command-line options override the file.
 
-Signals: SIGTERM/SIGINT drain and exit (running streams get a "daemon shutting down" error; every segment is
-released and the socket removed). Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
+Signals: SIGTERM/SIGINT/SIGQUIT drain and exit (running streams get a "daemon shutting down" error; every segment
+is released and the socket removed). At start-up, /dev/shm/batchd.<pid>.<id> segments left by a daemon that is
+gone are removed. Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
 which file, key or resource and what to do).)";
 
 }  // namespace
