@@ -60,7 +60,9 @@ Status read_string(const toml::table& t, const char* key, const std::string& pre
 
 Status parse_daemon(const toml::table& t, const std::string& source, Config* config) {
   BATCHD_RETURN_IF_ERROR(
-      reject_unknown(t, {"socket", "socket_mode", "workers", "shm_strategy", "log_level"}, "daemon.", source));
+      reject_unknown(t, {"socket", "socket_mode", "socket_group", "workers", "shm_strategy", "log_level"}, "daemon.",
+                     source));
+  BATCHD_RETURN_IF_ERROR(read_string(t, "socket_group", "daemon.", source, &config->socket_group));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket", "daemon.", source, &config->socket));
   BATCHD_RETURN_IF_ERROR(read_int(t, "workers", "daemon.", source, 0, 1024, &config->workers));
   std::string mode, strategy, level;
@@ -93,7 +95,7 @@ Status parse_daemon(const toml::table& t, const std::string& source, Config* con
 Status parse_limits(const toml::table& t, const std::string& source, Limits* l) {
   BATCHD_RETURN_IF_ERROR(reject_unknown(t,
                                         {"max_frame_bytes", "max_batch_size", "default_depth", "max_depth",
-                                         "max_streams_per_connection", "max_segment_bytes"},
+                                         "max_streams_per_connection", "max_segment_bytes", "max_shm_bytes"},
                                         "limits.", source));
   const std::string p = "limits.";
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_frame_bytes", p, source, 4096, 64 << 20, &l->max_frame_bytes));
@@ -104,6 +106,7 @@ Status parse_limits(const toml::table& t, const std::string& source, Limits* l) 
       read_int(t, "max_streams_per_connection", p, source, 1, 1 << 20, &l->max_streams_per_connection));
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_segment_bytes", p, source, 1 << 16, int64_t{1} << 46,
                                   &l->max_segment_bytes));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_shm_bytes", p, source, 0, int64_t{1} << 50, &l->max_shm_bytes));
   if (l->default_depth > l->max_depth) {
     const toml::node* n = t.get("default_depth") ? t.get("default_depth") : t.get("max_depth");
     return bad(source, *n, "limits.default_depth",

@@ -28,11 +28,13 @@ struct Limits {
   uint32_t max_depth = 64;                  // slots per stream
   uint32_t max_streams_per_connection = 64;
   uint64_t max_segment_bytes = 4ull << 30;  // bytes of one stream's segment
+  uint64_t max_shm_bytes = 0;               // bytes of all segments together; 0 = half of physical memory
 };
 
 struct Config {
   std::string socket = "/run/batchd/batchd.sock";
   uint32_t socket_mode = 0660;
+  std::string socket_group;  // "" = the daemon's primary group
   uint32_t workers = 0;  // 0 = one per CPU core
   wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;
   std::string log_level = "info";

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "dataset.h"
+#include "instance_lock.h"
 #include "server.h"
 #include "stale_segments.h"
 #include "stream_manager.h"
@@ -83,6 +84,11 @@ int main(int argc, char** argv) {
   if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
     nofile.rlim_cur = nofile.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  auto lock = InstanceLock::acquire(config->socket);  // before anything else touches the socket or /dev/shm
+  if (!lock.ok()) {
+    spdlog::critical("{}", lock.error().message());
+    return 1;
   }
   remove_stale_segments();
 

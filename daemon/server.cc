@@ -1,6 +1,7 @@
 #include "server.h"
 
 #include <spdlog/spdlog.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -63,6 +64,16 @@ Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, cons
   server->socket_bound_ = true;
   if (::chmod(config.socket.c_str(), config.socket_mode) != 0) {
     return posix_error("cannot set mode of socket " + config.socket, errno);
+  }
+  if (!config.socket_group.empty()) {
+    group* g = ::getgrnam(config.socket_group.c_str());
+    if (g == nullptr) {
+      return Error(ErrorCode::kInvalidArgument, "daemon.socket_group '" + config.socket_group +
+                                                    "' is not a group on this host (see getent group)");
+    }
+    if (::chown(config.socket.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+      return posix_error("cannot give socket " + config.socket + " to group " + config.socket_group, errno);
+    }
   }
   server->acceptor_.listen(local::stream_protocol::acceptor::max_listen_connections, ec);
   if (ec) return Error(ErrorCode::kIo, "cannot listen on " + config.socket + ": " + ec.message());

@@ -23,7 +23,7 @@ double unix_now() {
 }  // namespace
 
 StreamManager::StreamManager(const Config& config, const DatasetRegistry& datasets)
-    : config_(config), datasets_(datasets) {}
+    : config_(config), datasets_(datasets), budget_(config.limits.max_shm_bytes) {}
 
 Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, const Peer& owner,
                                                   EventSink* sink) {
@@ -84,6 +84,7 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   const wire::SharingStrategy strategy =
       req.strategy() == wire::STRATEGY_DEFAULT ? config_.shm_strategy : req.strategy();
   if (strategy != wire::FILE_DESCRIPTOR && strategy != wire::FILE_SYSTEM) return invalid("unknown sharing strategy");
+  BATCHD_RETURN_IF_ERROR(budget_.admit(layout->segment_bytes, strategy));
   const uint64_t id = next_id_++;
   const std::string name = "batchd." + std::to_string(::getpid()) + "." + std::to_string(id);
   auto memory = strategy == wire::FILE_DESCRIPTOR
@@ -148,6 +149,7 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   auto stream = std::make_unique<Stream>(id, owner, req, std::move(sampler).value(), std::move(memory).value(),
                                          std::move(attach), opened);
   streams_[id] = Entry{std::move(stream), sink};
+  budget_.add(layout->segment_bytes);
   spdlog::info("stream {} opened: dataset={} pipeline={} batch_size={} depth={} strategy={} segment={} bytes "
                "client pid={} uid={}",
                id, req.dataset(), req.pipeline(), req.batch_size(), depth, strategy_name(strategy),
@@ -204,6 +206,7 @@ void StreamManager::erase(std::map<uint64_t, Entry>::iterator it) {
   const uint64_t id = it->first;
   if (pool_ != nullptr) pool_->detach_stream(id);
   std::erase_if(redo_, [id](const wire::WorkerTask& t) { return t.stream_id() == id; });
+  budget_.remove(it->second.stream->opened().segment_bytes());
   spdlog::info("stream {} closed (segment released)", id);
   streams_.erase(it);  // unmaps; unlinks the /dev/shm name (file_system); the memfd dies with the last mapping
 }

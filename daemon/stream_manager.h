@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "dataset.h"
+#include "shm_budget.h"
 #include "stream.h"
 #include "worker_pool.h"
 
@@ -72,6 +73,7 @@ class StreamManager final {
   WorkerPool* pool_ = nullptr;
   std::map<uint64_t, Entry> streams_;
   std::deque<wire::WorkerTask> redo_;
+  ShmBudget budget_;
   uint64_t next_id_ = 1;
   uint64_t last_served_ = 0;
 };

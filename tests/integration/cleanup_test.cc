@@ -3,6 +3,10 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <fstream>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "daemon_fixture.h"
 
@@ -106,8 +110,80 @@ TEST(CleanupTest, SecondDaemonOnTheSameSocketIsRefused) {
   while (std::fgets(buf, sizeof(buf), p)) out += buf;
   const int status = ::pclose(p);
   EXPECT_EQ(WEXITSTATUS(status), 1);
-  EXPECT_NE(out.find("another batchd is already serving"), std::string::npos) << out;
+  EXPECT_NE(out.find("another batchd (pid " + std::to_string(daemon.pid()) + ") is already serving"),
+            std::string::npos)
+      << out;
   EXPECT_TRUE(Client::connect(daemon.socket_path()).ok()) << "the first daemon must be untouched";
+}
+
+}  // namespace
+}  // namespace batchd::testing
+
+namespace batchd::testing {
+namespace {
+
+TEST(CleanupTest, SocketGetsTheConfiguredModeAndGroup) {
+  const std::string config = ::testing::TempDir() + "batchd-group-test.toml";
+  std::ofstream(config) << "[daemon]\nsocket_mode = \"0640\"\nsocket_group = \"daemon\"\n"
+                        << "[datasets.fashion-mnist-test]\nformat = \"idx\"\n"
+                        << "images = \"" FMNIST_DIR "/t10k-images-idx3-ubyte.gz\"\n"
+                        << "labels = \"" FMNIST_DIR "/t10k-labels-idx1-ubyte.gz\"\n";
+  auto daemon = start_daemon("", 1, {"--config", config});
+  struct stat st {};
+  ASSERT_EQ(::stat(daemon.socket_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  const group* g = ::getgrnam("daemon");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(st.st_gid, g->gr_gid);
+}
+
+TEST(CleanupTest, FileSystemSegmentLargerThanDevShmIsRefusedBeforeAllocating) {
+  struct statvfs vfs {};
+  ASSERT_EQ(::statvfs("/dev/shm", &vfs), 0);
+  const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  // A slot of 65536 fmnist images is ~205 MB; ask for enough slots to exceed /dev/shm's free space.
+  const uint64_t slot = 65536ull * (784 * 4 + 16);
+  const uint64_t depth = free_bytes / slot + 2;
+  if (depth > 4096) GTEST_SKIP() << "/dev/shm is too large (" << free_bytes << " bytes free) to exceed here";
+  const std::string config = ::testing::TempDir() + "batchd-shm-test.toml";
+  std::ofstream(config) << "[limits]\nmax_frame_bytes = 1048576\nmax_depth = 4096\nmax_segment_bytes = "
+                        << (uint64_t{1} << 45) << "\nmax_shm_bytes = " << (uint64_t{1} << 45) << "\n"
+                        << "[datasets.fashion-mnist-test]\nformat = \"idx\"\n"
+                        << "images = \"" FMNIST_DIR "/t10k-images-idx3-ubyte.gz\"\n"
+                        << "labels = \"" FMNIST_DIR "/t10k-labels-idx1-ubyte.gz\"\n";
+  auto daemon = start_daemon("file_system", 1, {"--config", config});
+  auto client = Client::connect(daemon.socket_path());
+  auto o = fmnist_options("fashion-mnist-test", 65536);
+  o.depth = static_cast<uint32_t>(depth);
+  const auto start = std::chrono::steady_clock::now();
+  auto stream = client->open_stream(o);
+  ASSERT_FALSE(stream.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << "refused without allocating";
+  const std::string msg = stream.error().message();
+  EXPECT_EQ(stream.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(msg.find("/dev/shm has only"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--shm-size"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("remount,size="), std::string::npos) << msg;
+  EXPECT_TRUE(shm_names_of(daemon.pid()).empty());
+}
+
+TEST(CleanupTest, TotalSegmentBudgetIsEnforcedAcrossStreams) {
+  const std::string config = ::testing::TempDir() + "batchd-budget-test.toml";
+  // One fashion-mnist-test stream of batch 100, depth 4 takes ~1.3 MB: the budget allows two.
+  std::ofstream(config) << "[limits]\nmax_shm_bytes = 3000000\n"
+                        << "[datasets.fashion-mnist-test]\nformat = \"idx\"\n"
+                        << "images = \"" FMNIST_DIR "/t10k-images-idx3-ubyte.gz\"\n"
+                        << "labels = \"" FMNIST_DIR "/t10k-labels-idx1-ubyte.gz\"\n";
+  auto daemon = start_daemon("", 1, {"--config", config});
+  auto client = Client::connect(daemon.socket_path());
+  auto a = client->open_stream(fmnist_options());
+  auto b = client->open_stream(fmnist_options());
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = client->open_stream(fmnist_options());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("limits.max_shm_bytes"), std::string::npos) << c.error().message();
+  ASSERT_TRUE(a->close().ok());
+  EXPECT_TRUE(client->open_stream(fmnist_options()).ok()) << "closing a stream returns its bytes to the budget";
 }
 
 }  // namespace
