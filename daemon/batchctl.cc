@@ -1,14 +1,19 @@
 // batchctl — the batchd admin command.
 //
 //   batchctl [--socket PATH] status [--json]   daemon, workers, streams, segments
-//   batchctl [--socket PATH] shm [--json]      every live segment: stream, owner pid/uid, strategy, size, slots, age
+//   batchctl [--socket PATH] shm [--json] [--gc [--include-foreign]]
+//       every live segment (stream, owner pid/uid, strategy, size, slots, age), the fds each client holds, and a
+//       scan of /dev/shm for orphans (batchd.* whose daemon is gone) and foreign leftovers (torch_*, ...).
+//       Works when the daemon is down, from /dev/shm alone.
 //
 // Exit status: 0 on success, 1 if the daemon cannot be reached or answers with an error, 2 on a usage error.
 #include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
+#include "batchctl_shm.h"
 #include "batchd/wire/convert.h"
 #include "client_core.h"
 
@@ -81,6 +86,22 @@ void print_status(const batchd::wire::StatusReply& st) {
   print_segments(st);
 }
 
+std::optional<batchd::wire::StatusReply> query_status(const std::string& socket, std::string* error) {
+  auto core = batchd::detail::ClientCore::connect(socket);
+  if (!core.ok()) {
+    *error = core.error().message();
+    return std::nullopt;
+  }
+  batchd::wire::Request request;
+  request.mutable_status();
+  auto reply = (*core)->call(std::move(request));
+  if (!reply.ok()) {
+    *error = reply.error().message();
+    return std::nullopt;
+  }
+  return reply->reply.status();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,38 +116,35 @@ int main(int argc, char** argv) {
   auto* status_cmd = app.add_subcommand("status", "daemon, workers (pid, state, batches, restarts), streams and "
                                                   "segments");
   status_cmd->add_flag("--json", json, "print the whole status as one JSON object");
-  auto* shm_cmd = app.add_subcommand("shm", "every live shared-memory segment: stream, owner pid/uid, strategy, "
-                                            "size, slot states (leased/ready/working/free), age");
-  shm_cmd->add_flag("--json", json, "print {\"segments\": [...]} as JSON");
+  batchd::ctl::ShmOptions shm_options;
+  auto* shm_cmd = app.add_subcommand(
+      "shm", "/dev/shm usage and leaks: the daemon's live segments (stream, owner pid/uid, strategy, size, slot "
+             "states, age), the fds each client holds, orphans (batchd.* segments whose daemon is gone) and foreign "
+             "files (torch_* leftovers, ...). Works when the daemon is down.");
+  shm_cmd->add_flag("--json", json, "print the report as one JSON object");
+  auto* gc = shm_cmd->add_flag("--gc", shm_options.gc, "remove the orphans");
+  shm_cmd->add_flag("--include-foreign", shm_options.include_foreign,
+                    "with --gc: also remove PyTorch leftovers (torch_*) that no process has open or mapped")
+      ->needs(gc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
-  auto core = batchd::detail::ClientCore::connect(socket);
-  if (!core.ok()) {
-    std::fprintf(stderr, "batchctl: %s\n", core.error().message().c_str());
+  std::string error;
+  auto status = query_status(socket, &error);
+  if (*shm_cmd) {
+    const auto report = batchd::ctl::shm_report(status, error, shm_options);
+    if (json) return print_json(report);
+    batchd::ctl::print_shm_report(report);
+    return 0;
+  }
+  if (!status) {
+    std::fprintf(stderr, "batchctl: %s\n", error.c_str());
     return 1;
   }
-  batchd::wire::Request request;
-  request.mutable_status();
-  auto reply = (*core)->call(std::move(request));
-  if (!reply.ok()) {
-    std::fprintf(stderr, "batchctl: %s\n", reply.error().message().c_str());
-    return 1;
-  }
-  const auto& st = reply->reply.status();
-  if (*status_cmd) {
-    if (json) return print_json(st);
-    print_status(st);
-  } else if (*shm_cmd) {
-    if (json) {
-      batchd::wire::StatusReply only;
-      *only.mutable_segments() = st.segments();
-      return print_json(only);
-    }
-    print_segments(st);
-  }
+  if (json) return print_json(*status);
+  print_status(*status);
   return 0;
 }

@@ -16,7 +16,7 @@
 #include "dataset.h"
 #include "instance_lock.h"
 #include "server.h"
-#include "stale_segments.h"
+#include "shm_scan.h"
 #include "stream_manager.h"
 #include "worker_pool.h"
 
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", lock.error().message());
     return 1;
   }
-  remove_stale_segments();
+  remove_orphan_segments();
 
   const DatasetRegistry datasets = DatasetRegistry::open_all(config->datasets);
   for (const auto& [name, why] : datasets.describe()) {

@@ -1,6 +1,10 @@
 // batchctl against a live daemon: status and shm, human and JSON.
 #include <google/protobuf/util/json_util.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "daemon_fixture.h"
 
@@ -50,10 +54,16 @@ TEST(BatchctlTest, StatusAndShmShowWorkersStreamsAndSegments) {
 
   run = batchctl("--socket " + daemon.socket_path() + " shm --json");
   ASSERT_EQ(run.exit_code, 0) << run.out;
-  wire::StatusReply shm;
+  wire::ShmReport shm;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &shm).ok()) << run.out;
+  EXPECT_TRUE(shm.daemon_reachable());
+  EXPECT_EQ(shm.daemon_pid(), daemon.pid());
   EXPECT_EQ(shm.segments_size(), 1);
-  EXPECT_EQ(shm.workers_size(), 0);
+  ASSERT_EQ(shm.clients_size(), 1);
+  EXPECT_EQ(shm.clients(0).pid(), ::getpid());
+  EXPECT_EQ(shm.clients(0).segment_fds(), 0) << "the client keeps no fd open: its mapping is enough";
+  EXPECT_EQ(shm.clients(0).segment_mappings(), 1);
+  EXPECT_GT(shm.shm_total_bytes(), 0u);
 
   run = batchctl("--socket " + daemon.socket_path() + " shm");
   EXPECT_EQ(run.exit_code, 0);
@@ -64,6 +74,53 @@ TEST(BatchctlTest, StatusAndShmShowWorkersStreamsAndSegments) {
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_NE(run.out.find("workers (3)"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("fashion-mnist-test"), std::string::npos) << run.out;
+}
+
+TEST(BatchctlTest, ShmFindsOrphansAndForeignLeftoversWithTheDaemonDown) {
+  const pid_t dead = ::fork();
+  if (dead == 0) std::_Exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string orphan = "batchd." + std::to_string(dead) + ".3";
+  const std::string torch_idle = "torch_" + std::to_string(dead) + "_batchctl_test";
+  const std::string torch_busy = "torch_" + std::to_string(::getpid()) + "_batchctl_test";
+  for (const auto& n : {orphan, torch_idle, torch_busy}) std::ofstream("/dev/shm/" + n) << std::string(1000, 'x');
+  const int busy_fd = ::open(("/dev/shm/" + torch_busy).c_str(), O_RDONLY);  // a live process still uses it
+  const std::string down = "--socket /tmp/batchd-no-such-dir/batchd.sock shm";
+
+  auto run = batchctl(down + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  wire::ShmReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &report).ok()) << run.out;
+  EXPECT_FALSE(report.daemon_reachable());
+  EXPECT_NE(report.daemon_error().find("no batchd is listening"), std::string::npos);
+  auto find = [](const auto& files, const std::string& name) {
+    for (const auto& f : files) {
+      if (f.name() == name) return std::optional<wire::ShmFile>(f);
+    }
+    return std::optional<wire::ShmFile>();
+  };
+  auto o = find(report.orphans(), orphan);
+  ASSERT_TRUE(o) << run.out;
+  EXPECT_EQ(o->daemon_pid(), dead);
+  EXPECT_EQ(o->bytes(), 1000u);
+  ASSERT_TRUE(find(report.foreign(), torch_idle));
+  EXPECT_FALSE(find(report.foreign(), torch_idle)->in_use());
+  ASSERT_TRUE(find(report.foreign(), torch_busy));
+  EXPECT_TRUE(find(report.foreign(), torch_busy)->in_use());
+
+  run = batchctl(down);  // human form names the orphan and the fix
+  EXPECT_NE(run.out.find(orphan), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("batchctl shm --gc"), std::string::npos) << run.out;
+
+  run = batchctl(down + " --gc");
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + orphan));
+  EXPECT_TRUE(std::filesystem::exists("/dev/shm/" + torch_idle)) << "foreign files need --include-foreign";
+
+  run = batchctl(down + " --gc --include-foreign");
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + torch_idle));
+  EXPECT_TRUE(std::filesystem::exists("/dev/shm/" + torch_busy)) << "a file in use is never removed";
+  ::close(busy_fd);
+  std::filesystem::remove("/dev/shm/" + torch_busy);
 }
 
 TEST(BatchctlTest, UnreachableDaemonExitsOneWithAHint) {
