@@ -23,7 +23,8 @@ class FmnistPipeline final : public Pipeline {
 
   const std::vector<TensorDesc>& tensors() const override { return tensors_; }
 
-  Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets) const override {
+  Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
+             const SampleProgress& progress) const override {
     const size_t pixels = size_t{dataset_->rows()} * dataset_->cols();
     auto* labels = reinterpret_cast<int64_t*>(slot + offsets[1]);
     const uint64_t n = dataset_->size();
@@ -33,6 +34,7 @@ class FmnistPipeline final : public Pipeline {
         return Error(ErrorCode::kInternal, "sample index " + std::to_string(idx) + " out of range for dataset '" +
                                                dataset_->name() + "'");
       }
+      progress.at(idx);
       const uint8_t* src = dataset_->image(static_cast<uint64_t>(idx));
       if (output_ == FmnistOutput::kRawUint8) {
         std::memcpy(slot + offsets[0] + i * pixels, src, pixels);

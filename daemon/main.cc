@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   std::string config_path, socket, strategy, log_level;
   uint32_t workers = 0;
   bool print_default = false;
+  int64_t fault_crash_on_sample = -1;
   app.add_option("-c,--config", config_path, "TOML configuration file (default: the embedded configuration)")
       ->check(CLI::ExistingFile);
   app.add_option("-s,--socket", socket, "Unix socket to serve (default: daemon.socket, /run/batchd/batchd.sock)");
@@ -59,6 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--print-default-config", print_default, "print the embedded default configuration and exit");
+  app.add_option("--fault-crash-on-sample", fault_crash_on_sample,
+                 "fault injection for tests: every worker crashes (SIGSEGV) when it reaches this sample index")
+      ->group("Fault injection (tests only)");
   app.set_version_flag("--version", std::string("batchd ") + BATCHD_VERSION);
   CLI11_PARSE(app, argc, argv);
 
@@ -105,7 +109,10 @@ int main(int argc, char** argv) {
   StreamManager streams(*config, datasets);
   auto pool = WorkerPool::start(io, config->workers, datasets, config->limits.max_frame_bytes,
                                 {[&](const wire::WorkerDone& d) { streams.on_done(d); },
-                                 [&](std::optional<wire::WorkerTask> t) { streams.on_lost(std::move(t)); }});
+                                 [&](std::optional<wire::WorkerTask> t, int64_t culprit, const std::string& cause) {
+                                   streams.on_lost(std::move(t), culprit, cause);
+                                 }},
+                                fault_crash_on_sample);
   if (!pool.ok()) {
     spdlog::critical("cannot start workers: {}", pool.error().message());
     return 1;

@@ -14,6 +14,7 @@
 // Thread-safety: run() is const and may be called concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,6 +36,24 @@ struct TensorDesc {
 
 size_t dtype_size(wire::DType dtype);
 
+// Pipelines call at(index) before they touch each sample. It records the sample in the worker's progress page
+// (worker_progress.h), so that if the sample crashes the worker the daemon knows which one it was; and, only when
+// the daemon runs with --fault-crash-on-sample (tests), it crashes the worker on that sample.
+class SampleProgress {
+ public:
+  SampleProgress() = default;
+  SampleProgress(std::atomic<int64_t>* current, int64_t crash_on) : current_(current), crash_on_(crash_on) {}
+  void at(int64_t index) const {
+    if (current_ != nullptr) current_->store(index, std::memory_order_relaxed);
+    if (index == crash_on_) crash();
+  }
+
+ private:
+  [[noreturn]] static void crash();
+  std::atomic<int64_t>* current_ = nullptr;
+  int64_t crash_on_ = -1;
+};
+
 class Pipeline {
  public:
   virtual ~Pipeline() = default;
@@ -42,7 +61,8 @@ class Pipeline {
   virtual const std::vector<TensorDesc>& tensors() const = 0;
   // Transforms and collates `indices` into the slot: tensor i starts at slot + offsets[i] and has room for
   // indices.size() samples. A per-sample failure returns a kDataError naming the sample.
-  virtual Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets) const = 0;
+  virtual Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
+                     const SampleProgress& progress) const = 0;
 };
 
 // Builds pipeline `name` for `dataset`: kNotFound for an unknown name (lists the known ones), kInvalidArgument if

@@ -137,6 +137,7 @@ void Server::fill_status(wire::StatusReply* status) const {
   status->set_default_strategy(config_.shm_strategy);
   for (const auto& w : pool_.describe()) *status->add_workers() = w;
   streams_.fill_status(status);
+  status->set_batches_redone(streams_.batches_redone());
   status->set_connections(static_cast<uint32_t>(connections_.size()));
   for (const auto& [name, why] : datasets_.describe()) {
     status->add_datasets(why.empty() ? name : name + " (unavailable: " + why + ")");

@@ -38,7 +38,50 @@ std::optional<wire::WorkerTask> Stream::next_task() {
   task.set_slot(slot);
   task.mutable_indices()->Add(indices_.begin() + static_cast<ptrdiff_t>(begin),
                               indices_.begin() + static_cast<ptrdiff_t>(end));
-  slots_[slot] = {SlotState::kWorking, sequence};
+  if (!poisoned_.empty()) substitute(&task);
+  slots_[slot] = {SlotState::kWorking, sequence, task.skipped()};
+  return task;
+}
+
+void Stream::substitute(wire::WorkerTask* task) const {
+  const auto n = static_cast<int64_t>(opened_.dataset_size());
+  for (int i = 0; i < task->indices_size(); ++i) {
+    int64_t idx = task->indices(i);
+    if (!poisoned_.count(idx)) continue;
+    do idx = (idx + 1) % n;
+    while (poisoned_.count(idx));
+    task->set_indices(i, idx);
+    task->set_skipped(task->skipped() + 1);
+  }
+}
+
+Result<wire::WorkerTask> Stream::after_worker_death(wire::WorkerTask task, int64_t culprit,
+                                                    const std::string& cause) {
+  ++deaths_;
+  const std::string where = "batch " + std::to_string(task.batch()) + " of epoch " + std::to_string(task.epoch());
+  if (deaths_ > kMaxDeaths) {
+    return Error(ErrorCode::kDataError, std::to_string(deaths_) + " workers died making this stream's batches (last: " +
+                                            cause + ", " + where + "); giving up on the stream");
+  }
+  if (culprit >= 0) {
+    if (++crashes_[culprit] >= kCrashesToPoison) {
+      if (request_.on_error() == wire::ON_ERROR_FAIL) {
+        return Error(ErrorCode::kDataError,
+                     "sample " + std::to_string(culprit) + " of dataset '" + request_.dataset() + "' crashed " +
+                         std::to_string(crashes_[culprit]) + " workers (" + cause + ", " + where +
+                         "): bad input, or its memory was changed under the worker; open the stream with "
+                         "on_error=skip to skip such samples");
+      }
+      poisoned_.insert(culprit);
+      substitute(&task);
+    }
+  } else if (task.attempt() + 1 >= kMaxAttempts) {
+    return Error(ErrorCode::kDataError, where + " killed " + std::to_string(kMaxAttempts) + " workers in a row (" +
+                                            cause + ") before they reached a sample; the daemon log has details");
+  } else {
+    task.set_attempt(task.attempt() + 1);
+  }
+  if (task.slot() < slots_.size()) slots_[task.slot()].skipped = task.skipped();
   return task;
 }
 
@@ -65,6 +108,8 @@ std::vector<wire::BatchReady> Stream::take_deliverable() {
       ready.set_batch(batch);
       ready.set_slot(s);
       ready.set_num_samples(static_cast<uint32_t>(end - begin));
+      ready.set_skipped(slots_[s].skipped);
+      skipped_total_ += slots_[s].skipped;
       out.push_back(ready);
       slots_[s].state = SlotState::kLeased;
       ++next_deliver_;
@@ -95,6 +140,9 @@ wire::StreamInfo Stream::info() const {
   info.set_batches_delivered(next_deliver_);
   info.set_batches_total(total_batches_);
   info.set_state(state_ == State::kRunning ? "running" : state_ == State::kEnded ? "ended" : "failed");
+  info.set_samples_skipped(skipped_total_);
+  info.set_worker_deaths(deaths_);
+  info.set_on_error(request_.on_error() == wire::ON_ERROR_SKIP ? "skip" : "fail");
   return info;
 }
 

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +65,17 @@ class Stream final {
   // Returns the lease of `sequence`; kInvalidArgument if it is not leased.
   Status release(uint64_t sequence);
 
+  // A worker died making `task`, on sample `culprit` (-1: unknown), `cause` e.g. "killed by signal Segmentation
+  // fault". Applies the stream's on_error policy: a sample that crashed kCrashesToPoison workers is bad input —
+  // on_error=fail fails the stream naming it, on_error=skip replaces it (in this and every later batch) by the next
+  // sample in dataset order that is not bad, and counts it. Returns the task to redo, or the error that fails the
+  // stream (also after kMaxAttempts deaths with no sample to blame, or kMaxDeaths deaths in all).
+  Result<wire::WorkerTask> after_worker_death(wire::WorkerTask task, int64_t culprit, const std::string& cause);
+
+  static constexpr int kCrashesToPoison = 2;
+  static constexpr uint32_t kMaxAttempts = 3;
+  static constexpr uint64_t kMaxDeaths = 64;
+
   wire::StreamInfo info() const;
   wire::SegmentInfo segment_info() const;
 
@@ -71,7 +84,10 @@ class Stream final {
   struct Slot {
     SlotState state = SlotState::kFree;
     uint64_t sequence = 0;
+    uint32_t skipped = 0;
   };
+  // Replaces poisoned indices of `task` (on_error=skip), counting them in task->skipped.
+  void substitute(wire::WorkerTask* task) const;
 
   uint64_t id_;
   Peer owner_;
@@ -89,6 +105,10 @@ class Stream final {
   uint64_t next_deliver_ = 0;
   uint64_t indices_epoch_ = ~0ull;
   std::vector<int64_t> indices_;  // this rank's indices for indices_epoch_
+  std::map<int64_t, int> crashes_;  // sample -> workers it crashed
+  std::set<int64_t> poisoned_;      // samples replaced under on_error=skip
+  uint64_t deaths_ = 0;
+  uint64_t skipped_total_ = 0;
 };
 
 }  // namespace batchd::daemon

@@ -225,20 +225,16 @@ void StreamManager::on_done(const wire::WorkerDone& done) {
   pump();
 }
 
-void StreamManager::on_lost(std::optional<wire::WorkerTask> task) {
+void StreamManager::on_lost(std::optional<wire::WorkerTask> task, int64_t culprit, const std::string& cause) {
   if (task) {
+    ++batches_redone_;
     auto it = streams_.find(task->stream_id());
     if (it != streams_.end() && it->second.stream->running()) {
-      task->set_attempt(task->attempt() + 1);
-      if (task->attempt() >= kMaxAttempts) {
-        // The same batch killed kMaxAttempts workers: stop feeding it to more of them.
-        fail(it->second, Error(ErrorCode::kDataError,
-                               "batch " + std::to_string(task->batch()) + " of epoch " + std::to_string(task->epoch()) +
-                                   " killed " + std::to_string(kMaxAttempts) +
-                                   " workers in a row (a sample that crashes the decoder, or a segment truncated "
-                                   "by another process); the daemon log names the signal"));
+      auto redo = it->second.stream->after_worker_death(std::move(*task), culprit, cause);
+      if (redo.ok()) {
+        redo_.push_front(std::move(redo).value());
       } else {
-        redo_.push_front(std::move(*task));
+        fail(it->second, redo.error());
       }
     }
   }

@@ -30,8 +30,6 @@ class EventSink {
 
 class StreamManager final {
  public:
-  // A batch whose making kills this many workers in a row fails its stream instead of killing more.
-  static constexpr uint32_t kMaxAttempts = 3;
   static constexpr uint32_t kMaxWorldSize = 1u << 20;
 
   StreamManager(const Config& config, const DatasetRegistry& datasets);
@@ -54,7 +52,8 @@ class StreamManager final {
 
   // Worker pool callbacks.
   void on_done(const wire::WorkerDone& done);
-  void on_lost(std::optional<wire::WorkerTask> task);
+  void on_lost(std::optional<wire::WorkerTask> task, int64_t culprit, const std::string& cause);
+  uint64_t batches_redone() const { return batches_redone_; }
 
   void fill_status(wire::StatusReply* status) const;
 
@@ -76,6 +75,7 @@ class StreamManager final {
   ShmBudget budget_;
   uint64_t next_id_ = 1;
   uint64_t last_served_ = 0;
+  uint64_t batches_redone_ = 0;
 };
 
 }  // namespace batchd::daemon

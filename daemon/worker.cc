@@ -27,8 +27,14 @@ struct AttachedStream {
 
 class Worker {
  public:
-  Worker(int channel, const DatasetRegistry& datasets, uint32_t max_frame_bytes)
-      : channel_(channel), datasets_(datasets), decoder_(max_frame_bytes), max_frame_bytes_(max_frame_bytes) {}
+  Worker(int channel, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
+         int64_t crash_on_sample)
+      : channel_(channel),
+        datasets_(datasets),
+        decoder_(max_frame_bytes),
+        max_frame_bytes_(max_frame_bytes),
+        progress_(progress),
+        sample_progress_(&progress->sample, crash_on_sample) {}
 
   int run() {
     std::vector<char> buffer(1 << 16);
@@ -116,7 +122,11 @@ class Worker {
     AttachedStream& s = it->second;
     char* slot = s.mapping.data() + s.slot_offset + task.slot() * s.slot_stride;
     std::span<const int64_t> indices(task.indices().data(), n);
-    if (auto st = s.pipeline->run(indices, slot, s.offsets); !st.ok()) {
+    progress_->stream_id.store(task.stream_id(), std::memory_order_relaxed);
+    progress_->sequence.store(task.sequence(), std::memory_order_relaxed);
+    const Status st = s.pipeline->run(indices, slot, s.offsets, sample_progress_);
+    progress_->sample.store(-1, std::memory_order_relaxed);
+    if (!st.ok()) {
       *done.mutable_error() = wire::to_wire(st.error());
       return done;
     }
@@ -142,12 +152,15 @@ class Worker {
   std::vector<wire::UniqueFd> fds_;
   std::map<uint64_t, AttachedStream> streams_;
   std::map<uint64_t, Error> attach_errors_;
+  WorkerProgress* progress_;
+  SampleProgress sample_progress_;
 };
 
 }  // namespace
 
-int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes) {
-  return Worker(channel_fd, datasets, max_frame_bytes).run();
+int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
+               int64_t crash_on_sample) {
+  return Worker(channel_fd, datasets, max_frame_bytes, progress, crash_on_sample).run();
 }
 
 }  // namespace batchd::daemon

@@ -10,10 +10,13 @@
 #pragma once
 
 #include "dataset.h"
+#include "worker_progress.h"
 
 namespace batchd::daemon {
 
-// Runs the worker loop on `channel_fd`; returns the process exit code.
-int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes);
+// Runs the worker loop on `channel_fd`; returns the process exit code. `progress` is the slot's shared page;
+// `crash_on_sample` >= 0 only under --fault-crash-on-sample.
+int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
+               int64_t crash_on_sample);
 
 }  // namespace batchd::daemon

@@ -19,7 +19,8 @@ namespace batchd::daemon {
 namespace {
 
 // Runs in the child right after fork(): a clean slate, then the worker loop; never returns.
-[[noreturn]] void become_worker(int channel, pid_t parent, const DatasetRegistry& datasets, uint32_t max_frame) {
+[[noreturn]] void become_worker(int channel, pid_t parent, const DatasetRegistry& datasets, uint32_t max_frame,
+                                WorkerProgress* progress, int64_t crash_on_sample) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -32,7 +33,7 @@ namespace {
   // other workers' channels, segments.
   if (::dup2(channel, 3) < 0) ::_exit(3);
   ::close_range(4, ~0u, 0);
-  ::_exit(run_worker(3, datasets, max_frame));
+  ::_exit(run_worker(3, datasets, max_frame, progress, crash_on_sample));
 }
 
 std::string describe_exit(int status) {
@@ -45,9 +46,15 @@ std::string describe_exit(int status) {
 
 Result<std::unique_ptr<WorkerPool>> WorkerPool::start(boost::asio::io_context& io, size_t count,
                                                       const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-                                                      Callbacks callbacks) {
+                                                      Callbacks callbacks, int64_t crash_on_sample) {
   std::unique_ptr<WorkerPool> pool(new WorkerPool(io, datasets, max_frame_bytes, std::move(callbacks)));
+  pool->crash_on_sample_ = crash_on_sample;
   pool->workers_.resize(count);
+  for (auto& worker : pool->workers_) {
+    auto page = ProgressPage::create();
+    if (!page.ok()) return page.error();
+    worker.progress.emplace(std::move(page).value());
+  }
   for (size_t w = 0; w < count; ++w) {
     if (auto st = pool->spawn(w); !st.ok()) return st.error();
   }
@@ -62,11 +69,14 @@ Status WorkerPool::spawn(size_t w) {
     return posix_error("socketpair for worker " + std::to_string(w), errno);
   }
   wire::UniqueFd ours(sv[0]), theirs(sv[1]);
+  Worker& worker = workers_[w];
+  worker.progress->get()->sample.store(-1);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return posix_error("fork of worker " + std::to_string(w), errno);
-  if (pid == 0) become_worker(theirs.get(), parent, datasets_, max_frame_bytes_);
-  Worker& worker = workers_[w];
+  if (pid == 0) {
+    become_worker(theirs.get(), parent, datasets_, max_frame_bytes_, worker.progress->get(), crash_on_sample_);
+  }
   worker.pid = pid;
   worker.channel = std::make_unique<boost::asio::posix::stream_descriptor>(io_, ours.release());
   worker.decoder = wire::FrameDecoder(max_frame_bytes_);
@@ -126,13 +136,23 @@ void WorkerPool::on_death(size_t w, const std::string& why) {
   ::kill(worker.pid, SIGKILL);  // a worker whose channel broke is of no further use
   while (::waitpid(worker.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  spdlog::warn("worker {} (pid {}) died ({}; {}){}; starting a replacement", w, worker.pid, describe_exit(status),
-               why, worker.task ? " while making a batch that will be redone" : "");
+  // Which sample was it on? Only trusted if the progress page describes the task it was given.
+  const WorkerProgress* p = worker.progress->get();
+  int64_t culprit = -1;
+  if (worker.task && p->stream_id.load() == worker.task->stream_id() && p->sequence.load() == worker.task->sequence()) {
+    culprit = p->sample.load();
+  }
+  const std::string cause = describe_exit(status);
+  spdlog::warn("worker {} (pid {}) died ({}; {}){}; starting a replacement", w, worker.pid, cause, why,
+               worker.task ? " while making batch " + std::to_string(worker.task->batch()) + " of stream " +
+                                 std::to_string(worker.task->stream_id()) +
+                                 (culprit >= 0 ? ", on sample " + std::to_string(culprit) : "")
+                           : "");
   std::optional<wire::WorkerTask> lost = std::move(worker.task);
   worker.channel.reset();
   ++worker.restarts;
   respawn(w);
-  callbacks_.on_lost(std::move(lost));
+  callbacks_.on_lost(std::move(lost), culprit, cause);
 }
 
 void WorkerPool::respawn(size_t w) {
@@ -146,7 +166,7 @@ void WorkerPool::respawn(size_t w) {
   worker.retry->async_wait([this, w](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
     respawn(w);
-    if (workers_[w].pid > 0) callbacks_.on_lost(std::nullopt);  // a worker is back: schedule work on it
+    if (workers_[w].pid > 0) callbacks_.on_lost(std::nullopt, -1, "");  // a worker is back: schedule work on it
   });
 }
 

@@ -26,6 +26,7 @@
 #include "batchd/wire/framing.h"
 #include "batchd/wire/unique_fd.h"
 #include "dataset.h"
+#include "worker_progress.h"
 
 namespace batchd::daemon {
 
@@ -33,15 +34,17 @@ class WorkerPool final {
  public:
   struct Callbacks {
     std::function<void(const wire::WorkerDone&)> on_done;
-    // A worker died; `task` is what it was running (if anything), to be redone elsewhere.
-    std::function<void(std::optional<wire::WorkerTask> task)> on_lost;
+    // A worker died; `task` is what it was running (if anything), to be redone elsewhere. `culprit` is the sample
+    // it was on when it died (-1 if none or unknown); `cause` says how it died ("killed by signal ...").
+    std::function<void(std::optional<wire::WorkerTask> task, int64_t culprit, const std::string& cause)> on_lost;
   };
 
   // Forks `count` workers and starts reading their channels on `io`. Must be called before the process creates
   // any thread (the io_context itself creates none).
+  // `crash_on_sample` >= 0 is fault injection for tests (--fault-crash-on-sample): workers crash on that sample.
   static Result<std::unique_ptr<WorkerPool>> start(boost::asio::io_context& io, size_t count,
                                                    const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-                                                   Callbacks callbacks);
+                                                   Callbacks callbacks, int64_t crash_on_sample = -1);
 
   ~WorkerPool();  // stops the workers (see stop())
 
@@ -72,6 +75,7 @@ class WorkerPool final {
     uint64_t batches_done = 0;
     uint64_t restarts = 0;
     std::unique_ptr<boost::asio::steady_timer> retry;
+    std::optional<ProgressPage> progress;  // shared with every process of this slot
   };
 
   WorkerPool(boost::asio::io_context& io, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
@@ -90,6 +94,7 @@ class WorkerPool final {
   boost::asio::io_context& io_;
   Callbacks callbacks_;
   std::vector<Worker> workers_;
+  int64_t crash_on_sample_ = -1;
   bool stopped_ = false;
 };
 

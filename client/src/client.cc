@@ -43,6 +43,7 @@ Batch& Batch::operator=(Batch&& other) noexcept {
     epoch_ = other.epoch_;
     batch_ = other.batch_;
     num_samples_ = other.num_samples_;
+    skipped_ = other.skipped_;
     tensors_ = std::move(other.tensors_);
   }
   return *this;
@@ -116,6 +117,7 @@ Result<Stream> Client::open_stream(const StreamOptions& o) {
   open->set_strategy(o.strategy == SharingStrategy::kFileDescriptor ? wire::FILE_DESCRIPTOR
                      : o.strategy == SharingStrategy::kFileSystem   ? wire::FILE_SYSTEM
                                                                     : wire::STRATEGY_DEFAULT);
+  open->set_on_error(o.on_error == OnError::kSkip ? wire::ON_ERROR_SKIP : wire::ON_ERROR_FAIL);
   auto reply = core_->call(std::move(request));
   if (!reply.ok()) return reply.error().with_context("cannot open a stream on dataset '" + o.dataset + "'");
   if (!reply->reply.has_stream_opened()) return Error(ErrorCode::kProtocol, "unexpected reply to OpenStream");

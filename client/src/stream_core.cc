@@ -131,6 +131,7 @@ Result<std::optional<Batch>> StreamCore::next() {
       batch.epoch_ = r.epoch();
       batch.batch_ = r.batch();
       batch.num_samples_ = r.num_samples();
+      batch.skipped_ = r.skipped();
       batch.tensors_ = std::move(tensors).value();
       leased_.fetch_add(1);
       return std::optional<Batch>(std::move(batch));

@@ -89,6 +89,8 @@ class Batch {
   uint64_t index() const { return batch_; }        // batch number within the epoch: 0, 1, ...
   uint64_t sequence() const { return sequence_; }  // batch number within the stream, across epochs
   size_t size() const { return num_samples_; }     // samples in this batch (the last one may be short)
+  // Samples of this batch that replace bad ones under OnError::kSkip (their `index` entries name the replacement).
+  size_t skipped() const { return skipped_; }
 
   const std::vector<Tensor>& tensors() const { return tensors_; }
   // The tensor called `name`, or nullptr.
@@ -102,7 +104,14 @@ class Batch {
   std::shared_ptr<detail::StreamCore> core_;
   uint64_t sequence_ = 0, epoch_ = 0, batch_ = 0;
   size_t num_samples_ = 0;
+  size_t skipped_ = 0;
   std::vector<Tensor> tensors_;
+};
+
+// What happens to a sample that cannot be read, or that crashes the worker making it (twice).
+enum class OnError {
+  kFail,  // the stream fails; next() returns an error naming the sample
+  kSkip,  // the sample is replaced by the next good one in dataset order, counted in Batch::skipped()
 };
 
 // What to read. The sampler follows torch.utils.data's RandomSampler / DistributedSampler + BatchSampler:
@@ -123,6 +132,7 @@ struct StreamOptions {
   uint32_t depth = 0;           // slots = prefetch depth (batches made ahead + leased); 0 = daemon default (4)
   uint64_t start_batch = 0;     // resume mid-epoch: skip this many batches of the first epoch
   SharingStrategy strategy = SharingStrategy::kDefault;
+  OnError on_error = OnError::kFail;
 };
 
 // What the daemon made for a stream.

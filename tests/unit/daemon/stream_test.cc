@@ -98,3 +98,71 @@ TEST_F(StreamTest, FailedStreamDispatchesAndDeliversNothingMore) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST_F(StreamTest, UnblamedDeathsAreRetriedThenFailTheStream) {
+  auto t = sut_->next_task();
+  auto redo = sut_->after_worker_death(*t, -1, "killed by signal Killed");
+  ASSERT_TRUE(redo.ok());
+  EXPECT_EQ(redo->attempt(), 1u);
+  redo = sut_->after_worker_death(*redo, -1, "killed by signal Killed");
+  ASSERT_TRUE(redo.ok());
+  auto failed = sut_->after_worker_death(*redo, -1, "killed by signal Killed");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().message().find("killed 3 workers in a row"), std::string::npos);
+}
+
+TEST_F(StreamTest, SampleThatCrashesTwiceFailsTheStreamUnderOnErrorFail) {
+  auto t = sut_->next_task();  // indices 0..3
+  auto redo = sut_->after_worker_death(*t, 2, "killed by signal Segmentation fault");
+  ASSERT_TRUE(redo.ok()) << "one crash may be bad luck";
+  EXPECT_EQ(redo->indices(2), 2);
+  auto failed = sut_->after_worker_death(*redo, 2, "killed by signal Segmentation fault");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code(), ErrorCode::kDataError);
+  EXPECT_NE(failed.error().message().find("sample 2 of dataset 'd' crashed 2 workers"), std::string::npos)
+      << failed.error().message();
+}
+
+TEST_F(StreamTest, SkipReplacesABadSampleNowAndInLaterBatches) {
+  wire::OpenStream request;
+  request.set_dataset("d");
+  request.set_batch_size(4);
+  request.set_on_error(wire::ON_ERROR_SKIP);
+  wire::StreamOpened opened;
+  opened.set_stream_id(1);
+  opened.set_slot_count(2);
+  opened.set_num_epochs(2);
+  opened.set_dataset_size(10);
+  sut_ = std::make_unique<Stream>(1, Peer{}, request, std::move(Sampler::make({10, 4, false, 0, 0, 1, false})).value(),
+                                  std::move(wire::SharedMemory::create_anonymous("t", 4096)).value(),
+                                  wire::WorkerAttach{}, opened);
+  auto t = sut_->next_task();
+  auto redo = sut_->after_worker_death(*t, 3, "signal");
+  redo = sut_->after_worker_death(*redo, 3, "signal");
+  ASSERT_TRUE(redo.ok());
+  EXPECT_EQ(redo->indices(3), 4) << "replaced by the next sample in dataset order";
+  EXPECT_EQ(redo->skipped(), 1u);
+  sut_->on_done(redo->sequence(), redo->slot());
+  auto ready = sut_->take_deliverable();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].skipped(), 1u);
+  // The next epoch's batch 0 holds sample 3 again: it is replaced before any worker sees it.
+  ASSERT_TRUE(sut_->release(0).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto next = sut_->next_task();
+    ASSERT_TRUE(next);
+    sut_->on_done(next->sequence(), next->slot());
+    for (const auto& r : sut_->take_deliverable()) ASSERT_TRUE(sut_->release(r.sequence()).ok());
+    if (next->epoch() == 1 && next->batch() == 0) {
+      EXPECT_EQ(next->indices(3), 4);
+      EXPECT_EQ(next->skipped(), 1u);
+    }
+  }
+  EXPECT_EQ(sut_->info().samples_skipped(), 2u);
+}
+
+}  // namespace
+}  // namespace batchd::daemon

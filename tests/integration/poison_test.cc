@@ -1,0 +1,85 @@
+// A sample that crashes the worker (here by fault injection: --fault-crash-on-sample) gets the stream's on_error
+// policy after two crashes; workers are replaced; the daemon keeps serving.
+#include <set>
+
+#include "client_core.h"
+#include "daemon_fixture.h"
+
+namespace batchd::testing {
+namespace {
+
+constexpr int64_t kPoison = 1234;
+
+wire::StatusReply status_of(const std::string& socket) {
+  auto core = detail::ClientCore::connect(socket);
+  wire::Request request;
+  request.mutable_status();
+  auto reply = (*core)->call(std::move(request));
+  EXPECT_TRUE(reply.ok());
+  return reply->reply.status();
+}
+
+TEST(PoisonTest, SkipReplacesACrashingSampleAndCountsIt) {
+  auto daemon = start_daemon("", 2, {"--fault-crash-on-sample", std::to_string(kPoison)});
+  auto client = Client::connect(daemon.socket_path());
+  auto o = fmnist_options("fashion-mnist-test", 100);
+  o.shuffle = false;
+  o.num_epochs = 2;
+  o.on_error = OnError::kSkip;
+  auto stream = client->open_stream(o);
+  ASSERT_TRUE(stream.ok());
+  std::vector<std::multiset<int64_t>> epochs(2);
+  size_t skipped = 0;
+  for (;;) {
+    auto batch = stream->next();
+    ASSERT_TRUE(batch.ok()) << batch.error().message();
+    if (!*batch) break;
+    skipped += (*batch)->skipped();
+    const Tensor* index = (*batch)->find("index");
+    for (int64_t i = 0; i < index->numel(); ++i) epochs.at((*batch)->epoch()).insert(index->data_as<int64_t>()[i]);
+  }
+  for (const auto& e : epochs) {
+    EXPECT_EQ(e.size(), 10000u);
+    EXPECT_EQ(e.count(kPoison), 0u) << "the bad sample is never delivered";
+    EXPECT_EQ(e.count(kPoison + 1), 2u) << "it is replaced by the next sample in dataset order";
+  }
+  EXPECT_EQ(skipped, 2u) << "one replacement per epoch";
+  const auto st = status_of(daemon.socket_path());
+  ASSERT_EQ(st.streams_size(), 1);
+  EXPECT_EQ(st.streams(0).samples_skipped(), 2u);
+  EXPECT_EQ(st.streams(0).worker_deaths(), 2u) << "two crashes mark the sample bad; epoch 2 skips it up front";
+  EXPECT_EQ(st.batches_redone(), 2u);
+  for (const auto& w : st.workers()) EXPECT_GT(w.pid(), 0);
+}
+
+TEST(PoisonTest, FailEndsTheStreamNamingTheSampleAndTheSignal) {
+  auto daemon = start_daemon("", 2, {"--fault-crash-on-sample", std::to_string(kPoison)});
+  auto client = Client::connect(daemon.socket_path());
+  auto o = fmnist_options("fashion-mnist-test", 100);
+  o.shuffle = false;
+  auto stream = client->open_stream(o);
+  ASSERT_TRUE(stream.ok());
+  Error error(ErrorCode::kInternal, "no error");
+  for (;;) {
+    auto batch = stream->next();
+    if (!batch.ok()) {
+      error = batch.error();
+      break;
+    }
+    ASSERT_TRUE(*batch) << "the stream ended without failing";
+    ASSERT_LT((*batch)->index(), 12u) << "batches after the bad one must not arrive";
+  }
+  EXPECT_EQ(error.code(), ErrorCode::kDataError);
+  EXPECT_NE(error.message().find("sample 1234 of dataset 'fashion-mnist-test' crashed 2 workers"), std::string::npos)
+      << error.message();
+  EXPECT_NE(error.message().find("Segmentation fault"), std::string::npos) << error.message();
+  EXPECT_NE(error.message().find("on_error=skip"), std::string::npos) << error.message();
+  // Everyone else is served.
+  auto other = Client::connect(daemon.socket_path());
+  auto s = other->open_stream(o);
+  ASSERT_TRUE(s.ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s->next().ok());
+}
+
+}  // namespace
+}  // namespace batchd::testing
