@@ -59,9 +59,9 @@ Result<wire::WorkerTask> Stream::after_worker_death(wire::WorkerTask task, int64
                                                     const std::string& cause) {
   ++deaths_;
   const std::string where = "batch " + std::to_string(task.batch()) + " of epoch " + std::to_string(task.epoch());
-  if (deaths_ > kMaxDeaths) {
-    return Error(ErrorCode::kDataError, std::to_string(deaths_) + " workers died making this stream's batches (last: " +
-                                            cause + ", " + where + "); giving up on the stream");
+  if (culprit >= 0 && ++crash_deaths_ > kMaxDeaths) {
+    return Error(ErrorCode::kDataError, std::to_string(crash_deaths_) + " workers crashed making this stream's "
+                                            "batches (last: " + cause + ", " + where + "); giving up on the stream");
   }
   if (culprit >= 0) {
     if (++crashes_[culprit] >= kCrashesToPoison) {

@@ -69,7 +69,8 @@ class Stream final {
   // fault". Applies the stream's on_error policy: a sample that crashed kCrashesToPoison workers is bad input —
   // on_error=fail fails the stream naming it, on_error=skip replaces it (in this and every later batch) by the next
   // sample in dataset order that is not bad, and counts it. Returns the task to redo, or the error that fails the
-  // stream (also after kMaxAttempts deaths with no sample to blame, or kMaxDeaths deaths in all).
+  // stream (also after kMaxAttempts deaths of one batch with no sample to blame — SIGKILL, say — or after
+  // kMaxDeaths crashes in all).
   Result<wire::WorkerTask> after_worker_death(wire::WorkerTask task, int64_t culprit, const std::string& cause);
 
   static constexpr int kCrashesToPoison = 2;
@@ -107,7 +108,8 @@ class Stream final {
   std::vector<int64_t> indices_;  // this rank's indices for indices_epoch_
   std::map<int64_t, int> crashes_;  // sample -> workers it crashed
   std::set<int64_t> poisoned_;      // samples replaced under on_error=skip
-  uint64_t deaths_ = 0;
+  uint64_t deaths_ = 0;        // all worker deaths during this stream's batches
+  uint64_t crash_deaths_ = 0;  // those blamed on a sample
   uint64_t skipped_total_ = 0;
 };
 

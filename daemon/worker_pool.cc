@@ -139,7 +139,13 @@ void WorkerPool::on_death(size_t w, const std::string& why) {
   // Which sample was it on? Only trusted if the progress page describes the task it was given.
   const WorkerProgress* p = worker.progress->get();
   int64_t culprit = -1;
-  if (worker.task && p->stream_id.load() == worker.task->stream_id() && p->sequence.load() == worker.task->sequence()) {
+  // A crash signal raised by the worker itself blames the sample; SIGKILL/SIGTERM (an operator, the OOM killer,
+  // a chaos test) does not.
+  const bool crashed = WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS ||
+                                               WTERMSIG(status) == SIGFPE || WTERMSIG(status) == SIGILL ||
+                                               WTERMSIG(status) == SIGABRT);
+  if (crashed && worker.task && p->stream_id.load() == worker.task->stream_id() &&
+      p->sequence.load() == worker.task->sequence()) {
     culprit = p->sample.load();
   }
   const std::string cause = describe_exit(status);
