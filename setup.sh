@@ -14,6 +14,7 @@ packages=(
   libgtest-dev                                # tests
   libcli11-dev libtomlplusplus-dev libspdlog-dev zlib1g-dev
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
+  clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz)
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3 python3-torch python3-torchvision python3-numpy)
@@ -40,4 +41,13 @@ if ! cmake --build build -j "$jobs" >build/build.log 2>&1; then
   exit 1
 fi
 grep -E 'warning:' build/build.log || true
-echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench"
+
+# The fuzz target: clang with libFuzzer + ASan/UBSan, in its own tree (ctest runs it for a bounded time).
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DBATCHD_FUZZ=ON \
+  -DBATCHD_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control >build-fuzz/build.log 2>&1; then
+  cat build-fuzz/build.log
+  echo "setup.sh: the fuzz target failed to build (log above and in build-fuzz/build.log)" >&2
+  exit 1
+fi
+echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench (and build-fuzz/bin/fuzz_control)"

@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   streams.set_pool(pool->get());
-  auto server = Server::create(io, *config, streams, **pool, datasets);
+  auto server = Server::create(io, *config, streams, pool->get(), datasets);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message());
     return 1;

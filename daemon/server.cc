@@ -43,12 +43,12 @@ Status prepare_socket_path(boost::asio::io_context& io, const std::string& path)
 
 }  // namespace
 
-Server::Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool& pool,
+Server::Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool* pool,
                const DatasetRegistry& datasets)
     : io_(io), config_(config), streams_(streams), pool_(pool), datasets_(datasets), acceptor_(io), accept_retry_(io) {}
 
 Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, const Config& config,
-                                               StreamManager& streams, const WorkerPool& pool,
+                                               StreamManager& streams, const WorkerPool* pool,
                                                const DatasetRegistry& datasets) {
   BATCHD_RETURN_IF_ERROR(prepare_socket_path(io, config.socket));
   std::unique_ptr<Server> server(new Server(io, config, streams, pool, datasets));
@@ -98,14 +98,17 @@ void Server::accept() {
       });
       return;
     } else {
-      const uint64_t id = next_connection_id_++;
-      auto connection =
-          std::make_shared<Connection>(std::move(socket), id, *this, streams_, config_.limits.max_frame_bytes);
-      connections_[id] = connection;
-      connection->start();
+      adopt(std::move(socket));
     }
     accept();
   });
+}
+
+void Server::adopt(local::stream_protocol::socket socket) {
+  const uint64_t id = next_connection_id_++;
+  auto connection = std::make_shared<Connection>(std::move(socket), id, *this, streams_, config_.limits.max_frame_bytes);
+  connections_[id] = connection;
+  connection->start();
 }
 
 void Server::stop(const std::string& reason, std::function<void()> on_drained) {
@@ -135,7 +138,9 @@ void Server::fill_status(wire::StatusReply* status) const {
   status->set_version(BATCHD_VERSION);
   status->set_uptime_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   status->set_default_strategy(config_.shm_strategy);
-  for (const auto& w : pool_.describe()) *status->add_workers() = w;
+  if (pool_ != nullptr) {
+    for (const auto& w : pool_->describe()) *status->add_workers() = w;
+  }
   streams_.fill_status(status);
   status->set_batches_redone(streams_.batches_redone());
   status->set_connections(static_cast<uint32_t>(connections_.size()));

@@ -25,7 +25,7 @@ namespace batchd::daemon {
 class Server final {
  public:
   static Result<std::unique_ptr<Server>> create(boost::asio::io_context& io, const Config& config,
-                                                StreamManager& streams, const WorkerPool& pool,
+                                                StreamManager& streams, const WorkerPool* pool,
                                                 const DatasetRegistry& datasets);
   ~Server();
 
@@ -34,19 +34,22 @@ class Server final {
   // written; `on_drained` runs (on the io_context) when the last connection is gone.
   void stop(const std::string& reason, std::function<void()> on_drained);
 
+  // Serves an already-connected socket as a client connection (the fuzz target feeds its input this way).
+  void adopt(boost::asio::local::stream_protocol::socket socket);
+
   void remove(uint64_t connection_id);
   void fill_status(wire::StatusReply* status) const;
   size_t connections() const { return connections_.size(); }
 
  private:
-  Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool& pool,
+  Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool* pool,
          const DatasetRegistry& datasets);
   void accept();
 
   boost::asio::io_context& io_;
   const Config& config_;
   StreamManager& streams_;
-  const WorkerPool& pool_;
+  const WorkerPool* pool_;
   const DatasetRegistry& datasets_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
