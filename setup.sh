@@ -13,6 +13,8 @@ packages=(
   libprotobuf-dev protobuf-compiler           # proto/batchd.proto
   libgtest-dev                                # tests
   libcli11-dev libtomlplusplus-dev libspdlog-dev zlib1g-dev
+  libturbojpeg0-dev libspng-dev               # JPEG (TurboJPEG API) and PNG decoding
+  python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
   clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz)
 )

@@ -122,16 +122,23 @@ Status parse_dataset(const std::string& name, const toml::node& node, const std:
   DatasetConfig d;
   d.name = name;
   BATCHD_RETURN_IF_ERROR(read_string(*t, "format", p, source, &d.format));
-  if (d.format != "idx") {
+  if (d.format == "idx") {
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"format", "images", "labels"}, p, source));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "images", p, source, &d.images));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "labels", p, source, &d.labels));
+    if (d.images.empty() || d.labels.empty()) {
+      return bad(source, node, p + (d.images.empty() ? "images" : "labels"),
+                 "is required for format \"idx\" (path of the IDX file, raw or .gz)");
+    }
+  } else if (d.format == "imagefolder") {
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"format", "root"}, p, source));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "root", p, source, &d.root));
+    if (d.root.empty()) {
+      return bad(source, node, p + "root", "is required for format \"imagefolder\" (root/<class>/<image>.jpg)");
+    }
+  } else {
     return bad(source, t->get("format") ? *t->get("format") : node, p + "format",
-               "'" + d.format + "' is not a supported dataset format (supported: idx)");
-  }
-  BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"format", "images", "labels"}, p, source));
-  BATCHD_RETURN_IF_ERROR(read_string(*t, "images", p, source, &d.images));
-  BATCHD_RETURN_IF_ERROR(read_string(*t, "labels", p, source, &d.labels));
-  if (d.images.empty() || d.labels.empty()) {
-    return bad(source, node, p + (d.images.empty() ? "images" : "labels"),
-               "is required for format \"idx\" (path of the IDX file, raw or .gz)");
+               "'" + d.format + "' is not a supported dataset format (supported: idx, imagefolder)");
   }
   config->datasets.push_back(std::move(d));
   return ok_status();

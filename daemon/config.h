@@ -16,9 +16,10 @@ namespace batchd::daemon {
 
 struct DatasetConfig {
   std::string name;
-  std::string format;  // "idx"
+  std::string format;  // "idx" or "imagefolder"
   std::string images;  // idx: IDX3 image file, raw or .gz
   std::string labels;  // idx: IDX1 label file, raw or .gz
+  std::string root;    // imagefolder: root/<class>/<image>
 };
 
 struct Limits {

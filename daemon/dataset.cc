@@ -1,6 +1,7 @@
 #include "dataset.h"
 
 #include "idx_dataset.h"
+#include "imagefolder_dataset.h"
 
 namespace batchd::daemon {
 
@@ -9,6 +10,13 @@ DatasetRegistry DatasetRegistry::open_all(const std::vector<DatasetConfig>& conf
   for (const auto& c : configs) {
     if (c.format == "idx") {
       auto ds = IdxDataset::open(c.name, c.images, c.labels);
+      if (ds.ok()) {
+        registry.available_[c.name] = std::move(ds).value();
+      } else {
+        registry.unavailable_[c.name] = ds.error().message();
+      }
+    } else if (c.format == "imagefolder") {
+      auto ds = ImageFolderDataset::open(c.name, c.root);
       if (ds.ok()) {
         registry.available_[c.name] = std::move(ds).value();
       } else {

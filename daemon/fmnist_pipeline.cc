@@ -24,7 +24,8 @@ class FmnistPipeline final : public Pipeline {
   const std::vector<TensorDesc>& tensors() const override { return tensors_; }
 
   Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
-             const SampleProgress& progress) const override {
+             const BatchContext& context) override {
+    const SampleProgress& progress = context.progress;
     const size_t pixels = size_t{dataset_->rows()} * dataset_->cols();
     auto* labels = reinterpret_cast<int64_t*>(slot + offsets[1]);
     const uint64_t n = dataset_->size();

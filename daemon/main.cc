@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   boost::asio::io_context io(1);
   StreamManager streams(*config, datasets);
   auto pool = WorkerPool::start(io, config->workers, datasets, config->limits.max_frame_bytes,
-                                {[&](const wire::WorkerDone& d) { streams.on_done(d); },
+                                {[&](const wire::WorkerDone& d, wire::WorkerTask t) { streams.on_done(d, std::move(t)); },
                                  [&](std::optional<wire::WorkerTask> t, int64_t culprit, const std::string& cause) {
                                    streams.on_lost(std::move(t), culprit, cause);
                                  }},

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "fmnist_pipeline.h"
+#include "vision_pipeline.h"
 
 namespace batchd::daemon {
 
@@ -28,12 +29,19 @@ uint64_t TensorDesc::sample_bytes() const {
   return n;
 }
 
-Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset) {
+Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
+                                                const PipelineOptions& options) {
   if (name == "fmnist" || name == "fmnist_u8") {
     return make_fmnist_pipeline(name == "fmnist" ? FmnistOutput::kNormalizedFloat : FmnistOutput::kRawUint8,
                                 std::move(dataset));
   }
-  return Error(ErrorCode::kNotFound, "unknown pipeline '" + name + "' (known: fmnist, fmnist_u8)");
+  if (name == "train224" || name == "train") return make_vision_pipeline(VisionMode::kTrain, true, dataset, options);
+  if (name == "train224_u8" || name == "train_u8") {
+    return make_vision_pipeline(VisionMode::kTrain, false, dataset, options);
+  }
+  if (name == "val224" || name == "val") return make_vision_pipeline(VisionMode::kVal, true, dataset, options);
+  return Error(ErrorCode::kNotFound, "unknown pipeline '" + name +
+                                         "' (known: fmnist, fmnist_u8, train224, train224_u8, val224)");
 }
 
 }  // namespace batchd::daemon

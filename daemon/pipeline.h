@@ -5,13 +5,17 @@
 // (the only copy of the data after the dataset). Every stream also carries an `index` tensor (int64 [B]) that the
 // worker writes itself (see worker.cc).
 //
-// Pipelines (torchvision semantics; constants from torchvision's Fashion-MNIST recipes):
-//   fmnist     ToTensor + Normalize((0.2860,), (0.3530,)): image float32 [B,1,H,W] = (x/255 - 0.2860) / 0.3530,
-//              computed in float32 exactly as torch does; label int64 [B].
-//   fmnist_u8  the raw pixels: image uint8 [B,1,H,W]; label int64 [B].
-// Both need an `idx` dataset (H, W from the file: 28x28 for Fashion-MNIST).
-//
-// Thread-safety: run() is const and may be called concurrently.
+// Pipelines (torchvision semantics):
+//   fmnist       ToTensor + Normalize((0.2860,), (0.3530,)): image float32 [B,1,H,W] = (x/255 - 0.2860) / 0.3530,
+//                computed in float32 exactly as torch does; label int64 [B]. Needs an `idx` dataset.
+//   fmnist_u8    the raw pixels: image uint8 [B,1,H,W]; label int64 [B]. Needs an `idx` dataset.
+//   train224     RandomResizedCrop(C, scale=(0.08, 1), ratio=(3/4, 4/3)) + RandomHorizontalFlip(0.5) + ToTensor +
+//                Normalize(ImageNet mean (0.485, 0.456, 0.406), std (0.229, 0.224, 0.225)): image float32
+//                [B,3,C,C]; label int64 [B]. C = crop_size (224). Needs an `imagefolder` dataset.
+//   train224_u8  the same without ToTensor/Normalize: image uint8 [B,3,C,C] (normalize on the GPU).
+//   val224       Resize(R) (shorter side, bilinear, antialiased) + CenterCrop(C) + ToTensor + Normalize: float32
+//                [B,3,C,C]. R = resize_size (256).
+// `train`, `train_u8` and `val` are the same pipelines by their size-free names.
 #pragma once
 
 #include <atomic>
@@ -54,19 +58,42 @@ class SampleProgress {
   int64_t crash_on_ = -1;
 };
 
+// What a batch is made for: the stream's seed and the batch's epoch seed the per-sample random transforms.
+struct BatchContext {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  SampleProgress progress;
+};
+
+// Nanoseconds spent per stage since the last take_stage_times() (for the per-stage breakdown in batchctl status).
+struct StageTimes {
+  uint64_t read_ns = 0, decode_ns = 0, resize_ns = 0, normalize_ns = 0;
+};
+
+// Options of a stream that shape its pipeline.
+struct PipelineOptions {
+  uint32_t crop_size = 224;   // vision pipelines: output side (RandomResizedCrop / CenterCrop size)
+  uint32_t resize_size = 256; // val: Resize(resize_size) before CenterCrop(crop_size)
+  bool dct_scaling = true;    // JPEG: decode at a reduced DCT scale when the crop allows it
+};
+
+// One Pipeline object per worker and stream; run() is not thread-safe (it reuses scratch buffers).
 class Pipeline {
  public:
   virtual ~Pipeline() = default;
   // The pipeline's tensors, in slot order (without `index`).
   virtual const std::vector<TensorDesc>& tensors() const = 0;
   // Transforms and collates `indices` into the slot: tensor i starts at slot + offsets[i] and has room for
-  // indices.size() samples. A per-sample failure returns a kDataError naming the sample.
+  // indices.size() samples. A per-sample failure returns a kDataError naming the sample's file and the reason;
+  // the sample it failed on is the progress's last at().
   virtual Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
-                     const SampleProgress& progress) const = 0;
+                     const BatchContext& context) = 0;
+  virtual StageTimes take_stage_times() { return {}; }
 };
 
 // Builds pipeline `name` for `dataset`: kNotFound for an unknown name (lists the known ones), kInvalidArgument if
 // the pipeline does not fit the dataset's format.
-Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset);
+Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
+                                                const PipelineOptions& options = {});
 
 }  // namespace batchd::daemon

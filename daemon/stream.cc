@@ -43,16 +43,45 @@ std::optional<wire::WorkerTask> Stream::next_task() {
   return task;
 }
 
-void Stream::substitute(wire::WorkerTask* task) const {
-  const auto n = static_cast<int64_t>(opened_.dataset_size());
-  for (int i = 0; i < task->indices_size(); ++i) {
-    int64_t idx = task->indices(i);
-    if (!poisoned_.count(idx)) continue;
-    do idx = (idx + 1) % n;
-    while (poisoned_.count(idx));
-    task->set_indices(i, idx);
-    task->set_skipped(task->skipped() + 1);
+void Stream::substitute(wire::WorkerTask* task) {
+  // Start again from the sampler's indices of this batch, so a position is counted once however many bad
+  // samples its replacement had to step over.
+  if (task->epoch() != indices_epoch_) {
+    indices_ = sampler_.epoch_indices(task->epoch());
+    indices_epoch_ = task->epoch();
   }
+  const auto [begin, end] = sampler_.batch_range(task->batch());
+  const auto n = static_cast<int64_t>(opened_.dataset_size());
+  uint32_t skipped = 0;
+  for (uint64_t p = begin; p < end; ++p) {
+    int64_t idx = indices_[p];
+    if (poisoned_.count(idx)) {
+      do idx = (idx + 1) % n;
+      while (poisoned_.count(idx));
+      ++skipped;
+    }
+    task->set_indices(static_cast<int>(p - begin), idx);
+  }
+  task->set_skipped(skipped);
+}
+
+Result<wire::WorkerTask> Stream::after_bad_sample(wire::WorkerTask task, int64_t sample, const Error& error) {
+  if (request_.on_error() == wire::ON_ERROR_FAIL) {
+    return Error(error.code(), "sample " + std::to_string(sample) + " of dataset '" + request_.dataset() + "': " +
+                                   error.message() + " (open the stream with on_error=skip to skip bad samples)");
+  }
+  poisoned_.insert(sample);
+  substitute(&task);
+  if (task.slot() < slots_.size()) slots_[task.slot()].skipped = task.skipped();
+  return task;
+}
+
+void Stream::add_stage_times(const wire::StageNanos& s) {
+  stages_.set_read(stages_.read() + s.read());
+  stages_.set_decode(stages_.decode() + s.decode());
+  stages_.set_resize(stages_.resize() + s.resize());
+  stages_.set_normalize(stages_.normalize() + s.normalize());
+  stages_.set_samples(stages_.samples() + s.samples());
 }
 
 Result<wire::WorkerTask> Stream::after_worker_death(wire::WorkerTask task, int64_t culprit,
@@ -143,6 +172,7 @@ wire::StreamInfo Stream::info() const {
   info.set_samples_skipped(skipped_total_);
   info.set_worker_deaths(deaths_);
   info.set_on_error(request_.on_error() == wire::ON_ERROR_SKIP ? "skip" : "fail");
+  *info.mutable_stages() = stages_;
   return info;
 }
 

@@ -73,6 +73,12 @@ class Stream final {
   // kMaxDeaths crashes in all).
   Result<wire::WorkerTask> after_worker_death(wire::WorkerTask task, int64_t culprit, const std::string& cause);
 
+  // A sample could not be read or decoded (`error` names the file and why). on_error=fail: returns the error
+  // that fails the stream; skip: replaces the sample as above and returns the task to make again.
+  Result<wire::WorkerTask> after_bad_sample(wire::WorkerTask task, int64_t sample, const Error& error);
+
+  void add_stage_times(const wire::StageNanos& s);
+
   static constexpr int kCrashesToPoison = 2;
   static constexpr uint32_t kMaxAttempts = 3;
   static constexpr uint64_t kMaxDeaths = 64;
@@ -88,7 +94,7 @@ class Stream final {
     uint32_t skipped = 0;
   };
   // Replaces poisoned indices of `task` (on_error=skip), counting them in task->skipped.
-  void substitute(wire::WorkerTask* task) const;
+  void substitute(wire::WorkerTask* task);
 
   uint64_t id_;
   Peer owner_;
@@ -111,6 +117,7 @@ class Stream final {
   uint64_t deaths_ = 0;        // all worker deaths during this stream's batches
   uint64_t crash_deaths_ = 0;  // those blamed on a sample
   uint64_t skipped_total_ = 0;
+  wire::StageNanos stages_;
 };
 
 }  // namespace batchd::daemon

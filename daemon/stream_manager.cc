@@ -35,7 +35,11 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   }
   auto dataset = datasets_.find(req.dataset());
   if (!dataset.ok()) return dataset.error();
-  auto pipeline = make_pipeline(req.pipeline(), *dataset);
+  PipelineOptions pipeline_options;
+  if (req.crop_size() != 0) pipeline_options.crop_size = req.crop_size();
+  if (req.resize_size() != 0) pipeline_options.resize_size = req.resize_size();
+  pipeline_options.dct_scaling = !req.exact_resize();
+  auto pipeline = make_pipeline(req.pipeline(), *dataset, pipeline_options);
   if (!pipeline.ok()) return pipeline.error();
   if (req.batch_size() == 0 || req.batch_size() > limits.max_batch_size) {
     return invalid("batch_size " + std::to_string(req.batch_size()) + " is out of range [1, " +
@@ -139,6 +143,9 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   attach.set_batch_size(req.batch_size());
   *attach.mutable_tensors() = opened.tensors();
   attach.set_seed(req.seed());
+  attach.set_crop_size(pipeline_options.crop_size);
+  attach.set_resize_size(pipeline_options.resize_size);
+  attach.set_exact_resize(req.exact_resize());
 
   wire::UniqueFd client_fd;
   if (strategy == wire::FILE_DESCRIPTOR) {
@@ -211,11 +218,20 @@ void StreamManager::erase(std::map<uint64_t, Entry>::iterator it) {
   streams_.erase(it);  // unmaps; unlinks the /dev/shm name (file_system); the memfd dies with the last mapping
 }
 
-void StreamManager::on_done(const wire::WorkerDone& done) {
+void StreamManager::on_done(const wire::WorkerDone& done, wire::WorkerTask task) {
   auto it = streams_.find(done.stream_id());
   if (it != streams_.end()) {
     Entry& entry = it->second;
-    if (done.has_error()) {
+    entry.stream->add_stage_times(done.stages());
+    if (done.has_error() && done.sample_failed() && entry.stream->running()) {
+      // One bad sample: the stream's on_error policy decides (fail, or replace it and make the batch again).
+      auto redo = entry.stream->after_bad_sample(std::move(task), done.failed_sample(), wire::from_wire(done.error()));
+      if (redo.ok()) {
+        redo_.push_front(std::move(redo).value());
+      } else {
+        fail(entry, redo.error());
+      }
+    } else if (done.has_error()) {
       fail(entry, wire::from_wire(done.error()));
     } else {
       entry.stream->on_done(done.sequence(), done.slot());

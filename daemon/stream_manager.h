@@ -51,7 +51,7 @@ class StreamManager final {
   size_t streams_of(uint64_t connection_id) const;
 
   // Worker pool callbacks.
-  void on_done(const wire::WorkerDone& done);
+  void on_done(const wire::WorkerDone& done, wire::WorkerTask task);
   void on_lost(std::optional<wire::WorkerTask> task, int64_t culprit, const std::string& cause);
   uint64_t batches_redone() const { return batches_redone_; }
 

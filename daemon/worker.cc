@@ -17,12 +17,21 @@ namespace batchd::daemon {
 
 namespace {
 
+PipelineOptions pipeline_options(const wire::WorkerAttach& a) {
+  PipelineOptions o;
+  if (a.crop_size() != 0) o.crop_size = a.crop_size();
+  if (a.resize_size() != 0) o.resize_size = a.resize_size();
+  o.dct_scaling = !a.exact_resize();
+  return o;
+}
+
 struct AttachedStream {
   wire::Mapping mapping;
   std::unique_ptr<Pipeline> pipeline;
   std::vector<uint64_t> offsets;  // pipeline tensors, then `index`
   uint64_t slot_offset = 0, slot_stride = 0;
   uint32_t slot_count = 0, batch_size = 0;
+  uint64_t seed = 0;
 };
 
 class Worker {
@@ -91,12 +100,12 @@ class Worker {
     fds_.erase(fds_.begin());
     auto dataset = datasets_.find(a.dataset());
     if (!dataset.ok()) return dataset.error();
-    auto pipeline = make_pipeline(a.pipeline(), *dataset);
+    auto pipeline = make_pipeline(a.pipeline(), *dataset, pipeline_options(a));
     if (!pipeline.ok()) return pipeline.error();
     auto mapping = wire::Mapping::map(fd.get(), a.segment_bytes(), /*writable=*/true, /*populate=*/true);
     if (!mapping.ok()) return mapping.error().with_context("worker mapping stream " + std::to_string(a.stream_id()));
     AttachedStream s{std::move(mapping).value(), std::move(pipeline).value(), {}, a.slot_offset(), a.slot_stride(),
-                     a.slot_count(), a.batch_size()};
+                     a.slot_count(), a.batch_size(), a.seed()};
     for (const auto& t : a.tensors()) s.offsets.push_back(t.offset());
     streams_[a.stream_id()] = std::move(s);
     return ok_status();
@@ -124,10 +133,22 @@ class Worker {
     std::span<const int64_t> indices(task.indices().data(), n);
     progress_->stream_id.store(task.stream_id(), std::memory_order_relaxed);
     progress_->sequence.store(task.sequence(), std::memory_order_relaxed);
-    const Status st = s.pipeline->run(indices, slot, s.offsets, sample_progress_);
+    const Status st = s.pipeline->run(indices, slot, s.offsets, BatchContext{s.seed, task.epoch(), sample_progress_});
+    const int64_t failed_sample = progress_->sample.load(std::memory_order_relaxed);
     progress_->sample.store(-1, std::memory_order_relaxed);
+    const StageTimes times = s.pipeline->take_stage_times();
+    auto* stages = done.mutable_stages();
+    stages->set_read(times.read_ns);
+    stages->set_decode(times.decode_ns);
+    stages->set_resize(times.resize_ns);
+    stages->set_normalize(times.normalize_ns);
+    stages->set_samples(n);
     if (!st.ok()) {
       *done.mutable_error() = wire::to_wire(st.error());
+      if (st.error().code() == ErrorCode::kDataError && failed_sample >= 0) {
+        done.set_sample_failed(true);
+        done.set_failed_sample(failed_sample);
+      }
       return done;
     }
     std::memcpy(slot + s.offsets.back(), indices.data(), n * sizeof(int64_t));  // the `index` tensor

@@ -125,9 +125,10 @@ void WorkerPool::handle_frame(size_t w, const std::string& payload) {
                   done.stream_id(), done.sequence());
     return;
   }
+  wire::WorkerTask task = std::move(*worker.task);
   worker.task.reset();
   ++worker.batches_done;
-  callbacks_.on_done(done);
+  callbacks_.on_done(done, std::move(task));
 }
 
 void WorkerPool::on_death(size_t w, const std::string& why) {

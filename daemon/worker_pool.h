@@ -33,7 +33,8 @@ namespace batchd::daemon {
 class WorkerPool final {
  public:
   struct Callbacks {
-    std::function<void(const wire::WorkerDone&)> on_done;
+    // A worker finished `task` (successfully or with done.error).
+    std::function<void(const wire::WorkerDone& done, wire::WorkerTask task)> on_done;
     // A worker died; `task` is what it was running (if anything), to be redone elsewhere. `culprit` is the sample
     // it was on when it died (-1 if none or unknown); `cause` says how it died ("killed by signal ...").
     std::function<void(std::optional<wire::WorkerTask> task, int64_t culprit, const std::string& cause)> on_lost;

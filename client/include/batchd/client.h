@@ -133,6 +133,11 @@ struct StreamOptions {
   uint64_t start_batch = 0;     // resume mid-epoch: skip this many batches of the first epoch
   SharingStrategy strategy = SharingStrategy::kDefault;
   OnError on_error = OnError::kFail;
+  // Vision pipelines (train224, train224_u8, val224):
+  uint32_t crop_size = 224;     // output side in pixels (RandomResizedCrop / CenterCrop size)
+  uint32_t resize_size = 256;   // val224: shorter side after Resize, before CenterCrop; >= crop_size
+  bool exact_resize = false;    // true: decode JPEGs at full size (no DCT-domain downscaling); slower, and closest
+                                // to torchvision, which decodes at full size too
 };
 
 // What the daemon made for a stream.

@@ -102,8 +102,8 @@ TEST_F(IdxDatasetTest, MissingFileIsNotFound) {
 
 TEST_F(IdxDatasetTest, RegistryReportsUndeclaredAndUnavailableDatasets) {
   std::vector<DatasetConfig> configs = {
-      {"good", "idx", write("img", images(5, 3, 4), false), write("lbl", labels(5), false)},
-      {"broken", "idx", (dir_ / "missing").string(), (dir_ / "missing").string()}};
+      {"good", "idx", write("img", images(5, 3, 4), false), write("lbl", labels(5), false), ""},
+      {"broken", "idx", (dir_ / "missing").string(), (dir_ / "missing").string(), ""}};
   const auto sut = DatasetRegistry::open_all(configs);
   EXPECT_TRUE(sut.find("good").ok());
   auto broken = sut.find("broken");

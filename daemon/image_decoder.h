@@ -1,0 +1,60 @@
+// image_decoder.h — JPEG (libjpeg-turbo's TurboJPEG API) and PNG (libspng) to 8-bit RGB.
+//
+// JPEG: baseline and progressive, grayscale (expanded to RGB), CMYK/YCCK (converted to RGB as Pillow does for
+// Adobe-inverted CMYK, the common kind), and DCT-domain downscaling by 1/8 ... 7/8 (the cheapest way to shrink a
+// JPEG: decode fewer coefficients, as PIL's draft mode and NVIDIA DALI do). A truncated JPEG is an error (as in PIL),
+// other libjpeg warnings are tolerated. PNG: 8/16-bit, gray, palette, with or without alpha; alpha is dropped and
+// 16-bit samples keep their high byte (PIL's convert("RGB") for RGB(A) PNGs).
+// One decoder per worker process; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "batchd/result.h"
+#include "resample.h"
+
+namespace batchd::daemon {
+
+enum class ImageFormat { kJpeg, kPng };
+
+struct ImageHeader {
+  ImageFormat format;
+  int width = 0;
+  int height = 0;
+};
+
+// A DCT scaling factor num/denom (JPEG only; 1/1 for PNG).
+struct Scale {
+  int num = 1;
+  int denom = 1;
+};
+
+class ImageDecoder final {
+ public:
+  static Result<std::unique_ptr<ImageDecoder>> create();
+  ~ImageDecoder();
+
+  // Reads the dimensions. `path` names the file in errors.
+  Result<ImageHeader> header(std::span<const uint8_t> bytes, const std::string& path);
+
+  // The smallest supported JPEG scale at which a (crop_w x crop_h) region of the image still spans at least
+  // (min_w x min_h) pixels, so that the resize after it still only shrinks. 1/1 for PNG or when nothing smaller fits.
+  Scale choose_scale(const ImageHeader& header, double crop_w, double crop_h, int min_w, int min_h) const;
+
+  // Decodes into *out (capacity reused) at `scale`; out->width/height are the scaled dimensions.
+  Status decode(std::span<const uint8_t> bytes, const std::string& path, const ImageHeader& header, Scale scale,
+                RgbImage* out);
+
+ private:
+  ImageDecoder() = default;
+  Status decode_jpeg(std::span<const uint8_t> bytes, const std::string& path, Scale scale, RgbImage* out);
+  Status decode_png(std::span<const uint8_t> bytes, const std::string& path, RgbImage* out);
+
+  void* tj_ = nullptr;  // tjhandle
+  std::vector<uint8_t> cmyk_;
+};
+
+}  // namespace batchd::daemon

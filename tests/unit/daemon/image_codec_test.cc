@@ -1,0 +1,337 @@
+// Image decoding, resampling and crop geometry against reference tools: djpeg (libjpeg-turbo-progs) for JPEG,
+// Pillow (python3-pil, through /usr/bin/python3) for CMYK JPEG, PNG and bilinear resizing, torchvision's formulas
+// for the crop geometry. Inputs are made at run time in a private temp dir from real photographs
+// (../shared/data/make_imagefolder.py beside the checkout, which needs python3-skimage).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <tuple>
+
+#include "image_decoder.h"
+#include "resample.h"
+#include "vision_transforms.h"
+
+namespace batchd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kPy = "/usr/bin/python3";
+
+// Pillow-side helpers, one subcommand per reference computation; every output is raw RGB bytes.
+constexpr const char* kHelper = R"PY(import sys
+from PIL import Image
+a = sys.argv[1:]
+def raw(p, w, h): return Image.frombytes('RGB', (int(w), int(h)), open(p, 'rb').read())
+if a[0] == 'cmyk':  # src dst.jpg dst.raw
+    Image.open(a[1]).convert('CMYK').save(a[2], quality=95)
+    open(a[3], 'wb').write(Image.open(a[2]).convert('RGB').tobytes())
+elif a[0] == 'png':  # src mode colors dst.png dst.raw
+    im = Image.open(a[1]).convert('RGB')
+    if a[2] == 'RGBA': im.putalpha(im.convert('L'))
+    elif a[2] == 'P': im = im.convert('P', palette=Image.ADAPTIVE, colors=int(a[3]))
+    elif a[2] != 'RGB': im = im.convert(a[2])
+    im.save(a[4])
+    open(a[5], 'wb').write(Image.open(a[4]).convert('RGB').tobytes())
+elif a[0] == 'resize':  # raw w h dst W H [x0 y0 x1 y1]
+    box = tuple(float(v) for v in a[7:11]) if len(a) > 7 else None
+    open(a[4], 'wb').write(raw(*a[1:4]).resize((int(a[5]), int(a[6])), Image.BILINEAR, box=box).tobytes())
+elif a[0] == 'crop':  # raw w h dst l t r b W H
+    c = raw(*a[1:4]).crop(tuple(int(v) for v in a[5:9]))
+    open(a[4], 'wb').write(c.resize((int(a[9]), int(a[10])), Image.BILINEAR).tobytes())
+elif a[0] == 'window':  # raw w h dst W H l t -> resize to WxH, then the 224x224 crop at (l, t)
+    l, t = int(a[7]), int(a[8])
+    r = raw(*a[1:4]).resize((int(a[5]), int(a[6])), Image.BILINEAR).crop((l, t, l + 224, t + 224))
+    open(a[4], 'wb').write(r.tobytes())
+)PY";
+
+int sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+bool have_tool(const std::string& t) { return sh("command -v " + t + " >/dev/null 2>&1") == 0; }
+
+std::vector<uint8_t> slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+void spit(const std::string& path, const std::vector<uint8_t>& b) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+// The per-process scratch dir, removed at exit, with the Pillow helper and (lazily) the photographs.
+struct Scratch {
+  std::string dir = ::testing::TempDir() + "batchd_image_codec_" + std::to_string(getpid());
+  std::vector<std::string> photos;
+  bool made = false;
+  Scratch() {
+    fs::create_directories(dir);
+    std::ofstream(dir + "/helper.py") << kHelper;
+  }
+  ~Scratch() { std::error_code ec; fs::remove_all(dir, ec); }
+};
+Scratch& scratch() { static Scratch s; return s; }
+std::string tmp(const std::string& name) { return scratch().dir + "/" + name; }
+std::string helper(const std::string& args) { return std::string(kPy) + " " + tmp("helper.py") + " " + args; }
+
+// Why the reference tools cannot run here, or "" when they can; `photos` also needs the photographs.
+std::string missing(bool djpeg, bool pil, bool photos = true) {
+  if (djpeg && !(have_tool("djpeg") && have_tool("cjpeg"))) return "djpeg/cjpeg missing (Debian: libjpeg-turbo-progs)";
+  if ((pil || photos) && sh(std::string(kPy) + " -c 'import PIL' 2>/dev/null") != 0) return "no PIL in /usr/bin/python3 (Debian: python3-pil)";
+  if (!photos) return "";
+  Scratch& s = scratch();
+  if (!s.made) {
+    s.made = true;
+    const std::string maker = std::string(BATCHD_SOURCE_DIR) + "/../shared/data/make_imagefolder.py";
+    if (!fs::exists(maker)) return maker + " is missing (shared/ must sit beside the checkout)";
+    if (sh(std::string(kPy) + " " + maker + " " + tmp("photos") + " 20 1 >/dev/null") != 0)
+      return "make_imagefolder.py failed (Debian: python3-skimage)";
+    for (const auto& e : fs::recursive_directory_iterator(tmp("photos")))
+      if (e.path().extension() == ".jpg") s.photos.push_back(e.path().string());
+    std::sort(s.photos.begin(), s.photos.end());
+  }
+  return s.photos.empty() ? "make_imagefolder.py made no photographs" : "";
+}
+#define SKIP_UNLESS(...) \
+  if (const std::string why = missing(__VA_ARGS__); !why.empty()) GTEST_SKIP() << why
+
+// A P5/P6 file as RGB (gray replicated into R=G=B).
+RgbImage read_pnm(const std::string& path) {
+  const std::vector<uint8_t> b = slurp(path);
+  RgbImage img;
+  int maxval = 0, used = 0;
+  char magic[3] = {};
+  if (b.size() < 2 || std::sscanf(reinterpret_cast<const char*>(b.data()), "%2s %d %d %d%n", magic, &img.width,
+                                  &img.height, &maxval, &used) != 4 || maxval != 255) {
+    ADD_FAILURE() << "not an 8-bit PNM: " << path;
+    return {};
+  }
+  const bool gray = std::string(magic) == "P5";
+  const size_t n = static_cast<size_t>(img.width) * img.height, start = used + 1;
+  EXPECT_EQ(b.size(), start + n * (gray ? 1 : 3)) << path;
+  img.pixels.resize(n * 3);
+  for (size_t i = 0; i < n * 3 && start + (gray ? i / 3 : i) < b.size(); ++i) img.pixels[i] = b[start + (gray ? i / 3 : i)];
+  return img;
+}
+
+// Decodes `path` at `scale`; the Status is returned so that error tests can inspect it.
+Status decode_file(const std::string& path, Scale scale, RgbImage* out, ImageHeader* hdr_out = nullptr) {
+  static std::unique_ptr<ImageDecoder> dec = std::move(ImageDecoder::create().value());
+  const std::vector<uint8_t> bytes = slurp(path);
+  auto hdr = dec->header(bytes, path);
+  if (!hdr.ok()) return hdr.error();
+  if (hdr_out != nullptr) *hdr_out = *hdr;
+  return dec->decode(bytes, path, *hdr, scale, out);
+}
+
+int max_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  int m = a.size() == b.size() ? 0 : 256;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::abs(int{a[i]} - int{b[i]}));
+  return m;
+}
+
+// Decodes `jpeg` with our decoder and with `djpeg <opts> -ppm`; both must agree byte for byte. The header must
+// give the full size, of which the decoded size is the scaled ceiling (as djpeg's).
+void expect_same_as_djpeg(const std::string& jpeg, Scale scale, const std::string& opts) {
+  SCOPED_TRACE(jpeg + " " + opts);
+  const std::string ref = tmp("ref.pnm");
+  ASSERT_EQ(sh("djpeg " + opts + " -ppm -outfile " + ref + " " + jpeg), 0);
+  const RgbImage want = read_pnm(ref);
+  RgbImage got;
+  ImageHeader hdr;
+  const Status st = decode_file(jpeg, scale, &got, &hdr);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(hdr.format, ImageFormat::kJpeg);
+  EXPECT_EQ((hdr.width * scale.num + scale.denom - 1) / scale.denom, want.width);
+  EXPECT_EQ((hdr.height * scale.num + scale.denom - 1) / scale.denom, want.height);
+  EXPECT_EQ(std::tie(got.width, got.height), std::tie(want.width, want.height));
+  EXPECT_TRUE(got.pixels == want.pixels) << "max diff " << max_diff(got.pixels, want.pixels);
+}
+
+TEST(ImageCodecTest, JpegDecodesExactlyLikeDjpegAtFullAndDctScales) {
+  SKIP_UNLESS(true, false);
+  // Baseline photographs (colour and grayscale), then progressive and grayscale re-encodings of a colour one.
+  std::vector<std::string> jpegs = scratch().photos;
+  ASSERT_EQ(sh("djpeg -ppm -outfile " + tmp("src.ppm") + " " + jpegs[0]), 0);
+  ASSERT_EQ(sh("cjpeg -progressive -outfile " + tmp("prog.jpg") + " " + tmp("src.ppm")), 0);
+  ASSERT_EQ(sh("cjpeg -grayscale -outfile " + tmp("gray.jpg") + " " + tmp("src.ppm")), 0);
+  jpegs.push_back(tmp("prog.jpg"));
+  jpegs.push_back(tmp("gray.jpg"));
+  for (const std::string& p : jpegs) {
+    expect_same_as_djpeg(p, {1, 1}, "");
+    expect_same_as_djpeg(p, {1, 2}, "-scale 1/2");
+    expect_same_as_djpeg(p, {1, 4}, "-scale 1/4");
+  }
+}
+
+TEST(ImageCodecTest, CmykJpegMatchesPillowWithinOneLevel) {
+  SKIP_UNLESS(false, true);
+  for (const std::string& p : {scratch().photos[0], scratch().photos[1]}) {
+    SCOPED_TRACE(p);
+    ASSERT_EQ(sh(helper("cmyk " + p + " " + tmp("cmyk.jpg") + " " + tmp("cmyk.raw"))), 0);
+    RgbImage got;
+    const Status st = decode_file(tmp("cmyk.jpg"), {1, 1}, &got);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    // Observed: max diff 0 (libjpeg-turbo and Pillow's libjpeg decode the same CMYK; the conversion is Pillow's).
+    EXPECT_LE(max_diff(got.pixels, slurp(tmp("cmyk.raw"))), 1);
+  }
+}
+
+TEST(ImageCodecTest, PngDecodesLikePillowConvertRgb) {
+  SKIP_UNLESS(false, true);
+  // Mode and palette size as Pillow writes them: 8-bit RGB, RGBA (alpha dropped), palettes of 8 and 4 bits, gray
+  // 8-bit, gray+alpha, 1-bit.
+  for (const std::string mode : {"RGB 0", "RGBA 0", "P 200", "P 16", "L 0", "LA 0", "1 0"}) {
+    SCOPED_TRACE(mode);
+    ASSERT_EQ(sh(helper("png " + scratch().photos[0] + " " + mode + " " + tmp("t.png") + " " + tmp("t.raw"))), 0);
+    RgbImage got;
+    ImageHeader hdr;
+    const Status st = decode_file(tmp("t.png"), {1, 1}, &got, &hdr);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    EXPECT_EQ(hdr.format, ImageFormat::kPng);
+    EXPECT_EQ(std::tie(got.width, got.height), std::tie(hdr.width, hdr.height));
+    const std::vector<uint8_t> want = slurp(tmp("t.raw"));
+    EXPECT_TRUE(got.pixels == want) << "max diff " << max_diff(got.pixels, want);
+  }
+}
+
+TEST(ImageCodecTest, BadInputIsADataErrorNamingFileAndReason) {
+  SKIP_UNLESS(false, true);
+  ASSERT_EQ(sh(helper("png " + scratch().photos[0] + " RGB 0 " + tmp("ok.png") + " " + tmp("ok.raw"))), 0);
+  const std::vector<uint8_t> jpeg = slurp(scratch().photos[0]), png = slurp(tmp("ok.png"));
+  const std::vector<std::tuple<std::string, std::vector<uint8_t>, std::string>> cases = {
+      {"empty.jpg", {}, "not a JPEG or PNG"},
+      {"text.jpg", {'h', 'e', 'l', 'l', 'o', '\n'}, "not a JPEG or PNG"},
+      {"half.jpg", {jpeg.begin(), jpeg.begin() + jpeg.size() / 2}, "truncated"},
+      {"half.png", {png.begin(), png.begin() + png.size() / 2}, "truncated"},
+  };
+  for (const auto& [name, bytes, reason] : cases) {
+    spit(tmp(name), bytes);
+    RgbImage out;
+    const Status st = decode_file(tmp(name), {1, 1}, &out);
+    ASSERT_FALSE(st.ok()) << name << " decoded";
+    EXPECT_EQ(st.error().code(), ErrorCode::kDataError) << st.error().message();
+    EXPECT_NE(st.error().message().find(tmp(name)), std::string::npos) << st.error().message();
+    EXPECT_NE(st.error().message().find(reason), std::string::npos) << st.error().message();
+  }
+  // Cut anywhere after the headers: still an error, never a crash.
+  for (int eighth = 1; eighth < 8; ++eighth) {
+    spit(tmp("cut.jpg"), {jpeg.begin(), jpeg.begin() + jpeg.size() * eighth / 8});
+    spit(tmp("cut.png"), {png.begin(), png.begin() + png.size() * eighth / 8});
+    RgbImage out;
+    EXPECT_FALSE(decode_file(tmp("cut.jpg"), {1, 2}, &out).ok()) << eighth << "/8";
+    EXPECT_FALSE(decode_file(tmp("cut.png"), {1, 1}, &out).ok()) << eighth << "/8";
+  }
+}
+
+// Our resample of `src` vs Pillow's (`pil_args` after "<raw> w h <dst>"); returns the max difference.
+int resample_vs_pillow(const RgbImage& src, int xo, int yo, const ResampleAxis& x, const ResampleAxis& y,
+                       const std::string& pil_cmd, const std::string& pil_args) {
+  std::vector<uint8_t> ours(static_cast<size_t>(x.out_count) * y.out_count * 3), scratch_buf;
+  resample_bilinear(src, xo, yo, x, y, ours.data(), &scratch_buf);
+  const std::string dims = std::to_string(src.width) + " " + std::to_string(src.height);
+  EXPECT_EQ(sh(helper(pil_cmd + " " + tmp("src.raw") + " " + dims + " " + tmp("pil.raw") + " " + pil_args)), 0);
+  return max_diff(ours, slurp(tmp("pil.raw")));
+}
+
+TEST(ResampleTest, BilinearEqualsPillowOnRealPhotos) {
+  SKIP_UNLESS(false, true);
+  for (const std::string& p : {scratch().photos[0], scratch().photos[2]}) {
+    SCOPED_TRACE(p);
+    RgbImage src;
+    ASSERT_TRUE(decode_file(p, {1, 1}, &src).ok());
+    spit(tmp("src.raw"), src.pixels);
+    const int w = src.width, h = src.height;
+    auto full = [](int in, int out) { return ResampleAxis{in, 0.0, double(in), out, 0, out}; };
+    // Observed max difference in every case below: 0 (the arithmetic is Pillow's, bit for bit).
+    for (auto [W, H] : {std::pair{224, 168}, {w / 3, h * 2}, {w * 2, h / 3}, {w + 37, h + 11}, {w, h}}) {
+      SCOPED_TRACE(std::to_string(W) + "x" + std::to_string(H));
+      EXPECT_EQ(resample_vs_pillow(src, 0, 0, full(w, W), full(h, H), "resize",
+                                   std::to_string(W) + " " + std::to_string(H)), 0);
+    }
+    // Crop then resize (RandomResizedCrop): PIL crops, we resample the sub-rectangle in place.
+    const int l = 37, t = 21, r = l + w / 2 + 1, b = t + h / 3;
+    EXPECT_EQ(resample_vs_pillow(src, l, t, full(r - l, 224), full(b - t, 224), "crop",
+                                 std::to_string(l) + " " + std::to_string(t) + " " + std::to_string(r) + " " +
+                                     std::to_string(b) + " 224 224"), 0);
+    // A fractional box (Pillow's resize(box=...)).
+    EXPECT_EQ(resample_vs_pillow(src, 0, 0, {w, 10.5, w - 20.25, 224, 0, 224}, {h, 3.75, h - 0.5, 160, 0, 160},
+                                 "resize", "224 160 10.5 3.75 " + std::to_string(w - 20.25) + " " +
+                                               std::to_string(h - 0.5)), 0);
+    // Resize(256) + CenterCrop(224) computing only the window: PIL computes all of it, then crops.
+    int rw = 0, rh = 0;
+    resize_shorter_side(w, h, 256, &rw, &rh);
+    const int cl = center_crop_offset(rw, 224), ct = center_crop_offset(rh, 224);
+    EXPECT_EQ(resample_vs_pillow(src, 0, 0, {w, 0.0, double(w), rw, cl, 224}, {h, 0.0, double(h), rh, ct, 224},
+                                 "window", std::to_string(rw) + " " + std::to_string(rh) + " " + std::to_string(cl) +
+                                               " " + std::to_string(ct)), 0);
+  }
+}
+
+TEST(RandomResizedCropTest, BoxesFollowTorchvisionRanges) {
+  const double total = 500.0 * 375.0;
+  double min_area = 2, max_area = 0, min_ratio = 2, max_ratio = 0;
+  for (int64_t i = 0; i < 20000; ++i) {
+    SampleRng rng(42, 3, i);
+    const CropBox b = random_resized_crop_params(500, 375, rng);
+    ASSERT_TRUE(b.left >= 0 && b.top >= 0 && b.width > 0 && b.height > 0 && b.left + b.width <= 500 &&
+                b.top + b.height <= 375) << i << ": " << b.left << "," << b.top << " " << b.width << "x" << b.height;
+    // w and h are rounded from reals W, H with W*H in [0.08, 1] * total and W/H in [3/4, 4/3]; |w-W|, |h-H| <= 1/2.
+    const double w = b.width, h = b.height;
+    ASSERT_GE((w + 0.5) * (h + 0.5), 0.08 * total) << i;
+    ASSERT_LE((w - 0.5) * (h - 0.5), total) << i;
+    ASSERT_GE((w + 0.5) / (h - 0.5), 3.0 / 4.0) << i;
+    ASSERT_LE((w - 0.5) / (h + 0.5), 4.0 / 3.0) << i;
+    min_area = std::min(min_area, w * h / total), max_area = std::max(max_area, w * h / total);
+    min_ratio = std::min(min_ratio, w / h), max_ratio = std::max(max_ratio, w / h);
+  }
+  // The draws span the ranges rather than sitting in a corner of them.
+  EXPECT_LT(min_area, 0.085);
+  EXPECT_GT(max_area, 0.9);
+  EXPECT_LT(min_ratio, 0.76);
+  EXPECT_GT(max_ratio, 1.32);
+}
+
+TEST(RandomResizedCropTest, SameKeysSameBoxOtherIndexOtherBox) {
+  auto box = [](uint64_t seed, uint64_t epoch, int64_t index) {
+    SampleRng rng(seed, epoch, index);
+    const CropBox b = random_resized_crop_params(500, 375, rng);
+    return std::tuple{b.left, b.top, b.width, b.height};
+  };
+  int same_index = 0, same_epoch = 0;
+  for (int64_t i = 0; i < 1000; ++i) {
+    EXPECT_EQ(box(7, 1, i), box(7, 1, i));
+    same_index += box(7, 1, i) == box(7, 1, i + 1);
+    same_epoch += box(7, 1, i) == box(7, 2, i);
+  }
+  EXPECT_LT(same_index, 10);
+  EXPECT_LT(same_epoch, 10);
+  EXPECT_NE(box(7, 1, 0), box(8, 1, 0));
+}
+
+TEST(RandomResizedCropTest, ExtremeAspectFallsBackToTorchvisionCentralCrop) {
+  SampleRng rng(1, 0, 0);
+  const CropBox wide = random_resized_crop_params(1000, 10, rng);
+  EXPECT_EQ(std::tuple(wide.left, wide.top, wide.width, wide.height), std::tuple((1000 - 13) / 2, 0, 13, 10));
+  const CropBox tall = random_resized_crop_params(10, 1000, rng);
+  EXPECT_EQ(std::tuple(tall.left, tall.top, tall.width, tall.height), std::tuple(0, (1000 - 13) / 2, 10, 13));
+}
+
+TEST(RandomResizedCropTest, ResizeAndCenterCropGeometryMatchTorchvision) {
+  int w = 0, h = 0;
+  resize_shorter_side(500, 375, 256, &w, &h);
+  EXPECT_EQ(std::pair(w, h), std::pair(341, 256));
+  resize_shorter_side(375, 500, 256, &w, &h);
+  EXPECT_EQ(std::pair(w, h), std::pair(256, 341));
+  EXPECT_EQ(center_crop_offset(341, 224), 58);  // round(58.5) == 58: half to even
+  EXPECT_EQ(center_crop_offset(342, 224), 59);
+  EXPECT_EQ(center_crop_offset(343, 224), 60);  // round(59.5) == 60
+  EXPECT_EQ(center_crop_offset(224, 224), 0);
+}
+
+}  // namespace
+}  // namespace batchd::daemon
