@@ -99,12 +99,13 @@ Scale ImageDecoder::choose_scale(const ImageHeader& header, double crop_w, doubl
 }
 
 Status ImageDecoder::decode(std::span<const uint8_t> bytes, const std::string& path, const ImageHeader& header,
-                            Scale scale, RgbImage* out) {
-  return header.format == ImageFormat::kJpeg ? decode_jpeg(bytes, path, scale, out) : decode_png(bytes, path, out);
+                            Scale scale, RgbImage* out, bool fast) {
+  if (header.format == ImageFormat::kPng) return decode_png(bytes, path, out);
+  return decode_jpeg(bytes, path, scale, out, fast ? TJFLAG_FASTDCT | TJFLAG_FASTUPSAMPLE : 0);
 }
 
 Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::string& path, Scale scale,
-                                 RgbImage* out) {
+                                 RgbImage* out, int flags) {
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(tj_, bytes.data(), bytes.size(), &w, &h, &subsamp, &colorspace) != 0) {
     return bad_image(path, std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj_));
@@ -124,14 +125,15 @@ Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::stri
   // Stop on the first warning to see it; a truncated file is an error (as in PIL), other warnings (extraneous
   // bytes before a marker, ...) are tolerated as PIL tolerates them: decode again without stopping.
   const int pf = cmyk ? TJPF_CMYK : TJPF_RGB;
-  int rc = tjDecompress2(tj_, bytes.data(), bytes.size(), target, out->width, 0, out->height, pf, TJFLAG_STOPONWARNING);
+  int rc = tjDecompress2(tj_, bytes.data(), bytes.size(), target, out->width, 0, out->height, pf,
+                     flags | TJFLAG_STOPONWARNING);
   if (rc != 0) {
     const std::string msg = tjGetErrorStr2(tj_);
     const bool truncated = msg.find("Premature end") != std::string::npos;
     if (tjGetErrorCode(tj_) != TJERR_WARNING || truncated) {
       return bad_image(path, (truncated ? "truncated JPEG (" : "corrupt JPEG (") + msg + ")");
     }
-    rc = tjDecompress2(tj_, bytes.data(), bytes.size(), target, out->width, 0, out->height, pf, 0);
+    rc = tjDecompress2(tj_, bytes.data(), bytes.size(), target, out->width, 0, out->height, pf, flags);
     if (rc != 0 && tjGetErrorCode(tj_) != TJERR_WARNING) {
       return bad_image(path, std::string("corrupt JPEG (") + tjGetErrorStr2(tj_) + ")");
     }

@@ -44,13 +44,14 @@ class ImageDecoder final {
   // (min_w x min_h) pixels, so that the resize after it still only shrinks. 1/1 for PNG or when nothing smaller fits.
   Scale choose_scale(const ImageHeader& header, double crop_w, double crop_h, int min_w, int min_h) const;
 
-  // Decodes into *out (capacity reused) at `scale`; out->width/height are the scaled dimensions.
+  // Decodes into *out (capacity reused) at `scale`; out->width/height are the scaled dimensions. `fast`: JPEG with
+  // libjpeg-turbo's fast integer IDCT and fast chroma upsampling (slightly different pixels from PIL's decode).
   Status decode(std::span<const uint8_t> bytes, const std::string& path, const ImageHeader& header, Scale scale,
-                RgbImage* out);
+                RgbImage* out, bool fast = false);
 
  private:
   ImageDecoder() = default;
-  Status decode_jpeg(std::span<const uint8_t> bytes, const std::string& path, Scale scale, RgbImage* out);
+  Status decode_jpeg(std::span<const uint8_t> bytes, const std::string& path, Scale scale, RgbImage* out, int flags);
   Status decode_png(std::span<const uint8_t> bytes, const std::string& path, RgbImage* out);
 
   void* tj_ = nullptr;  // tjhandle

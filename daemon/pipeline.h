@@ -74,7 +74,8 @@ struct StageTimes {
 struct PipelineOptions {
   uint32_t crop_size = 224;   // vision pipelines: output side (RandomResizedCrop / CenterCrop size)
   uint32_t resize_size = 256; // val: Resize(resize_size) before CenterCrop(crop_size)
-  bool dct_scaling = true;    // JPEG: decode at a reduced DCT scale when the crop allows it
+  bool fast_decode = true;    // JPEG: decode at a reduced DCT scale when the crop allows it, with libjpeg-turbo's
+                              // fast IDCT and upsampling (false: as PIL decodes, bit-exact)
 };
 
 // One Pipeline object per worker and stream; run() is not thread-safe (it reuses scratch buffers).

@@ -38,7 +38,7 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   PipelineOptions pipeline_options;
   if (req.crop_size() != 0) pipeline_options.crop_size = req.crop_size();
   if (req.resize_size() != 0) pipeline_options.resize_size = req.resize_size();
-  pipeline_options.dct_scaling = !req.exact_resize();
+  pipeline_options.fast_decode = !req.exact_decode();
   auto pipeline = make_pipeline(req.pipeline(), *dataset, pipeline_options);
   if (!pipeline.ok()) return pipeline.error();
   if (req.batch_size() == 0 || req.batch_size() > limits.max_batch_size) {
@@ -145,7 +145,7 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   attach.set_seed(req.seed());
   attach.set_crop_size(pipeline_options.crop_size);
   attach.set_resize_size(pipeline_options.resize_size);
-  attach.set_exact_resize(req.exact_resize());
+  attach.set_exact_decode(req.exact_decode());
 
   wire::UniqueFd client_fd;
   if (strategy == wire::FILE_DESCRIPTOR) {

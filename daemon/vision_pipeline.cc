@@ -83,8 +83,8 @@ class VisionPipeline final : public Pipeline {
       SampleRng rng(context.seed, context.epoch, static_cast<int64_t>(idx));
       const CropBox box = random_resized_crop_params(w, h, rng);
       *flip = rng.uniform(0.0, 1.0) < 0.5;
-      if (options_.dct_scaling) scale = decoder_->choose_scale(*header, box.width, box.height, c, c);
-      BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_));
+      if (options_.fast_decode) scale = decoder_->choose_scale(*header, box.width, box.height, c, c);
+      BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_, options_.fast_decode));
       times_.decode_ns += since(t);
       // The crop box in the decoded (possibly DCT-scaled) image; crop first, then resize, as torchvision does.
       const double sx = static_cast<double>(image_.width) / w, sy = static_cast<double>(image_.height) / h;
@@ -99,8 +99,8 @@ class VisionPipeline final : public Pipeline {
     } else {
       int nw = 0, nh = 0;
       resize_shorter_side(w, h, static_cast<int>(options_.resize_size), &nw, &nh);
-      if (options_.dct_scaling) scale = decoder_->choose_scale(*header, w, h, nw, nh);
-      BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_));
+      if (options_.fast_decode) scale = decoder_->choose_scale(*header, w, h, nw, nh);
+      BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_, options_.fast_decode));
       times_.decode_ns += since(t);
       ax = {image_.width, 0.0, static_cast<double>(image_.width), nw, center_crop_offset(nw, c), c};
       ay = {image_.height, 0.0, static_cast<double>(image_.height), nh, center_crop_offset(nh, c), c};

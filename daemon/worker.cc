@@ -21,7 +21,7 @@ PipelineOptions pipeline_options(const wire::WorkerAttach& a) {
   PipelineOptions o;
   if (a.crop_size() != 0) o.crop_size = a.crop_size();
   if (a.resize_size() != 0) o.resize_size = a.resize_size();
-  o.dct_scaling = !a.exact_resize();
+  o.fast_decode = !a.exact_decode();
   return o;
 }
 

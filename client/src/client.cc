@@ -120,7 +120,7 @@ Result<Stream> Client::open_stream(const StreamOptions& o) {
   open->set_on_error(o.on_error == OnError::kSkip ? wire::ON_ERROR_SKIP : wire::ON_ERROR_FAIL);
   open->set_crop_size(o.crop_size);
   open->set_resize_size(o.resize_size);
-  open->set_exact_resize(o.exact_resize);
+  open->set_exact_decode(o.exact_decode);
   auto reply = core_->call(std::move(request));
   if (!reply.ok()) return reply.error().with_context("cannot open a stream on dataset '" + o.dataset + "'");
   if (!reply->reply.has_stream_opened()) return Error(ErrorCode::kProtocol, "unexpected reply to OpenStream");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "batchd/client.h"
+#include "client_core.h"
 #include "spawn.h"
 
 namespace {
@@ -34,6 +35,34 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
+// Where the workers' time went, from the daemon's per-stream stage counters (batchctl status --json has them too).
+void print_stages(const std::string& socket, uint64_t stream_id, bool json) {
+  auto core = batchd::detail::ClientCore::connect(socket);
+  if (!core.ok()) return;
+  batchd::wire::Request request;
+  request.mutable_status();
+  auto reply = (*core)->call(std::move(request));
+  if (!reply.ok()) return;
+  for (const auto& s : reply->reply.status().streams()) {
+    if (s.stream_id() != stream_id || s.stages().samples() == 0) continue;
+    const auto& st = s.stages();
+    const double n = static_cast<double>(st.samples());
+    const double read = st.read() / n / 1e3, decode = st.decode() / n / 1e3, resize = st.resize() / n / 1e3,
+                 norm = st.normalize() / n / 1e3;
+    if (json) {
+      std::printf("{\"system\":\"batchd\",\"stages_us_per_sample\":{\"read\":%.2f,\"decode\":%.2f,"
+                  "\"crop_resize\":%.2f,\"normalize_collate\":%.2f,\"total\":%.2f},\"samples\":%llu}\n",
+                  read, decode, resize, norm, read + decode + resize + norm,
+                  static_cast<unsigned long long>(st.samples()));
+    } else {
+      std::printf("worker time per sample (µs): read %.1f, decode %.1f, crop/resize %.1f, normalize+collate %.1f "
+                  "= %.1f over %llu samples\n",
+                  read, decode, resize, norm, read + decode + resize + norm,
+                  static_cast<unsigned long long>(st.samples()));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,8 +70,9 @@ int main(int argc, char** argv) {
                "Prints one line per epoch (samples, seconds, samples/s, distinct sample indices seen, time to the\n"
                "epoch's first batch). Compare with ../shared/bench/torch_peer.py via bench/compare_fmnist.py.",
                "batchd-bench");
-  bool spawn = false, json = false, touch = false, no_shuffle = false;
-  std::string socket, dataset = "fashion-mnist", pipeline, strategy, log_level = "warn";
+  bool spawn = false, json = false, touch = false, no_shuffle = false, exact_decode = false, stages = false;
+  uint32_t crop_size = 224, resize_size = 256;
+  std::string socket, dataset = "fashion-mnist", pipeline, strategy, log_level = "warn", config;
   uint32_t batch_size = 256, epochs = 2, workers = 2, depth = 0;
   uint64_t seed = 0;
   auto* spawn_opt = app.add_flag("--spawn", spawn, "start a private daemon on a temporary socket (embedded default "
@@ -61,6 +91,14 @@ int main(int argc, char** argv) {
   app.add_option("--strategy", strategy, "sharing strategy: file_descriptor or file_system (default: the daemon's)")
       ->check(CLI::IsMember({"file_descriptor", "file_system"}));
   app.add_option("--depth", depth, "slots per stream (0 = daemon default)");
+  app.add_option("--config", config, "configuration file of the spawned daemon (with --spawn; default: embedded)")
+      ->needs(spawn_opt)
+      ->check(CLI::ExistingFile);
+  app.add_option("--crop-size", crop_size, "vision pipelines: output side in pixels")->capture_default_str();
+  app.add_option("--resize-size", resize_size, "val224: shorter side before the center crop")->capture_default_str();
+  app.add_flag("--exact-decode", exact_decode, "vision pipelines: decode JPEGs at full size (no DCT scaling)");
+  app.add_flag("--stages", stages, "at the end, print where the workers' time went per sample (read, decode, "
+                                   "crop/resize, normalize + write)");
   app.add_option("--seed", seed, "sampler seed")->capture_default_str();
   app.add_flag("--no-shuffle", no_shuffle, "read in dataset order");
   app.add_flag("--touch", touch, "read every byte of every tensor (sum), as a consumer that uses the data would");
@@ -68,6 +106,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "log level of the spawned daemon")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (pipeline.empty()) pipeline = "fmnist";
+  if (!spawn && socket.empty()) socket = "";  // the client's default: $BATCHD_SOCKET or /run/batchd/batchd.sock
 
   std::optional<batchd::tools::SpawnedDaemon> daemon;
   if (spawn) {
@@ -75,6 +114,7 @@ int main(int argc, char** argv) {
     so.workers = workers;
     so.strategy = strategy;
     so.log_level = log_level;
+    so.config_path = config;
     auto d = batchd::tools::SpawnedDaemon::start(so);
     if (!d.ok()) {
       std::fprintf(stderr, "batchd-bench: %s\n", d.error().message().c_str());
@@ -96,6 +136,9 @@ int main(int argc, char** argv) {
   opts.shuffle = !no_shuffle;
   opts.seed = seed;
   opts.depth = depth;
+  opts.crop_size = crop_size;
+  opts.resize_size = resize_size;
+  opts.exact_decode = exact_decode;
   opts.strategy = strategy == "file_system"       ? batchd::SharingStrategy::kFileSystem
                   : strategy == "file_descriptor" ? batchd::SharingStrategy::kFileDescriptor
                                                   : batchd::SharingStrategy::kDefault;
@@ -178,5 +221,6 @@ int main(int argc, char** argv) {
     stats.seconds = std::chrono::duration<double>(clock::now() - epoch_start).count();
     report(current_epoch, stats);
   }
+  if (stages) print_stages(client->socket_path(), info.id, json);
   return 0;
 }

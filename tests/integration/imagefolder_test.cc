@@ -75,7 +75,7 @@ TEST_F(ImageFolderTest, Val224MatchesTorchvisionWithinTolerance) {
   for (bool exact : {true, false}) {
     auto c = client();
     auto o = photos("val224", n);
-    o.exact_resize = exact;
+    o.exact_decode = exact;
     auto stream = c.open_stream(o);
     ASSERT_TRUE(stream.ok()) << stream.error().message();
     EXPECT_EQ(stream->info().dataset_size, labels.size()) << "same number of samples as torchvision's ImageFolder";
@@ -101,7 +101,7 @@ TEST_F(ImageFolderTest, Val224MatchesTorchvisionWithinTolerance) {
     } else {
       EXPECT_LE(mean_diff, 0.03) << "max " << max_diff;
     }
-    std::printf("val224 vs torchvision (exact_resize=%d): max |diff| %.5f, mean |diff| %.6f over %d images\n", exact,
+    std::printf("val224 vs torchvision (exact_decode=%d): max |diff| %.5f, mean |diff| %.6f over %d images\n", exact,
                 max_diff, mean_diff, n);
   }
 }

@@ -136,8 +136,9 @@ struct StreamOptions {
   // Vision pipelines (train224, train224_u8, val224):
   uint32_t crop_size = 224;     // output side in pixels (RandomResizedCrop / CenterCrop size)
   uint32_t resize_size = 256;   // val224: shorter side after Resize, before CenterCrop; >= crop_size
-  bool exact_resize = false;    // true: decode JPEGs at full size (no DCT-domain downscaling); slower, and closest
-                                // to torchvision, which decodes at full size too
+  bool exact_decode = false;    // true: decode JPEGs as PIL does (full size, accurate IDCT, fancy upsampling):
+                                // slower; val224 is then bit-identical to torchvision's. false: DCT-domain
+                                // downscaling when the crop allows it and libjpeg-turbo's fast IDCT/upsampling
 };
 
 // What the daemon made for a stream.
