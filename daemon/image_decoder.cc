@@ -29,6 +29,13 @@ inline uint8_t muldiv255(int a, int b) {
 constexpr int kMaxSide = 32768;
 constexpr int64_t kMaxPixels = int64_t{1} << 28;
 
+// True if the JPEG data ends with the EOI marker (FF D9), ignoring zero or whitespace padding after it.
+bool ends_with_eoi(std::span<const uint8_t> b) {
+  size_t n = b.size();
+  while (n > 0 && (b[n - 1] == 0 || b[n - 1] == ' ' || b[n - 1] == '\n' || b[n - 1] == '\r')) --n;
+  return n >= 2 && b[n - 2] == 0xFF && b[n - 1] == 0xD9;
+}
+
 struct SpngCtx {
   spng_ctx* ctx = spng_ctx_new(0);
   SpngCtx() { spng_set_image_limits(ctx, kMaxSide, kMaxSide); }
@@ -53,6 +60,15 @@ Result<std::unique_ptr<ImageDecoder>> ImageDecoder::create() {
   return d;
 }
 
+Status ImageDecoder::jpeg_header(std::span<const uint8_t> bytes, const std::string& path, int* w, int* h,
+                                 int* subsamp, int* colorspace) {
+  if (tjDecompressHeader3(tj_, bytes.data(), bytes.size(), w, h, subsamp, colorspace) != 0 &&
+      (tjGetErrorCode(tj_) != TJERR_WARNING || *w <= 0 || *h <= 0)) {  // warnings (junk bytes) are tolerated
+    return bad_image(path, std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj_));
+  }
+  return ok_status();
+}
+
 ImageDecoder::~ImageDecoder() {
   if (tj_ != nullptr) tjDestroy(tj_);
 }
@@ -60,9 +76,7 @@ ImageDecoder::~ImageDecoder() {
 Result<ImageHeader> ImageDecoder::header(std::span<const uint8_t> bytes, const std::string& path) {
   if (is_jpeg(bytes)) {
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
-    if (tjDecompressHeader3(tj_, bytes.data(), bytes.size(), &w, &h, &subsamp, &colorspace) != 0) {
-      return bad_image(path, std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj_));
-    }
+    BATCHD_RETURN_IF_ERROR(jpeg_header(bytes, path, &w, &h, &subsamp, &colorspace));
     BATCHD_RETURN_IF_ERROR(check_size(path, w, h));
     return ImageHeader{ImageFormat::kJpeg, w, h};
   }
@@ -107,9 +121,7 @@ Status ImageDecoder::decode(std::span<const uint8_t> bytes, const std::string& p
 Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::string& path, Scale scale,
                                  RgbImage* out, int flags) {
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj_, bytes.data(), bytes.size(), &w, &h, &subsamp, &colorspace) != 0) {
-    return bad_image(path, std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj_));
-  }
+  BATCHD_RETURN_IF_ERROR(jpeg_header(bytes, path, &w, &h, &subsamp, &colorspace));
   BATCHD_RETURN_IF_ERROR(check_size(path, w, h));
   const tjscalingfactor f{scale.num, scale.denom};
   out->width = TJSCALED(w, f);
@@ -129,7 +141,9 @@ Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::stri
                      flags | TJFLAG_STOPONWARNING);
   if (rc != 0) {
     const std::string msg = tjGetErrorStr2(tj_);
-    const bool truncated = msg.find("Premature end") != std::string::npos;
+    // libjpeg reports only the first warning of a decode, so a truncation after another warning would hide
+    // behind it: a JPEG whose data does not end with its EOI marker is truncated, whatever the warning said.
+    const bool truncated = msg.find("Premature end") != std::string::npos || !ends_with_eoi(bytes);
     if (tjGetErrorCode(tj_) != TJERR_WARNING || truncated) {
       return bad_image(path, (truncated ? "truncated JPEG (" : "corrupt JPEG (") + msg + ")");
     }

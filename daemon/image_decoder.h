@@ -53,6 +53,8 @@ class ImageDecoder final {
   ImageDecoder() = default;
   Status decode_jpeg(std::span<const uint8_t> bytes, const std::string& path, Scale scale, RgbImage* out, int flags);
   Status decode_png(std::span<const uint8_t> bytes, const std::string& path, RgbImage* out);
+  Status jpeg_header(std::span<const uint8_t> bytes, const std::string& path, int* w, int* h, int* subsamp,
+                     int* colorspace);
 
   void* tj_ = nullptr;  // tjhandle
   std::vector<uint8_t> cmyk_;

@@ -6,13 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <set>
+#include <memory>
+#include <string>
 #include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "image_decoder.h"
 #include "resample.h"
@@ -31,6 +35,7 @@ a = sys.argv[1:]
 def raw(p, w, h): return Image.frombytes('RGB', (int(w), int(h)), open(p, 'rb').read())
 if a[0] == 'cmyk':  # src dst.jpg dst.raw
     Image.open(a[1]).convert('CMYK').save(a[2], quality=95)
+    assert Image.open(a[2]).mode == 'CMYK'
     open(a[3], 'wb').write(Image.open(a[2]).convert('RGB').tobytes())
 elif a[0] == 'png':  # src mode colors dst.png dst.raw
     im = Image.open(a[1]).convert('RGB')
@@ -52,6 +57,16 @@ elif a[0] == 'window':  # raw w h dst W H l t -> resize to WxH, then the 224x224
 )PY";
 
 int sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+// Its arguments, numbers printed by std::to_string, joined by spaces.
+template <typename... T>
+std::string args(const T&... v) {
+  std::string out;
+  ((out += (out.empty() ? "" : " ") + [](const auto& x) {
+     if constexpr (std::is_arithmetic_v<std::decay_t<decltype(x)>>) return std::to_string(x);
+     else return std::string(x);
+   }(v)), ...);
+  return out;
+}
 bool have_tool(const std::string& t) { return sh("command -v " + t + " >/dev/null 2>&1") == 0; }
 
 std::vector<uint8_t> slurp(const std::string& path) {
@@ -62,50 +77,52 @@ void spit(const std::string& path, const std::vector<uint8_t>& b) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
-// The per-process scratch dir, removed at exit, with the Pillow helper and (lazily) the photographs.
+// The per-process scratch dir, removed at exit: the Pillow helper and 20 photographs (seed 1: [0] is a 500x498
+// colour photo, [4] a 333x423 colour one), or why they could not be made.
 struct Scratch {
   std::string dir = ::testing::TempDir() + "batchd_image_codec_" + std::to_string(getpid());
   std::vector<std::string> photos;
-  bool made = false;
+  std::string why_not;
   Scratch() {
     fs::create_directories(dir);
     std::ofstream(dir + "/helper.py") << kHelper;
+    const std::string maker = std::string(BATCHD_SOURCE_DIR) + "/../shared/data/make_imagefolder.py";
+    if (sh(std::string(kPy) + " -c 'import PIL' 2>/dev/null") != 0) {
+      why_not = "no PIL in /usr/bin/python3 (Debian: python3-pil)";
+    } else if (!fs::exists(maker)) {
+      why_not = maker + " is missing (shared/ must sit beside the checkout)";
+    } else if (sh(args(kPy, maker, dir + "/photos", 20, 1, ">/dev/null")) != 0) {
+      why_not = "make_imagefolder.py failed (Debian: python3-skimage)";
+    } else {
+      for (const auto& e : fs::recursive_directory_iterator(dir + "/photos"))
+        if (e.path().extension() == ".jpg") photos.push_back(e.path().string());
+      std::sort(photos.begin(), photos.end());
+      if (photos.size() < 5) why_not = "make_imagefolder.py made fewer than 5 photographs";
+    }
   }
   ~Scratch() { std::error_code ec; fs::remove_all(dir, ec); }
 };
 Scratch& scratch() { static Scratch s; return s; }
 std::string tmp(const std::string& name) { return scratch().dir + "/" + name; }
-std::string helper(const std::string& args) { return std::string(kPy) + " " + tmp("helper.py") + " " + args; }
+std::string helper(const std::string& a) { return args(kPy, tmp("helper.py"), a); }
 
-// Why the reference tools cannot run here, or "" when they can; `photos` also needs the photographs.
-std::string missing(bool djpeg, bool pil, bool photos = true) {
-  if (djpeg && !(have_tool("djpeg") && have_tool("cjpeg"))) return "djpeg/cjpeg missing (Debian: libjpeg-turbo-progs)";
-  if ((pil || photos) && sh(std::string(kPy) + " -c 'import PIL' 2>/dev/null") != 0) return "no PIL in /usr/bin/python3 (Debian: python3-pil)";
-  if (!photos) return "";
-  Scratch& s = scratch();
-  if (!s.made) {
-    s.made = true;
-    const std::string maker = std::string(BATCHD_SOURCE_DIR) + "/../shared/data/make_imagefolder.py";
-    if (!fs::exists(maker)) return maker + " is missing (shared/ must sit beside the checkout)";
-    if (sh(std::string(kPy) + " " + maker + " " + tmp("photos") + " 20 1 >/dev/null") != 0)
-      return "make_imagefolder.py failed (Debian: python3-skimage)";
-    for (const auto& e : fs::recursive_directory_iterator(tmp("photos")))
-      if (e.path().extension() == ".jpg") s.photos.push_back(e.path().string());
-    std::sort(s.photos.begin(), s.photos.end());
-  }
-  return s.photos.empty() ? "make_imagefolder.py made no photographs" : "";
+// Why the tests cannot run here, or "" when they can.
+std::string missing(bool need_djpeg) {
+  if (need_djpeg && !(have_tool("djpeg") && have_tool("cjpeg"))) return "no djpeg/cjpeg (Debian: libjpeg-turbo-progs)";
+  return scratch().why_not;
 }
-#define SKIP_UNLESS(...) \
-  if (const std::string why = missing(__VA_ARGS__); !why.empty()) GTEST_SKIP() << why
+#define SKIP_UNLESS_TOOLS(need_djpeg) \
+  if (const std::string why = missing(need_djpeg); !why.empty()) GTEST_SKIP() << why
 
 // A P5/P6 file as RGB (gray replicated into R=G=B).
 RgbImage read_pnm(const std::string& path) {
   const std::vector<uint8_t> b = slurp(path);
+  const std::string head(b.begin(), b.begin() + std::min<size_t>(b.size(), 64));
   RgbImage img;
   int maxval = 0, used = 0;
   char magic[3] = {};
-  if (b.size() < 2 || std::sscanf(reinterpret_cast<const char*>(b.data()), "%2s %d %d %d%n", magic, &img.width,
-                                  &img.height, &maxval, &used) != 4 || maxval != 255) {
+  if (std::sscanf(head.c_str(), "%2s %d %d %d%n", magic, &img.width, &img.height, &maxval, &used) != 4 ||
+      maxval != 255) {
     ADD_FAILURE() << "not an 8-bit PNM: " << path;
     return {};
   }
@@ -113,18 +130,21 @@ RgbImage read_pnm(const std::string& path) {
   const size_t n = static_cast<size_t>(img.width) * img.height, start = used + 1;
   EXPECT_EQ(b.size(), start + n * (gray ? 1 : 3)) << path;
   img.pixels.resize(n * 3);
-  for (size_t i = 0; i < n * 3 && start + (gray ? i / 3 : i) < b.size(); ++i) img.pixels[i] = b[start + (gray ? i / 3 : i)];
+  for (size_t i = 0; i < n * 3 && start + (gray ? i / 3 : i) < b.size(); ++i) {
+    img.pixels[i] = b[start + (gray ? i / 3 : i)];
+  }
   return img;
 }
 
 // Decodes `path` at `scale`; the Status is returned so that error tests can inspect it.
-Status decode_file(const std::string& path, Scale scale, RgbImage* out, ImageHeader* hdr_out = nullptr) {
+Status decode_file(const std::string& path, Scale scale, RgbImage* out, ImageHeader* hdr_out = nullptr,
+                   bool fast = false) {
   static std::unique_ptr<ImageDecoder> dec = std::move(ImageDecoder::create().value());
   const std::vector<uint8_t> bytes = slurp(path);
   auto hdr = dec->header(bytes, path);
   if (!hdr.ok()) return hdr.error();
   if (hdr_out != nullptr) *hdr_out = *hdr;
-  return dec->decode(bytes, path, *hdr, scale, out);
+  return dec->decode(bytes, path, *hdr, scale, out, fast);
 }
 
 int max_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
@@ -135,15 +155,17 @@ int max_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
 }
 
 // Decodes `jpeg` with our decoder and with `djpeg <opts> -ppm`; both must agree byte for byte. The header must
-// give the full size, of which the decoded size is the scaled ceiling (as djpeg's).
-void expect_same_as_djpeg(const std::string& jpeg, Scale scale, const std::string& opts) {
+// give the full size, of which the decoded size is the scaled ceiling (as djpeg's). `fast` decodes must equal
+// djpeg's fast integer IDCT without fancy upsampling.
+void expect_same_as_djpeg(const std::string& jpeg, Scale scale, std::string opts, bool fast = false) {
+  if (fast) opts += " -dct fast -nosmooth";
   SCOPED_TRACE(jpeg + " " + opts);
   const std::string ref = tmp("ref.pnm");
   ASSERT_EQ(sh("djpeg " + opts + " -ppm -outfile " + ref + " " + jpeg), 0);
   const RgbImage want = read_pnm(ref);
   RgbImage got;
   ImageHeader hdr;
-  const Status st = decode_file(jpeg, scale, &got, &hdr);
+  const Status st = decode_file(jpeg, scale, &got, &hdr, fast);
   ASSERT_TRUE(st.ok()) << st.error().message();
   EXPECT_EQ(hdr.format, ImageFormat::kJpeg);
   EXPECT_EQ((hdr.width * scale.num + scale.denom - 1) / scale.denom, want.width);
@@ -153,8 +175,8 @@ void expect_same_as_djpeg(const std::string& jpeg, Scale scale, const std::strin
 }
 
 TEST(ImageCodecTest, JpegDecodesExactlyLikeDjpegAtFullAndDctScales) {
-  SKIP_UNLESS(true, false);
-  // Baseline photographs (colour and grayscale), then progressive and grayscale re-encodings of a colour one.
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/true);
+  // 20 baseline photographs (colour 4:2:0 and grayscale), then progressive and grayscale re-encodings of one.
   std::vector<std::string> jpegs = scratch().photos;
   ASSERT_EQ(sh("djpeg -ppm -outfile " + tmp("src.ppm") + " " + jpegs[0]), 0);
   ASSERT_EQ(sh("cjpeg -progressive -outfile " + tmp("prog.jpg") + " " + tmp("src.ppm")), 0);
@@ -165,14 +187,16 @@ TEST(ImageCodecTest, JpegDecodesExactlyLikeDjpegAtFullAndDctScales) {
     expect_same_as_djpeg(p, {1, 1}, "");
     expect_same_as_djpeg(p, {1, 2}, "-scale 1/2");
     expect_same_as_djpeg(p, {1, 4}, "-scale 1/4");
+    expect_same_as_djpeg(p, {1, 1}, "", /*fast=*/true);
+    expect_same_as_djpeg(p, {1, 2}, "-scale 1/2", /*fast=*/true);
   }
 }
 
 TEST(ImageCodecTest, CmykJpegMatchesPillowWithinOneLevel) {
-  SKIP_UNLESS(false, true);
-  for (const std::string& p : {scratch().photos[0], scratch().photos[1]}) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
     SCOPED_TRACE(p);
-    ASSERT_EQ(sh(helper("cmyk " + p + " " + tmp("cmyk.jpg") + " " + tmp("cmyk.raw"))), 0);
+    ASSERT_EQ(sh(helper(args("cmyk", p, tmp("cmyk.jpg"), tmp("cmyk.raw")))), 0);
     RgbImage got;
     const Status st = decode_file(tmp("cmyk.jpg"), {1, 1}, &got);
     ASSERT_TRUE(st.ok()) << st.error().message();
@@ -182,12 +206,12 @@ TEST(ImageCodecTest, CmykJpegMatchesPillowWithinOneLevel) {
 }
 
 TEST(ImageCodecTest, PngDecodesLikePillowConvertRgb) {
-  SKIP_UNLESS(false, true);
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
   // Mode and palette size as Pillow writes them: 8-bit RGB, RGBA (alpha dropped), palettes of 8 and 4 bits, gray
   // 8-bit, gray+alpha, 1-bit.
   for (const std::string mode : {"RGB 0", "RGBA 0", "P 200", "P 16", "L 0", "LA 0", "1 0"}) {
     SCOPED_TRACE(mode);
-    ASSERT_EQ(sh(helper("png " + scratch().photos[0] + " " + mode + " " + tmp("t.png") + " " + tmp("t.raw"))), 0);
+    ASSERT_EQ(sh(helper(args("png", scratch().photos[0], mode, tmp("t.png"), tmp("t.raw")))), 0);
     RgbImage got;
     ImageHeader hdr;
     const Status st = decode_file(tmp("t.png"), {1, 1}, &got, &hdr);
@@ -200,8 +224,8 @@ TEST(ImageCodecTest, PngDecodesLikePillowConvertRgb) {
 }
 
 TEST(ImageCodecTest, BadInputIsADataErrorNamingFileAndReason) {
-  SKIP_UNLESS(false, true);
-  ASSERT_EQ(sh(helper("png " + scratch().photos[0] + " RGB 0 " + tmp("ok.png") + " " + tmp("ok.raw"))), 0);
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  ASSERT_EQ(sh(helper(args("png", scratch().photos[0], "RGB 0", tmp("ok.png"), tmp("ok.raw")))), 0);
   const std::vector<uint8_t> jpeg = slurp(scratch().photos[0]), png = slurp(tmp("ok.png"));
   const std::vector<std::tuple<std::string, std::vector<uint8_t>, std::string>> cases = {
       {"empty.jpg", {}, "not a JPEG or PNG"},
@@ -228,19 +252,48 @@ TEST(ImageCodecTest, BadInputIsADataErrorNamingFileAndReason) {
   }
 }
 
+// libjpeg reports only the first warning of a decode: junk bytes before a marker are tolerated (as PIL does), but
+// they must not hide a truncation that follows them.
+TEST(ImageCodecTest, JunkBytesAreToleratedButDoNotHideATruncation) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/true);
+  std::vector<uint8_t> jpeg = slurp(scratch().photos[0]);
+  const std::vector<uint8_t> dqt = {0xFF, 0xDB};
+  auto at = std::search(jpeg.begin(), jpeg.end(), dqt.begin(), dqt.end());
+  ASSERT_NE(at, jpeg.end());
+  jpeg.insert(at, {0x00, 0x11, 0x22});
+  spit(tmp("junk.jpg"), jpeg);
+  RgbImage out;
+  const Status ok = decode_file(tmp("junk.jpg"), {1, 1}, &out);
+  EXPECT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_GT(out.width, 0);
+
+  ASSERT_EQ(sh("djpeg -ppm " + scratch().photos[0] + " | cjpeg -progressive -outfile " + tmp("prog.jpg")), 0);
+  std::vector<uint8_t> prog = slurp(tmp("prog.jpg"));
+  const std::vector<uint8_t> sos = {0xFF, 0xDA};
+  auto scan = std::search(prog.begin(), prog.end(), sos.begin(), sos.end());
+  ASSERT_NE(scan, prog.end());
+  auto next = std::search(scan + 2, prog.end(), sos.begin(), sos.end());  // the second scan's marker
+  ASSERT_NE(next, prog.end());
+  prog.insert(next, {0x00, 0x11});
+  prog.resize(prog.size() * 3 / 4);
+  spit(tmp("junk_cut.jpg"), prog);
+  const Status cut = decode_file(tmp("junk_cut.jpg"), {1, 1}, &out);
+  ASSERT_FALSE(cut.ok()) << "a truncated progressive JPEG decoded";
+  EXPECT_NE(cut.error().message().find("truncated JPEG"), std::string::npos) << cut.error().message();
+}
+
 // Our resample of `src` vs Pillow's (`pil_args` after "<raw> w h <dst>"); returns the max difference.
 int resample_vs_pillow(const RgbImage& src, int xo, int yo, const ResampleAxis& x, const ResampleAxis& y,
                        const std::string& pil_cmd, const std::string& pil_args) {
   std::vector<uint8_t> ours(static_cast<size_t>(x.out_count) * y.out_count * 3), scratch_buf;
   resample_bilinear(src, xo, yo, x, y, ours.data(), &scratch_buf);
-  const std::string dims = std::to_string(src.width) + " " + std::to_string(src.height);
-  EXPECT_EQ(sh(helper(pil_cmd + " " + tmp("src.raw") + " " + dims + " " + tmp("pil.raw") + " " + pil_args)), 0);
+  EXPECT_EQ(sh(helper(args(pil_cmd, tmp("src.raw"), src.width, src.height, tmp("pil.raw"), pil_args))), 0);
   return max_diff(ours, slurp(tmp("pil.raw")));
 }
 
 TEST(ResampleTest, BilinearEqualsPillowOnRealPhotos) {
-  SKIP_UNLESS(false, true);
-  for (const std::string& p : {scratch().photos[0], scratch().photos[2]}) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
     SCOPED_TRACE(p);
     RgbImage src;
     ASSERT_TRUE(decode_file(p, {1, 1}, &src).ok());
@@ -250,25 +303,21 @@ TEST(ResampleTest, BilinearEqualsPillowOnRealPhotos) {
     // Observed max difference in every case below: 0 (the arithmetic is Pillow's, bit for bit).
     for (auto [W, H] : {std::pair{224, 168}, {w / 3, h * 2}, {w * 2, h / 3}, {w + 37, h + 11}, {w, h}}) {
       SCOPED_TRACE(std::to_string(W) + "x" + std::to_string(H));
-      EXPECT_EQ(resample_vs_pillow(src, 0, 0, full(w, W), full(h, H), "resize",
-                                   std::to_string(W) + " " + std::to_string(H)), 0);
+      EXPECT_EQ(resample_vs_pillow(src, 0, 0, full(w, W), full(h, H), "resize", args(W, H)), 0);
     }
     // Crop then resize (RandomResizedCrop): PIL crops, we resample the sub-rectangle in place.
     const int l = 37, t = 21, r = l + w / 2 + 1, b = t + h / 3;
-    EXPECT_EQ(resample_vs_pillow(src, l, t, full(r - l, 224), full(b - t, 224), "crop",
-                                 std::to_string(l) + " " + std::to_string(t) + " " + std::to_string(r) + " " +
-                                     std::to_string(b) + " 224 224"), 0);
+    EXPECT_EQ(resample_vs_pillow(src, l, t, full(r - l, 224), full(b - t, 224), "crop", args(l, t, r, b, 224, 224)),
+              0);
     // A fractional box (Pillow's resize(box=...)).
     EXPECT_EQ(resample_vs_pillow(src, 0, 0, {w, 10.5, w - 20.25, 224, 0, 224}, {h, 3.75, h - 0.5, 160, 0, 160},
-                                 "resize", "224 160 10.5 3.75 " + std::to_string(w - 20.25) + " " +
-                                               std::to_string(h - 0.5)), 0);
+                                 "resize", args(224, 160, 10.5, 3.75, w - 20.25, h - 0.5)), 0);
     // Resize(256) + CenterCrop(224) computing only the window: PIL computes all of it, then crops.
     int rw = 0, rh = 0;
     resize_shorter_side(w, h, 256, &rw, &rh);
     const int cl = center_crop_offset(rw, 224), ct = center_crop_offset(rh, 224);
     EXPECT_EQ(resample_vs_pillow(src, 0, 0, {w, 0.0, double(w), rw, cl, 224}, {h, 0.0, double(h), rh, ct, 224},
-                                 "window", std::to_string(rw) + " " + std::to_string(rh) + " " + std::to_string(cl) +
-                                               " " + std::to_string(ct)), 0);
+                                 "window", args(rw, rh, cl, ct)), 0);
   }
 }
 
