@@ -39,9 +39,14 @@ struct ResampleCoeffs {
 };
 ResampleCoeffs resample_coeffs(const ResampleAxis& axis);
 
+// kPillow: horizontal pass then vertical, exactly Pillow's output. kFast: vertical pass first, over only the
+// columns needed (less work when rows shrink most), within one level of Pillow's output.
+enum class ResampleOrder { kPillow, kFast };
+
 // Resamples `src` (its sub-rectangle starting at (x_origin, y_origin) is the source extent of both axes) into
 // `dst_rgb` (out_count_x * out_count_y * 3 bytes, HWC). `scratch` is reused between calls.
 void resample_bilinear(const RgbImage& src, int x_origin, int y_origin, const ResampleAxis& x, const ResampleAxis& y,
-                       uint8_t* dst_rgb, std::vector<uint8_t>* scratch);
+                       uint8_t* dst_rgb, std::vector<uint8_t>* scratch,
+                       ResampleOrder order = ResampleOrder::kPillow);
 
 }  // namespace batchd::daemon

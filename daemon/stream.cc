@@ -15,8 +15,18 @@ Stream::Stream(uint64_t id, Peer owner, const wire::OpenStream& request, Sampler
   total_batches_ = sampler_.batches_per_epoch() * opened_.num_epochs() - opened_.start_batch();
 }
 
+void Stream::fail_at(uint64_t sequence, Error error) {
+  if (!failure_ || sequence < failure_->first) failure_.emplace(sequence, std::move(error));
+}
+
+std::optional<Error> Stream::due_failure() const {
+  if (failure_ && next_deliver_ == failure_->first) return failure_->second;
+  return std::nullopt;
+}
+
 std::optional<wire::WorkerTask> Stream::next_task() {
   if (state_ != State::kRunning || next_dispatch_ >= total_batches_) return std::nullopt;
+  if (failure_ && next_dispatch_ >= failure_->first) return std::nullopt;
   uint32_t slot = 0;
   while (slot < slots_.size() && slots_[slot].state != SlotState::kFree) ++slot;
   if (slot == slots_.size()) return std::nullopt;
@@ -127,6 +137,7 @@ std::vector<wire::BatchReady> Stream::take_deliverable() {
     progress = false;
     for (uint32_t s = 0; s < slots_.size(); ++s) {
       if (slots_[s].state != SlotState::kReady || slots_[s].sequence != next_deliver_) continue;
+      if (failure_ && next_deliver_ >= failure_->first) break;
       const uint64_t global = next_deliver_ + opened_.start_batch();
       const uint64_t batch = global % sampler_.batches_per_epoch();
       const auto [begin, end] = sampler_.batch_range(batch);

@@ -59,6 +59,12 @@ class Stream final {
   // Every batch of every requested epoch has been delivered (once true, the caller sends StreamEnd once).
   bool all_delivered() const { return next_deliver_ == total_batches_; }
   void mark_ended() { state_ = State::kEnded; }
+
+  // Batch `sequence` cannot be made: the stream delivers every batch before it, in order, and then fails with
+  // `error` (the earliest failing batch wins). No batch after it is dispatched.
+  void fail_at(uint64_t sequence, Error error);
+  // The error to fail the stream with now that every batch before the failing one was delivered, if any.
+  std::optional<Error> due_failure() const;
   void mark_failed() { state_ = State::kFailed; }
   bool running() const { return state_ == State::kRunning; }
 
@@ -118,6 +124,7 @@ class Stream final {
   uint64_t crash_deaths_ = 0;  // those blamed on a sample
   uint64_t skipped_total_ = 0;
   wire::StageNanos stages_;
+  std::optional<std::pair<uint64_t, Error>> failure_;  // (sequence, error) of the earliest batch that failed
 };
 
 }  // namespace batchd::daemon

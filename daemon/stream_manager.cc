@@ -229,10 +229,12 @@ void StreamManager::on_done(const wire::WorkerDone& done, wire::WorkerTask task)
       if (redo.ok()) {
         redo_.push_front(std::move(redo).value());
       } else {
-        fail(entry, redo.error());
+        entry.stream->fail_at(done.sequence(), redo.error());
+        deliver(entry);
       }
     } else if (done.has_error()) {
-      fail(entry, wire::from_wire(done.error()));
+      entry.stream->fail_at(done.sequence(), wire::from_wire(done.error()));
+      deliver(entry);
     } else {
       entry.stream->on_done(done.sequence(), done.slot());
       deliver(entry);
@@ -246,11 +248,13 @@ void StreamManager::on_lost(std::optional<wire::WorkerTask> task, int64_t culpri
     ++batches_redone_;
     auto it = streams_.find(task->stream_id());
     if (it != streams_.end() && it->second.stream->running()) {
+      const uint64_t sequence = task->sequence();
       auto redo = it->second.stream->after_worker_death(std::move(*task), culprit, cause);
       if (redo.ok()) {
         redo_.push_front(std::move(redo).value());
       } else {
-        fail(it->second, redo.error());
+        it->second.stream->fail_at(sequence, redo.error());
+        deliver(it->second);
       }
     }
   }
@@ -262,6 +266,10 @@ void StreamManager::deliver(Entry& entry) {
     wire::Reply event;
     *event.mutable_batch_ready() = ready;
     entry.sink->send_event(event);
+  }
+  if (auto error = entry.stream->due_failure()) {
+    fail(entry, *error);
+    return;
   }
   if (entry.stream->state() == Stream::State::kRunning && entry.stream->all_delivered()) {
     entry.stream->mark_ended();

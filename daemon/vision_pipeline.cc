@@ -95,7 +95,7 @@ class VisionPipeline final : public Pipeline {
       const int rh = std::min(image_.height, static_cast<int>(std::ceil(y1))) - ry;
       ax = {rw, x0 - rx, std::min(x1 - rx, static_cast<double>(rw)), c, 0, c};
       ay = {rh, y0 - ry, std::min(y1 - ry, static_cast<double>(rh)), c, 0, c};
-      resample_bilinear(image_, rx, ry, ax, ay, rgb_.data(), &scratch_);
+      resample_bilinear(image_, rx, ry, ax, ay, rgb_.data(), &scratch_, order());
     } else {
       int nw = 0, nh = 0;
       resize_shorter_side(w, h, static_cast<int>(options_.resize_size), &nw, &nh);
@@ -104,24 +104,35 @@ class VisionPipeline final : public Pipeline {
       times_.decode_ns += since(t);
       ax = {image_.width, 0.0, static_cast<double>(image_.width), nw, center_crop_offset(nw, c), c};
       ay = {image_.height, 0.0, static_cast<double>(image_.height), nh, center_crop_offset(nh, c), c};
-      resample_bilinear(image_, 0, 0, ax, ay, rgb_.data(), &scratch_);
+      resample_bilinear(image_, 0, 0, ax, ay, rgb_.data(), &scratch_, order());
     }
     times_.resize_ns += since(t);
     return ok_status();
   }
 
-  // rgb_ (HWC) -> dst (CHW), mirrored if `flip`, each value through `f(channel, value)`.
+  ResampleOrder order() const { return options_.fast_decode ? ResampleOrder::kFast : ResampleOrder::kPillow; }
+
+  // rgb_ (HWC) -> dst (CHW), mirrored if `flip`, each value through `f(channel, value)`; one pass over each row.
   template <typename T, typename F>
   void write_chw(T* dst, bool flip, F f) const {
     const int c = static_cast<int>(options_.crop_size);
-    for (int ch = 0; ch < 3; ++ch) {
-      for (int y = 0; y < c; ++y) {
-        const uint8_t* row = rgb_.data() + static_cast<size_t>(y) * c * 3 + ch;
-        T* out = dst + (static_cast<size_t>(ch) * c + y) * c;
-        if (flip) {
-          for (int x = 0; x < c; ++x) out[c - 1 - x] = f(ch, row[3 * x]);
-        } else {
-          for (int x = 0; x < c; ++x) out[x] = f(ch, row[3 * x]);
+    const size_t plane = static_cast<size_t>(c) * c;
+    for (int y = 0; y < c; ++y) {
+      const uint8_t* row = rgb_.data() + static_cast<size_t>(y) * c * 3;
+      T* r = dst + static_cast<size_t>(y) * c;
+      T* g = r + plane;
+      T* b = g + plane;
+      if (flip) {
+        for (int x = 0; x < c; ++x) {
+          r[c - 1 - x] = f(0, row[3 * x]);
+          g[c - 1 - x] = f(1, row[3 * x + 1]);
+          b[c - 1 - x] = f(2, row[3 * x + 2]);
+        }
+      } else {
+        for (int x = 0; x < c; ++x) {
+          r[x] = f(0, row[3 * x]);
+          g[x] = f(1, row[3 * x + 1]);
+          b[x] = f(2, row[3 * x + 2]);
         }
       }
     }

@@ -166,3 +166,25 @@ TEST_F(StreamTest, SkipReplacesABadSampleNowAndInLaterBatches) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST_F(StreamTest, AFailedBatchFailsTheStreamOnlyAfterEveryEarlierBatchIsDelivered) {
+  auto a = sut_->next_task();
+  auto b = sut_->next_task();
+  sut_->fail_at(b->sequence(), Error(ErrorCode::kDataError, "bad file"));
+  EXPECT_FALSE(sut_->due_failure()) << "batch 0 is still being made";
+  EXPECT_FALSE(sut_->next_task()) << "nothing after the failing batch is dispatched";
+  sut_->on_done(a->sequence(), a->slot());
+  auto ready = sut_->take_deliverable();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].sequence(), 0u);
+  ASSERT_TRUE(sut_->due_failure());
+  EXPECT_EQ(sut_->due_failure()->message(), "bad file");
+  ASSERT_TRUE(sut_->release(0).ok());
+  EXPECT_FALSE(sut_->next_task());
+}
+
+}  // namespace
+}  // namespace batchd::daemon
