@@ -1,8 +1,9 @@
 // image_decoder.h — JPEG (libjpeg-turbo's TurboJPEG API) and PNG (libspng) to 8-bit RGB.
 //
 // JPEG: baseline and progressive, grayscale (expanded to RGB), CMYK/YCCK (converted to RGB as Pillow does for
-// Adobe-inverted CMYK, the common kind), and DCT-domain downscaling by 1/8 ... 7/8 (the cheapest way to shrink a
-// JPEG: decode fewer coefficients, as PIL's draft mode and NVIDIA DALI do). A truncated JPEG is an error (as in PIL),
+// Adobe-inverted CMYK, the common kind), and DCT-domain downscaling (the cheapest way to shrink a JPEG: decode
+// fewer coefficients, as PIL's draft mode and NVIDIA DALI do). choose_scale() picks only 1/2, 1/4 and 1/8, the
+// factors libjpeg-turbo accelerates; decode() accepts any factor TurboJPEG offers. A truncated JPEG is an error (as in PIL),
 // other libjpeg warnings are tolerated. PNG: 8/16-bit, gray, palette, with or without alpha; alpha is dropped and
 // 16-bit samples keep their high byte (PIL's convert("RGB") for RGB(A) PNGs).
 // One decoder per worker process; not thread-safe.
@@ -40,8 +41,8 @@ class ImageDecoder final {
   // Reads the dimensions. `path` names the file in errors.
   Result<ImageHeader> header(std::span<const uint8_t> bytes, const std::string& path);
 
-  // The smallest supported JPEG scale at which a (crop_w x crop_h) region of the image still spans at least
-  // (min_w x min_h) pixels, so that the resize after it still only shrinks. 1/1 for PNG or when nothing smaller fits.
+  // The smallest of 1/2, 1/4, 1/8 at which a (crop_w x crop_h) region of the image still spans at least
+  // (min_w x min_h) pixels, so that the resize after it still only shrinks. 1/1 for PNG or when none fits.
   Scale choose_scale(const ImageHeader& header, double crop_w, double crop_h, int min_w, int min_h) const;
 
   // Decodes into *out (capacity reused) at `scale`; out->width/height are the scaled dimensions. `fast`: JPEG with
