@@ -14,6 +14,7 @@ packages=(
   libgtest-dev                                # tests
   libcli11-dev libtomlplusplus-dev libspdlog-dev zlib1g-dev
   libturbojpeg0-dev libspng-dev               # JPEG (TurboJPEG API) and PNG decoding
+  libsystemd-dev                              # sd_notify, the journal
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
   clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz)

@@ -16,6 +16,7 @@
 #include "dataset.h"
 #include "instance_lock.h"
 #include "server.h"
+#include "service_notify.h"
 #include "shm_scan.h"
 #include "stream_manager.h"
 #include "worker_pool.h"
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
     std::fwrite(default_config_text().data(), 1, default_config_text().size(), stdout);
     return 0;
   }
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ batchd[%P] %v");
+  setup_logging();
   auto config = config_path.empty() ? parse_config(default_config_text(), "<embedded default config>")
                                     : load_config_file(config_path);
   if (!config.ok()) {
@@ -126,12 +127,16 @@ int main(int argc, char** argv) {
   (*server)->start();
   spdlog::info("batchd {} serving {} with {} workers, default strategy {}", BATCHD_VERSION, config->socket,
                config->workers, strategy_name(config->shm_strategy));
+  ServiceNotifier notifier(io);
+  notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
+  notifier.start_watchdog();
 
   boost::asio::signal_set signals(io, SIGTERM, SIGINT, SIGQUIT);
   boost::asio::steady_timer deadline(io);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     spdlog::info("{} received: draining", ::strsignal(sig));
+    notifier.stopping(std::string("draining (") + ::strsignal(sig) + ")");
     (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
                     [&] { deadline.cancel(); });
     (*pool)->stop();
