@@ -1,6 +1,7 @@
 #include "connection.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -101,6 +102,21 @@ void Connection::dispatch(const wire::Request& request) {
       if (auto st = streams_.release(rel.stream_id(), rel.sequence(), peer_.connection_id); !st.ok()) {
         return protocol_error(rid, st.error());
       }
+      return;
+    }
+    case wire::Request::kDrain: {
+      streams_.set_draining(true);
+      spdlog::info("drain requested by pid {} uid {}: refusing new streams", peer_.pid, peer_.uid);
+      wire::Reply r;
+      r.set_ack("draining: new streams are refused, running streams continue");
+      return reply(rid, std::move(r));
+    }
+    case wire::Request::kShutdown: {
+      spdlog::info("shutdown requested by pid {} uid {}", peer_.pid, peer_.uid);
+      wire::Reply r;
+      r.set_ack("shutting down: running streams are failed with \"daemon shutting down\", then the daemon exits");
+      reply(rid, std::move(r));
+      ::kill(::getpid(), SIGTERM);  // the same drain as a service stop
       return;
     }
     case wire::Request::kStatus: {

@@ -143,6 +143,7 @@ void Server::fill_status(wire::StatusReply* status) const {
   }
   streams_.fill_status(status);
   status->set_batches_redone(streams_.batches_redone());
+  status->set_draining(streams_.draining());
   status->set_connections(static_cast<uint32_t>(connections_.size()));
   for (const auto& [name, why] : datasets_.describe()) {
     status->add_datasets(why.empty() ? name : name + " (unavailable: " + why + ")");

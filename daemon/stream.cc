@@ -13,6 +13,19 @@ Stream::Stream(uint64_t id, Peer owner, const wire::OpenStream& request, Sampler
       opened_(std::move(opened)),
       slots_(opened_.slot_count()) {
   total_batches_ = sampler_.batches_per_epoch() * opened_.num_epochs() - opened_.start_batch();
+  for (const auto& t : opened_.tensors()) bytes_per_sample_ += t.sample_bytes();
+}
+
+void Stream::account() {
+  const auto now = std::chrono::steady_clock::now();
+  const double dt = std::chrono::duration<double>(now - last_change_).count();
+  last_change_ = now;
+  if (state_ != State::kRunning) return;
+  uint32_t counts[4] = {0, 0, 0, 0};
+  for (const auto& s : slots_) ++counts[static_cast<int>(s.state)];
+  const bool work_left = next_dispatch_ < total_batches_;
+  if (counts[0] == 0 && counts[1] == 0 && work_left) ahead_seconds_ += dt;        // all ready or leased
+  if (counts[2] == 0 && counts[3] == 0 && next_deliver_ < total_batches_) stall_seconds_ += dt;  // nothing to read
 }
 
 void Stream::fail_at(uint64_t sequence, Error error) {
@@ -25,6 +38,7 @@ std::optional<Error> Stream::due_failure() const {
 }
 
 std::optional<wire::WorkerTask> Stream::next_task() {
+  account();
   if (state_ != State::kRunning || next_dispatch_ >= total_batches_) return std::nullopt;
   if (failure_ && next_dispatch_ >= failure_->first) return std::nullopt;
   uint32_t slot = 0;
@@ -125,12 +139,14 @@ Result<wire::WorkerTask> Stream::after_worker_death(wire::WorkerTask task, int64
 }
 
 void Stream::on_done(uint64_t sequence, uint32_t slot) {
+  account();
   if (slot < slots_.size() && slots_[slot].state == SlotState::kWorking && slots_[slot].sequence == sequence) {
     slots_[slot].state = SlotState::kReady;
   }
 }
 
 std::vector<wire::BatchReady> Stream::take_deliverable() {
+  account();
   std::vector<wire::BatchReady> out;
   if (state_ == State::kFailed) return out;
   for (bool progress = true; progress;) {
@@ -150,6 +166,8 @@ std::vector<wire::BatchReady> Stream::take_deliverable() {
       ready.set_num_samples(static_cast<uint32_t>(end - begin));
       ready.set_skipped(slots_[s].skipped);
       skipped_total_ += slots_[s].skipped;
+      samples_delivered_ += end - begin;
+      bytes_delivered_ += (end - begin) * bytes_per_sample_;
       out.push_back(ready);
       slots_[s].state = SlotState::kLeased;
       ++next_deliver_;
@@ -160,6 +178,7 @@ std::vector<wire::BatchReady> Stream::take_deliverable() {
 }
 
 Status Stream::release(uint64_t sequence) {
+  account();
   for (auto& slot : slots_) {
     if (slot.state == SlotState::kLeased && slot.sequence == sequence) {
       slot.state = SlotState::kFree;
@@ -184,6 +203,11 @@ wire::StreamInfo Stream::info() const {
   info.set_worker_deaths(deaths_);
   info.set_on_error(request_.on_error() == wire::ON_ERROR_SKIP ? "skip" : "fail");
   *info.mutable_stages() = stages_;
+  info.set_open_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count());
+  info.set_samples_delivered(samples_delivered_);
+  info.set_bytes_delivered(bytes_delivered_);
+  info.set_ahead_seconds(ahead_seconds_);
+  info.set_stall_seconds(stall_seconds_);
   return info;
 }
 

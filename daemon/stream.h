@@ -125,6 +125,13 @@ class Stream final {
   uint64_t skipped_total_ = 0;
   wire::StageNanos stages_;
   std::optional<std::pair<uint64_t, Error>> failure_;  // (sequence, error) of the earliest batch that failed
+
+  // Time accounting (ahead / stall), updated before every slot state change.
+  void account();
+  std::chrono::steady_clock::time_point last_change_ = created_;
+  double ahead_seconds_ = 0, stall_seconds_ = 0;
+  uint64_t samples_delivered_ = 0, bytes_delivered_ = 0;
+  uint64_t bytes_per_sample_ = 0;
 };
 
 }  // namespace batchd::daemon

@@ -28,6 +28,10 @@ StreamManager::StreamManager(const Config& config, const DatasetRegistry& datase
 Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, const Peer& owner,
                                                   EventSink* sink) {
   const Limits& limits = config_.limits;
+  if (draining_) {
+    return Error(ErrorCode::kUnavailable, "the daemon is draining (batchctl drain): it finishes the running streams "
+                                          "and accepts no new ones; use another daemon or wait for its restart");
+  }
   if (streams_of(owner.connection_id) >= limits.max_streams_per_connection) {
     return Error(ErrorCode::kResourceExhausted, "this connection already has " +
                                                     std::to_string(limits.max_streams_per_connection) +

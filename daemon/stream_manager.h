@@ -50,6 +50,10 @@ class StreamManager final {
 
   size_t streams_of(uint64_t connection_id) const;
 
+  // While draining, OpenStream is refused; running streams continue.
+  void set_draining(bool draining) { draining_ = draining; }
+  bool draining() const { return draining_; }
+
   // Worker pool callbacks.
   void on_done(const wire::WorkerDone& done, wire::WorkerTask task);
   void on_lost(std::optional<wire::WorkerTask> task, int64_t culprit, const std::string& cause);
@@ -76,6 +80,7 @@ class StreamManager final {
   uint64_t next_id_ = 1;
   uint64_t last_served_ = 0;
   uint64_t batches_redone_ = 0;
+  bool draining_ = false;
 };
 
 }  // namespace batchd::daemon

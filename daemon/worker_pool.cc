@@ -83,6 +83,8 @@ Status WorkerPool::spawn(size_t w) {
   worker.read_buffer.resize(1 << 16);
   worker.task.reset();
   worker.streams.clear();
+  worker.started = std::chrono::steady_clock::now();
+  worker.busy = {};
   spdlog::info("worker {} started (pid {})", w, pid);
   read_some(w);
   return ok_status();
@@ -127,6 +129,7 @@ void WorkerPool::handle_frame(size_t w, const std::string& payload) {
   }
   wire::WorkerTask task = std::move(*worker.task);
   worker.task.reset();
+  worker.busy += std::chrono::steady_clock::now() - worker.task_started;
   ++worker.batches_done;
   callbacks_.on_done(done, std::move(task));
 }
@@ -211,6 +214,7 @@ std::optional<size_t> WorkerPool::idle_worker() const {
 void WorkerPool::assign(size_t w, const wire::WorkerTask& task, const wire::WorkerAttach& attach, int segment_fd) {
   Worker& worker = workers_[w];
   worker.task = task;  // recorded first: if the send fails, the death handler redoes it
+  worker.task_started = std::chrono::steady_clock::now();
   bool sent = true;
   if (!worker.streams.count(task.stream_id())) {
     wire::WorkerCommand command;
@@ -271,6 +275,10 @@ std::vector<wire::WorkerInfo> WorkerPool::describe() const {
     info.set_state(worker.pid <= 0 ? "down" : worker.task ? "busy" : "idle");
     info.set_batches_done(worker.batches_done);
     info.set_restarts(worker.restarts);
+    const auto now = std::chrono::steady_clock::now();
+    const auto busy = worker.busy + (worker.task ? now - worker.task_started : std::chrono::steady_clock::duration{});
+    info.set_busy_seconds(std::chrono::duration<double>(busy).count());
+    info.set_alive_seconds(worker.pid > 0 ? std::chrono::duration<double>(now - worker.started).count() : 0.0);
     out.push_back(info);
   }
   return out;

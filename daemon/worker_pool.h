@@ -77,6 +77,8 @@ class WorkerPool final {
     uint64_t restarts = 0;
     std::unique_ptr<boost::asio::steady_timer> retry;
     std::optional<ProgressPage> progress;  // shared with every process of this slot
+    std::chrono::steady_clock::time_point started, task_started;
+    std::chrono::steady_clock::duration busy{};
   };
 
   WorkerPool(boost::asio::io_context& io, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
