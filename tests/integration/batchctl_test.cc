@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "daemon_fixture.h"
 
@@ -133,6 +134,90 @@ TEST(BatchctlTest, UnreachableDaemonExitsOneWithAHint) {
 TEST(BatchctlTest, UsageErrorExitsTwo) {
   EXPECT_EQ(batchctl("frobnicate").exit_code, 2);
   EXPECT_EQ(batchctl("").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace batchd::testing
+
+namespace batchd::testing {
+namespace {
+
+wire::StatusReply status_json(const std::string& socket, const std::string& command) {
+  auto run = batchctl("--socket " + socket + " " + command + " --json");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  wire::StatusReply st;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &st).ok()) << run.out;
+  return st;
+}
+
+TEST(BatchctlTest, StatsMeasureDeliveryAheadTimeAndWorkerBusyness) {
+  auto daemon = start_daemon("", 2);
+  auto client = Client::connect(daemon.socket_path());
+  auto o = fmnist_options("fashion-mnist-test", 100);
+  o.depth = 2;
+  auto stream = client->open_stream(o);
+  ASSERT_TRUE(stream.ok());
+  auto a = stream->next();
+  auto b = stream->next();  // both slots leased: the daemon is ahead until one is released
+  ASSERT_TRUE(a.ok() && *a && b.ok() && *b);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  (*a)->release();  // a state change: the ahead time is accounted
+  const auto st = status_json(daemon.socket_path(), "stats");
+  ASSERT_EQ(st.streams_size(), 1);
+  const auto& s = st.streams(0);
+  EXPECT_GE(s.samples_delivered(), 200u) << "announced to the client (the released slot may already be refilled)";
+  EXPECT_EQ(s.bytes_delivered(), s.samples_delivered() * (784 * 4 + 8 + 8));
+  EXPECT_GE(s.ahead_seconds(), 0.25) << "300 ms with every slot leased";
+  EXPECT_LE(s.ahead_seconds(), s.open_seconds());
+  double busy = 0;
+  for (const auto& w : st.workers()) {
+    EXPECT_GT(w.alive_seconds(), 0.0);
+    EXPECT_LE(w.busy_seconds(), w.alive_seconds());
+    busy += w.busy_seconds();
+  }
+  EXPECT_GT(busy, 0.0);
+  auto human = batchctl("--socket " + daemon.socket_path() + " stats");
+  EXPECT_NE(human.out.find("AHEAD%"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("fashion-mnist-test"), std::string::npos) << human.out;
+}
+
+TEST(BatchctlTest, DatasetsStreamsAndWorkersViews) {
+  auto daemon = start_daemon("", 3);
+  auto client = Client::connect(daemon.socket_path());
+  auto stream = client->open_stream(fmnist_options());
+  ASSERT_TRUE(stream.ok());
+  EXPECT_EQ(status_json(daemon.socket_path(), "datasets").datasets_size(), 2);
+  const auto streams = status_json(daemon.socket_path(), "streams");
+  ASSERT_EQ(streams.streams_size(), 1);
+  EXPECT_EQ(streams.workers_size(), 0) << "streams --json holds only the streams";
+  EXPECT_EQ(status_json(daemon.socket_path(), "workers").workers_size(), 3);
+  EXPECT_NE(batchctl("--socket " + daemon.socket_path() + " datasets").out.find("fashion-mnist-test"),
+            std::string::npos);
+}
+
+TEST(BatchctlTest, DrainRefusesNewStreamsAndShutdownStopsTheDaemon) {
+  auto daemon = start_daemon();
+  auto client = Client::connect(daemon.socket_path());
+  auto running = client->open_stream(fmnist_options());
+  ASSERT_TRUE(running.ok());
+  auto run = batchctl("--socket " + daemon.socket_path() + " drain");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  auto refused = client->open_stream(fmnist_options());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("draining"), std::string::npos) << refused.error().message();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(running->next().ok()) << "running streams continue";
+  EXPECT_TRUE(status_json(daemon.socket_path(), "status").draining());
+
+  run = batchctl("--socket " + daemon.socket_path() + " shutdown");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_TRUE(eventually([&] { return !Client::connect(daemon.socket_path()).ok(); })) << "the daemon exits";
+  Result<std::optional<Batch>> next = std::optional<Batch>();
+  for (int i = 0; i < 200 && next.ok(); ++i) next = running->next();
+  ASSERT_FALSE(next.ok());
+  EXPECT_NE(next.error().message().find("shutting down"), std::string::npos) << next.error().message();
+  auto status = daemon.stop();
+  ASSERT_TRUE(status.ok());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
 }
 
 }  // namespace
