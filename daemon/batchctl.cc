@@ -91,6 +91,7 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
              "states, age), the fds each client holds, orphans (batchd.* segments whose daemon is gone) and foreign "
              "files (torch_* leftovers, ...). Works when the daemon is down.");
   auto* gc = shm_cmd->add_flag("--gc", shm_options.gc, "remove the orphans");
+  shm_cmd->add_option("--shm-dir", shm_options.shm_dir, "where POSIX shared memory lives")->capture_default_str();
   shm_cmd->add_flag("--include-foreign", shm_options.include_foreign,
                     "with --gc: also remove PyTorch leftovers (torch_*) that no process has open or mapped")
       ->needs(gc);

@@ -84,9 +84,12 @@ TEST(BatchctlTest, ShmFindsOrphansAndForeignLeftoversWithTheDaemonDown) {
   const std::string orphan = "batchd." + std::to_string(dead) + ".3";
   const std::string torch_idle = "torch_" + std::to_string(dead) + "_batchctl_test";
   const std::string torch_busy = "torch_" + std::to_string(::getpid()) + "_batchctl_test";
-  for (const auto& n : {orphan, torch_idle, torch_busy}) std::ofstream("/dev/shm/" + n) << std::string(1000, 'x');
-  const int busy_fd = ::open(("/dev/shm/" + torch_busy).c_str(), O_RDONLY);  // a live process still uses it
-  const std::string down = "--socket /tmp/batchd-no-such-dir/batchd.sock shm";
+  // A private shm directory: daemons that other tests start in parallel remove orphans from /dev/shm at start-up.
+  const std::string dir = ::testing::TempDir() + "shm-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  for (const auto& n : {orphan, torch_idle, torch_busy}) std::ofstream(dir + "/" + n) << std::string(1000, 'x');
+  const int busy_fd = ::open((dir + "/" + torch_busy).c_str(), O_RDONLY);  // a live process still uses it
+  const std::string down = "--socket /tmp/batchd-no-such-dir/batchd.sock shm --shm-dir " + dir;
 
   auto run = batchctl(down + " --json");
   ASSERT_EQ(run.exit_code, 0) << run.out;
@@ -114,14 +117,14 @@ TEST(BatchctlTest, ShmFindsOrphansAndForeignLeftoversWithTheDaemonDown) {
   EXPECT_NE(run.out.find("batchctl shm --gc"), std::string::npos) << run.out;
 
   run = batchctl(down + " --gc");
-  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + orphan));
-  EXPECT_TRUE(std::filesystem::exists("/dev/shm/" + torch_idle)) << "foreign files need --include-foreign";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/" + orphan));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/" + torch_idle)) << "foreign files need --include-foreign";
 
   run = batchctl(down + " --gc --include-foreign");
-  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + torch_idle));
-  EXPECT_TRUE(std::filesystem::exists("/dev/shm/" + torch_busy)) << "a file in use is never removed";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/" + torch_idle));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/" + torch_busy)) << "a file in use is never removed";
   ::close(busy_fd);
-  std::filesystem::remove("/dev/shm/" + torch_busy);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(BatchctlTest, UnreachableDaemonExitsOneWithAHint) {
