@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   }
   remove_orphan_segments();
 
-  const DatasetRegistry datasets = DatasetRegistry::open_all(config->datasets);
+  DatasetRegistry datasets = DatasetRegistry::open_all(config->datasets);
   for (const auto& [name, why] : datasets.describe()) {
     if (why.empty()) {
       spdlog::info("dataset {}: {} samples", name, (*datasets.find(name))->size());
@@ -131,12 +131,50 @@ int main(int argc, char** argv) {
   notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
   notifier.start_watchdog();
 
+  // SIGHUP: reload the dataset list from the config file; running streams keep the data they opened.
+  boost::asio::signal_set hangup(io, SIGHUP);
+  std::function<void()> arm_hangup = [&] {
+    hangup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      arm_hangup();
+      if (config_path.empty()) {
+        spdlog::info("SIGHUP: no --config file to reload (the embedded configuration is fixed)");
+        return;
+      }
+      notifier.reloading();
+      auto fresh = load_config_file(config_path);
+      if (!fresh.ok()) {
+        spdlog::error("SIGHUP: keeping the current datasets: {}", fresh.error().message());
+        notifier.status("reload failed: " + fresh.error().message());
+        notifier.ready("serving " + config->socket + " (reload failed, see the log)");
+        return;
+      }
+      const auto summary = datasets.reload(fresh->datasets, streams.dataset_keys_in_use());
+      auto names = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+        return s.empty() ? std::string("none") : s;
+      };
+      spdlog::info("SIGHUP: datasets reloaded from {}: added {}, changed {}, removed {}, unavailable {}; only "
+                   "[datasets] is reloaded (other changes need a restart)",
+                   config_path, names(summary.added), names(summary.changed), names(summary.removed),
+                   names(summary.unavailable));
+      for (const auto& name : summary.unavailable) {
+        if (auto d = datasets.find(name); !d.ok()) spdlog::warn("dataset {}: {}", name, d.error().message());
+      }
+      (*pool)->restart_all();  // workers fork again from the daemon, which now holds the new datasets
+      notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
+    });
+  };
+  arm_hangup();
+
   boost::asio::signal_set signals(io, SIGTERM, SIGINT, SIGQUIT);
   boost::asio::steady_timer deadline(io);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     spdlog::info("{} received: draining", ::strsignal(sig));
     notifier.stopping(std::string("draining (") + ::strsignal(sig) + ")");
+    hangup.cancel();  // nothing may keep the event loop alive once the connections are drained
     (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
                     [&] { deadline.cancel(); });
     (*pool)->stop();

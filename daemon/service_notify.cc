@@ -22,6 +22,8 @@ void ServiceNotifier::stopping(const std::string& status) {
   sd_notifyf(0, "STOPPING=1\nSTATUS=%s", status.c_str());
 }
 
+void ServiceNotifier::reloading() { sd_notify(0, "RELOADING=1\nSTATUS=reloading datasets"); }
+
 void ServiceNotifier::start_watchdog() {
   uint64_t usec = 0;
   if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;

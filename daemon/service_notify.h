@@ -19,6 +19,7 @@ class ServiceNotifier final {
   void ready(const std::string& status);
   void status(const std::string& status);
   void stopping(const std::string& status);
+  void reloading();  // RELOADING=1; ready() again when done
   // Starts the watchdog pings if the service manager asked for them ($WATCHDOG_USEC).
   void start_watchdog();
 

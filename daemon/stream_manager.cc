@@ -139,6 +139,7 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   wire::WorkerAttach attach;
   attach.set_stream_id(id);
   attach.set_dataset(req.dataset());
+  attach.set_dataset_key(datasets_.key(req.dataset()));
   attach.set_pipeline(req.pipeline());
   attach.set_segment_bytes(layout->segment_bytes);
   attach.set_slot_offset(layout->slot_offset);
@@ -205,6 +206,12 @@ void StreamManager::shutdown(const std::string& reason) {
     if (entry.stream->state() == Stream::State::kRunning) fail(entry, Error(ErrorCode::kUnavailable, reason));
   }
   while (!streams_.empty()) erase(streams_.begin());
+}
+
+std::set<std::string> StreamManager::dataset_keys_in_use() const {
+  std::set<std::string> keys;
+  for (const auto& [id, entry] : streams_) keys.insert(entry.stream->attach().dataset_key());
+  return keys;
 }
 
 size_t StreamManager::streams_of(uint64_t connection_id) const {

@@ -11,6 +11,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 
 #include "config.h"
@@ -49,6 +50,8 @@ class StreamManager final {
   void shutdown(const std::string& reason);
 
   size_t streams_of(uint64_t connection_id) const;
+  // Keys of the dataset data open streams read (DatasetRegistry::key), for a reload.
+  std::set<std::string> dataset_keys_in_use() const;
 
   // While draining, OpenStream is refused; running streams continue.
   void set_draining(bool draining) { draining_ = draining; }

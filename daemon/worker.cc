@@ -98,7 +98,7 @@ class Worker {
     if (fds_.empty()) return Error(ErrorCode::kInternal, "WorkerAttach arrived without its segment fd");
     wire::UniqueFd fd = std::move(fds_.front());
     fds_.erase(fds_.begin());
-    auto dataset = datasets_.find(a.dataset());
+    auto dataset = datasets_.find_key(a.dataset_key());
     if (!dataset.ok()) return dataset.error();
     auto pipeline = make_pipeline(a.pipeline(), *dataset, pipeline_options(a));
     if (!pipeline.ok()) return pipeline.error();

@@ -131,6 +131,7 @@ void WorkerPool::handle_frame(size_t w, const std::string& payload) {
   worker.task.reset();
   worker.busy += std::chrono::steady_clock::now() - worker.task_started;
   ++worker.batches_done;
+  if (worker.restart_pending) replace(w);  // before on_done can give it the next batch
   callbacks_.on_done(done, std::move(task));
 }
 
@@ -202,6 +203,27 @@ bool WorkerPool::send(size_t w, const google::protobuf::MessageLite& command, in
     left -= *n;
   }
   return true;
+}
+
+void WorkerPool::restart_all() {
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (workers_[w].pid <= 0) continue;
+    workers_[w].restart_pending = true;
+    if (!workers_[w].task) replace(w);
+  }
+}
+
+void WorkerPool::replace(size_t w) {
+  Worker& worker = workers_[w];
+  worker.restart_pending = false;
+  const pid_t old = worker.pid;
+  worker.channel.reset();  // EOF: the worker exits by itself
+  ::kill(old, SIGTERM);
+  int status = 0;
+  while (::waitpid(old, &status, 0) < 0 && errno == EINTR) {
+  }
+  spdlog::info("worker {} (pid {}) replaced after a reload", w, old);
+  respawn(w);
 }
 
 std::optional<size_t> WorkerPool::idle_worker() const {

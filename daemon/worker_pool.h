@@ -56,6 +56,10 @@ class WorkerPool final {
   // A send failure means the worker is gone; its death is handled when its channel reports EOF.
   void assign(size_t w, const wire::WorkerTask& task, const wire::WorkerAttach& attach, int segment_fd);
 
+  // Replaces every worker with a fresh fork of the daemon as it is now (after a reload: with the new datasets).
+  // Idle workers are replaced at once, busy ones as soon as their batch is done: nothing is lost or redone.
+  void restart_all();
+
   // Tells every worker that knows `stream_id` to unmap it.
   void detach_stream(uint64_t stream_id);
 
@@ -79,7 +83,9 @@ class WorkerPool final {
     std::optional<ProgressPage> progress;  // shared with every process of this slot
     std::chrono::steady_clock::time_point started, task_started;
     std::chrono::steady_clock::duration busy{};
+    bool restart_pending = false;
   };
+  void replace(size_t w);  // planned replacement of an idle worker
 
   WorkerPool(boost::asio::io_context& io, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
              Callbacks callbacks)

@@ -1,10 +1,14 @@
 // batchd as a systemd service: the sd_notify protocol against a test NOTIFY_SOCKET, and the shipped unit file.
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "daemon_fixture.h"
 
@@ -91,6 +95,67 @@ TEST(ServiceTest, ShippedUnitFilePassesSystemdAnalyzeVerify) {
   }
   EXPECT_EQ(ours, "") << out;
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+}
+
+}  // namespace
+}  // namespace batchd::testing
+
+namespace batchd::testing {
+namespace {
+
+void write_datasets(const std::string& path, const std::vector<std::string>& names, const std::string& extra = "") {
+  std::ofstream out(path);
+  for (const auto& n : names) {
+    const std::string split = n == "fashion-mnist" ? "train" : "t10k";
+    out << "[datasets." << n << "]\nformat = \"idx\"\nimages = \"" FMNIST_DIR "/" << split
+        << "-images-idx3-ubyte.gz\"\nlabels = \"" FMNIST_DIR "/" << split << "-labels-idx1-ubyte.gz\"\n";
+  }
+  out << extra;
+}
+
+TEST(ServiceTest, SighupReloadsDatasetsWithoutDroppingRunningStreams) {
+  const std::string config = ::testing::TempDir() + "reload-" + std::to_string(::getpid()) + ".toml";
+  write_datasets(config, {"fashion-mnist-test"});
+  auto daemon = start_daemon("", 2, {"--config", config});
+  auto client = Client::connect(daemon.socket_path());
+  auto o = fmnist_options("fashion-mnist-test", 100);
+  o.num_epochs = 2;
+  auto running = client->open_stream(o);
+  ASSERT_TRUE(running.ok());
+  std::vector<std::multiset<int64_t>> epochs(2);
+  auto take = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      auto batch = running->next();
+      ASSERT_TRUE(batch.ok()) << batch.error().message();
+      if (!*batch) return;
+      const Tensor* index = (*batch)->find("index");
+      for (int64_t k = 0; k < index->numel(); ++k) epochs.at((*batch)->epoch()).insert(index->data_as<int64_t>()[k]);
+    }
+  };
+  take(30);
+
+  // Replace the dataset list: fashion-mnist-test goes away, fashion-mnist arrives.
+  write_datasets(config, {"fashion-mnist"});
+  ASSERT_EQ(::kill(daemon.pid(), SIGHUP), 0);
+  EXPECT_TRUE(eventually([&] { return client->open_stream(fmnist_options("fashion-mnist", 256)).ok(); }))
+      << "the new dataset is served after the reload";
+  auto removed = client->open_stream(fmnist_options("fashion-mnist-test"));
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.error().code(), ErrorCode::kNotFound);
+
+  take(1000);  // the running stream reads on, from the data it opened, through the worker restarts
+  for (const auto& e : epochs) {
+    EXPECT_EQ(e.size(), 10000u);
+    EXPECT_EQ(std::set<int64_t>(e.begin(), e.end()).size(), 10000u);
+  }
+
+  // A broken file is refused and the current datasets stay.
+  write_datasets(config, {"fashion-mnist"}, "[datasets.broken]\nformat = \"idx\"\nimagez = \"x\"\n");
+  ASSERT_EQ(::kill(daemon.pid(), SIGHUP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto still = client->open_stream(fmnist_options("fashion-mnist", 256));
+  ASSERT_TRUE(still.ok()) << still.error().message();
+  EXPECT_TRUE(still->next().ok());
 }
 
 }  // namespace
