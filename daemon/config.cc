@@ -173,14 +173,18 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                                                   std::string(e.description()));
   }
   Config config;
-  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "datasets"}, "", source));
-  for (const char* section : {"daemon", "limits", "datasets"}) {
+  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "datasets", "metrics"}, "", source));
+  for (const char* section : {"daemon", "limits", "datasets", "metrics"}) {
     const toml::node* node = root.get(section);
     if (node != nullptr && !node->is_table()) return bad(source, *node, section, "must be a table ([" +
                                                                                   std::string(section) + "])");
   }
   if (const auto* t = root["daemon"].as_table()) BATCHD_RETURN_IF_ERROR(parse_daemon(*t, source, &config));
   if (const auto* t = root["limits"].as_table()) BATCHD_RETURN_IF_ERROR(parse_limits(*t, source, &config.limits));
+  if (const auto* t = root["metrics"].as_table()) {
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"listen"}, "metrics.", source));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "listen", "metrics.", source, &config.metrics_listen));
+  }
   if (const auto* t = root["datasets"].as_table()) {
     for (const auto& [k, v] : *t) BATCHD_RETURN_IF_ERROR(parse_dataset(std::string(k.str()), v, source, &config));
   }

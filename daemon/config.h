@@ -40,6 +40,7 @@ struct Config {
   wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;
   std::string log_level = "info";
   Limits limits;
+  std::string metrics_listen;  // "host:port" of the Prometheus endpoint; "" = off
   std::vector<DatasetConfig> datasets;
 };
 

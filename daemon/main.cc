@@ -15,6 +15,7 @@
 #include "config.h"
 #include "dataset.h"
 #include "instance_lock.h"
+#include "metrics_http.h"
 #include "server.h"
 #include "service_notify.h"
 #include "shm_scan.h"
@@ -127,6 +128,19 @@ int main(int argc, char** argv) {
   (*server)->start();
   spdlog::info("batchd {} serving {} with {} workers, default strategy {}", BATCHD_VERSION, config->socket,
                config->workers, strategy_name(config->shm_strategy));
+  std::unique_ptr<MetricsServer> metrics;
+  if (!config->metrics_listen.empty()) {
+    auto m = MetricsServer::create(io, config->metrics_listen, [&] {
+      wire::StatusReply status;
+      (*server)->fill_status(&status);
+      return status;
+    });
+    if (!m.ok()) {
+      spdlog::critical("{}", m.error().message());
+      return 1;
+    }
+    metrics = std::move(m).value();
+  }
   ServiceNotifier notifier(io);
   notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
   notifier.start_watchdog();
@@ -175,6 +189,7 @@ int main(int argc, char** argv) {
     spdlog::info("{} received: draining", ::strsignal(sig));
     notifier.stopping(std::string("draining (") + ::strsignal(sig) + ")");
     hangup.cancel();  // nothing may keep the event loop alive once the connections are drained
+    if (metrics) metrics->stop();
     (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
                     [&] { deadline.cancel(); });
     (*pool)->stop();

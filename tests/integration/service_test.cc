@@ -1,4 +1,6 @@
 // batchd as a systemd service: the sd_notify protocol against a test NOTIFY_SOCKET, and the shipped unit file.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -156,6 +158,49 @@ TEST(ServiceTest, SighupReloadsDatasetsWithoutDroppingRunningStreams) {
   auto still = client->open_stream(fmnist_options("fashion-mnist", 256));
   ASSERT_TRUE(still.ok()) << still.error().message();
   EXPECT_TRUE(still->next().ok());
+}
+
+}  // namespace
+}  // namespace batchd::testing
+
+namespace batchd::testing {
+namespace {
+
+// GET `path` from 127.0.0.1:port; returns the whole response ("" if the connection failed).
+std::string http_get(uint16_t port, const std::string& path) {
+  wire::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "";
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) < 0) return "";
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd.get(), buf, sizeof(buf), 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+TEST(ServiceTest, PrometheusEndpointExposesStreamAndWorkerMetrics) {
+  const uint16_t port = static_cast<uint16_t>(20000 + ::getpid() % 20000);
+  const std::string config = ::testing::TempDir() + "metrics-" + std::to_string(::getpid()) + ".toml";
+  write_datasets(config, {"fashion-mnist-test"}, "[metrics]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\n");
+  auto daemon = start_daemon("", 2, {"--config", config});
+  auto client = Client::connect(daemon.socket_path());
+  auto stream = client->open_stream(fmnist_options());
+  ASSERT_TRUE(stream.ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(stream->next().ok());
+  const std::string body = http_get(port, "/metrics");
+  EXPECT_NE(body.find("HTTP/1.1 200"), std::string::npos) << body;
+  EXPECT_NE(body.find("text/plain; version=0.0.4"), std::string::npos) << body;
+  EXPECT_NE(body.find("batchd_streams 1\n"), std::string::npos) << body;
+  EXPECT_NE(body.find("# TYPE batchd_stream_samples_total counter"), std::string::npos) << body;
+  EXPECT_NE(body.find("batchd_stream_samples_total{stream=\"1\",dataset=\"fashion-mnist-test\",pipeline=\"fmnist\""),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("batchd_worker_busy_seconds_total{worker=\"1\"}"), std::string::npos) << body;
+  EXPECT_NE(http_get(port, "/").find("404"), std::string::npos);
 }
 
 }  // namespace

@@ -123,3 +123,16 @@ TEST(ConfigTest, ShippedExampleConfigParsesAndMatchesTheEmbeddedDefault) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST(ConfigTest, MetricsListenIsReadAndItsTableChecked) {
+  auto sut = parse_config("[metrics]\nlisten = \"127.0.0.1:9464\"\n", "t.toml");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  EXPECT_EQ(sut->metrics_listen, "127.0.0.1:9464");
+  EXPECT_NE(error_of("[metrics]\nport = 9464\n").find("metrics.port"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace batchd::daemon
