@@ -3,7 +3,7 @@
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 #
 #   ./setup.sh              dependencies + build
-#   ./setup.sh --bench      also the PyTorch peer's dependencies (python3-torch, python3-torchvision) for bench/
+#   (the Python client's tests and the benchmarks' PyTorch peer need python3-torch: always installed)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -15,13 +15,12 @@ packages=(
   libcli11-dev libtomlplusplus-dev libspdlog-dev zlib1g-dev
   libturbojpeg0-dev libspng-dev               # JPEG (TurboJPEG API) and PNG decoding
   libsystemd-dev                              # sd_notify, the journal
+  pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
   clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz)
 )
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3 python3-torch python3-torchvision python3-numpy)
-fi
+# (--bench is accepted for compatibility: the benchmark's Python dependencies are always installed now.)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -92,13 +92,27 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   const wire::SharingStrategy strategy =
       req.strategy() == wire::STRATEGY_DEFAULT ? config_.shm_strategy : req.strategy();
   if (strategy != wire::FILE_DESCRIPTOR && strategy != wire::FILE_SYSTEM) return invalid("unknown sharing strategy");
+  if (req.dry_run()) {  // the sizes a client needs before iterating (len(loader)), nothing allocated
+    wire::StreamOpened plan;
+    plan.set_strategy(strategy);
+    plan.set_segment_bytes(layout->segment_bytes);
+    plan.set_slot_count(depth);
+    plan.set_dataset_size((*dataset)->size());
+    plan.set_samples_per_epoch(sampler->samples_per_epoch());
+    plan.set_batches_per_epoch(sampler->batches_per_epoch());
+    plan.set_batch_size(req.batch_size());
+    plan.set_first_epoch(req.epoch());
+    plan.set_num_epochs(num_epochs);
+    plan.set_start_batch(req.start_batch());
+    return Opened{plan, {}};
+  }
   BATCHD_RETURN_IF_ERROR(budget_.admit(layout->segment_bytes, strategy));
   const uint64_t id = next_id_++;
   const std::string name = "batchd." + std::to_string(::getpid()) + "." + std::to_string(id);
   auto memory = strategy == wire::FILE_DESCRIPTOR
                     ? wire::SharedMemory::create_anonymous(name, layout->segment_bytes)
                     : wire::SharedMemory::create_named(name, layout->segment_bytes,
-                                                       0640);
+                                                       0660);
   if (!memory.ok()) return memory.error();
   {
     // Only the header page is mapped here, and only for as long as it takes to write it: a long-lived daemon
@@ -154,9 +168,10 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
 
   wire::UniqueFd client_fd;
   if (strategy == wire::FILE_DESCRIPTOR) {
-    auto ro = memory->reopen_read_only();  // the client may map the segment but never write or resize it
-    if (!ro.ok()) return ro.error();
-    client_fd = std::move(ro).value();
+    // The client may map the segment (read-write only if it asked), never resize it (the memfd is sealed).
+    auto fd = memory->reopen(req.writable());
+    if (!fd.ok()) return fd.error();
+    client_fd = std::move(fd).value();
   }
   auto stream = std::make_unique<Stream>(id, owner, req, std::move(sampler).value(), std::move(memory).value(),
                                          std::move(attach), opened);

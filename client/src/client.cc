@@ -99,7 +99,9 @@ Result<Client> Client::connect(const std::string& socket_path) {
 
 const std::string& Client::socket_path() const { return core_->socket_path(); }
 
-Result<Stream> Client::open_stream(const StreamOptions& o) {
+namespace {
+
+wire::Request open_request(const StreamOptions& o) {
   wire::Request request;
   auto* open = request.mutable_open_stream();
   open->set_dataset(o.dataset);
@@ -121,11 +123,36 @@ Result<Stream> Client::open_stream(const StreamOptions& o) {
   open->set_crop_size(o.crop_size);
   open->set_resize_size(o.resize_size);
   open->set_exact_decode(o.exact_decode);
+  open->set_writable(o.writable);
+  return request;
+}
+
+}  // namespace
+
+Result<StreamInfo> Client::plan_stream(const StreamOptions& o) {
+  wire::Request request = open_request(o);
+  request.mutable_open_stream()->set_dry_run(true);
+  auto reply = core_->call(std::move(request));
+  if (!reply.ok()) return reply.error();
+  const auto& p = reply->reply.stream_opened();
+  StreamInfo info;
+  info.strategy = p.strategy() == wire::FILE_SYSTEM ? SharingStrategy::kFileSystem : SharingStrategy::kFileDescriptor;
+  info.segment_bytes = p.segment_bytes();
+  info.depth = p.slot_count();
+  info.dataset_size = p.dataset_size();
+  info.samples_per_epoch = p.samples_per_epoch();
+  info.batches_per_epoch = p.batches_per_epoch();
+  info.total_batches = p.batches_per_epoch() * p.num_epochs() - p.start_batch();
+  return info;
+}
+
+Result<Stream> Client::open_stream(const StreamOptions& o) {
+  wire::Request request = open_request(o);
   auto reply = core_->call(std::move(request));
   if (!reply.ok()) return reply.error().with_context("cannot open a stream on dataset '" + o.dataset + "'");
   if (!reply->reply.has_stream_opened()) return Error(ErrorCode::kProtocol, "unexpected reply to OpenStream");
   const uint64_t id = reply->reply.stream_opened().stream_id();
-  auto core = detail::StreamCore::open(core_, std::move(reply).value());
+  auto core = detail::StreamCore::open(core_, std::move(reply).value(), o.writable);
   if (!core.ok()) {
     wire::Request close;  // the daemon made it; do not leave it behind
     close.mutable_close_stream()->set_stream_id(id);

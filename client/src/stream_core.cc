@@ -50,16 +50,17 @@ StreamCore::StreamCore(std::shared_ptr<ClientCore> client, wire::StreamOpened op
 
 StreamCore::~StreamCore() { (void)close(); }
 
-Result<std::shared_ptr<StreamCore>> StreamCore::open(std::shared_ptr<ClientCore> client, Received received) {
+Result<std::shared_ptr<StreamCore>> StreamCore::open(std::shared_ptr<ClientCore> client, Received received,
+                                                     bool writable) {
   const wire::StreamOpened& o = received.reply.stream_opened();
   wire::UniqueFd fd = std::move(received.fd);
   if (o.strategy() == wire::FILE_SYSTEM) {
-    auto shm = wire::SharedMemory::open_named(o.segment_name());
+    auto shm = wire::SharedMemory::open_named(o.segment_name(), writable);
     if (!shm.ok()) return shm.error();
     fd.reset(::dup(shm->fd()));
   }
   if (!fd.valid()) return Error(ErrorCode::kProtocol, "stream opened without a segment to map");
-  auto mapping = wire::Mapping::map(fd.get(), o.segment_bytes(), /*writable=*/false, /*populate=*/true);
+  auto mapping = wire::Mapping::map(fd.get(), o.segment_bytes(), writable, /*populate=*/true);
   if (!mapping.ok()) return mapping.error().with_context("mapping the segment of stream " +
                                                          std::to_string(o.stream_id()));
   BATCHD_RETURN_IF_ERROR(check_opened(o, mapping->size()));

@@ -18,7 +18,8 @@ namespace batchd::detail {
 
 class StreamCore final : public std::enable_shared_from_this<StreamCore> {
  public:
-  static Result<std::shared_ptr<StreamCore>> open(std::shared_ptr<ClientCore> client, Received opened);
+  static Result<std::shared_ptr<StreamCore>> open(std::shared_ptr<ClientCore> client, Received opened,
+                                                  bool writable);
   ~StreamCore();
 
   const StreamInfo& info() const { return info_; }

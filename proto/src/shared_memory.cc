@@ -70,9 +70,9 @@ Result<SharedMemory> SharedMemory::create_named(const std::string& name, size_t 
   return shm;
 }
 
-Result<SharedMemory> SharedMemory::open_named(const std::string& name) {
+Result<SharedMemory> SharedMemory::open_named(const std::string& name, bool writable) {
   try {
-    bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_only);
+    bip::shared_memory_object shm(bip::open_only, name.c_str(), writable ? bip::read_write : bip::read_only);
     UniqueFd fd(::fcntl(shm.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 0));
     if (!fd.valid()) return posix_error("dup of /dev/shm/" + name, errno);
     bip::offset_t size = 0;
@@ -84,11 +84,11 @@ Result<SharedMemory> SharedMemory::open_named(const std::string& name) {
   }
 }
 
-Result<UniqueFd> SharedMemory::reopen_read_only() const {
-  // Opening /proc/self/fd/N makes a new open file description with its own (read-only) access mode.
+Result<UniqueFd> SharedMemory::reopen(bool writable) const {
+  // Opening /proc/self/fd/N makes a new open file description with its own access mode.
   const std::string path = "/proc/self/fd/" + std::to_string(fd_.get());
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return posix_error("reopening segment read-only (" + path + ")", errno);
+  UniqueFd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC));
+  if (!fd.valid()) return posix_error("reopening segment (" + path + ")", errno);
   return fd;
 }
 

@@ -133,6 +133,9 @@ struct StreamOptions {
   uint64_t start_batch = 0;     // resume mid-epoch: skip this many batches of the first epoch
   SharingStrategy strategy = SharingStrategy::kDefault;
   OnError on_error = OnError::kFail;
+  // Map the segment read-write, so the client may modify its own leased batches in place (Tensor::data stays
+  // const; cast it). Default: read-only; a write then faults.
+  bool writable = false;
   // Vision pipelines (train224, train224_u8, val224):
   uint32_t crop_size = 224;     // output side in pixels (RandomResizedCrop / CenterCrop size)
   uint32_t resize_size = 256;   // val224: shorter side after Resize, before CenterCrop; >= crop_size
@@ -194,6 +197,10 @@ class Client {
   // Opens a stream; the daemon starts making batches at once. Errors name the bad option (unknown dataset or
   // pipeline, rank out of range, depth/batch_size over the daemon's limits, /dev/shm too small, ...).
   Result<Stream> open_stream(const StreamOptions& options);
+
+  // What open_stream(options) would give (dataset size, samples and batches per epoch, segment size), after the
+  // same validation, without creating anything: for len() before iterating.
+  Result<StreamInfo> plan_stream(const StreamOptions& options);
 
   const std::string& socket_path() const;
 

@@ -95,7 +95,7 @@ TEST(SharedMemoryTest, ReadOnlyReopenCanBeMappedButNotWritten) {
   ASSERT_TRUE(sut.ok());
   auto writer = Mapping::map(sut->fd(), 8192, true, false);
   std::memcpy(writer->data(), "slot", 4);
-  auto ro = sut->reopen_read_only();
+  auto ro = sut->reopen(/*writable=*/false);
   ASSERT_TRUE(ro.ok()) << ro.error().message();
   auto reader = Mapping::map(ro->get(), 8192, false, true);
   ASSERT_TRUE(reader.ok());

@@ -24,8 +24,8 @@ class SharedMemory final {
   // A named /dev/shm object (Boost.Interprocess shared_memory_object), created exclusively with `mode`;
   // `name` has no leading slash ("batchd.123.4"). Unlinked when this object is destroyed.
   static Result<SharedMemory> create_named(const std::string& name, size_t bytes, unsigned mode);
-  // Opens an existing named object read-only (client side of file_system); does not own the name.
-  static Result<SharedMemory> open_named(const std::string& name);
+  // Opens an existing named object (client side of file_system), read-only unless `writable`; does not own the name.
+  static Result<SharedMemory> open_named(const std::string& name, bool writable = false);
   // Removes a name from /dev/shm; ok if it is already gone.
   static Status remove_named(const std::string& name);
 
@@ -36,8 +36,8 @@ class SharedMemory final {
   ~SharedMemory();
 
   int fd() const { return fd_.get(); }
-  // A new read-only fd of the same object (for clients: they can map it but not write it).
-  Result<UniqueFd> reopen_read_only() const;
+  // A new fd of the same object, read-only unless `writable` (for clients; the size stays sealed either way).
+  Result<UniqueFd> reopen(bool writable) const;
   const std::string& name() const { return name_; }  // "" for anonymous objects
   size_t size() const { return size_; }
 

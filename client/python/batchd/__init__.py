@@ -1,0 +1,119 @@
+"""batchd — the PyTorch-side client of the batchd data-loading daemon.
+
+One changed line to switch from torch.utils.data.DataLoader::
+
+    loader = batchd.Loader("fashion-mnist", pipeline="fmnist", batch_size=256)   # was: DataLoader(...)
+    for epoch in range(10):
+        loader.set_epoch(epoch)                      # optional, as with DistributedSampler
+        for batch in loader:                         # {"image": float32 [B,1,28,28], "label": int64 [B],
+            train_step(batch["image"], batch["label"])  #  "index": int64 [B]}
+
+Tensors are zero-copy views of the batch in the daemon's shared memory: the batch's slot is returned to the
+daemon when the last tensor viewing it is freed (never earlier), so keep tensors only as long as you need them, or
+.clone() them. They are writable: in-place ops change only your own batch.
+"""
+import math
+
+import torch
+
+from . import _batchd
+from ._batchd import BatchdError
+
+__all__ = ["Loader", "BatchdError"]
+
+
+class Loader:
+    """An iterable over a dataset served by batchd, with torch.utils.data.DataLoader's interface.
+
+    Args:
+        dataset: a dataset name from the daemon's config ("fashion-mnist", ...).
+        pipeline: "fmnist", "fmnist_u8", "train224", "train224_u8" or "val224" (see the batchd README).
+        batch_size: samples per batch.
+        shuffle, seed: a permutation per (seed, epoch), the same on every rank (RandomSampler semantics).
+        rank, world_size, drop_last: DistributedSampler semantics (drop_last also drops a short last batch).
+        depth: batches prefetched by the daemon (slots); None = the daemon's default (4). Holding more than depth
+            batches at once makes the next one fail with a BatchdError instead of waiting forever.
+        socket: the daemon's socket; None = $BATCHD_SOCKET or /run/batchd/batchd.sock.
+        as_tuple: yield (image, label) instead of a dict.
+        device: "cpu", or a CUDA device to copy each batch to (needs a GPU; the copy is non_blocking).
+        on_error: "fail" (a bad sample raises BatchdError naming the file) or "skip" (it is replaced and counted).
+        crop_size, resize_size, exact_decode: options of the vision pipelines.
+
+    Epochs: with set_epoch(e) before iterating, that epoch's order is used (DistributedSampler); without it, each
+    complete pass advances to the next epoch, so the order changes every pass (RandomSampler).
+    Errors from the daemon are raised as batchd.BatchdError with its message.
+    """
+
+    def __init__(self, dataset, *, pipeline, batch_size=1, shuffle=True, seed=0, rank=0, world_size=1,
+                 drop_last=False, depth=None, socket=None, as_tuple=False, device="cpu", on_error="fail",
+                 crop_size=224, resize_size=256, exact_decode=False, strategy=None):
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise BatchdError(f"device={device!r} needs a CUDA GPU, but torch.cuda.is_available() is False; "
+                              "use device='cpu'")
+        self.as_tuple = as_tuple
+        self._options = dict(dataset=dataset, pipeline=pipeline, batch_size=batch_size, shuffle=shuffle,
+                             seed=seed, rank=rank, world_size=world_size, drop_last=drop_last, on_error=on_error,
+                             crop_size=crop_size, resize_size=resize_size, exact_decode=exact_decode,
+                             writable=True)
+        if depth is not None:
+            self._options["depth"] = depth
+        if strategy is not None:
+            self._options["strategy"] = strategy
+        self._client = _batchd.Client(socket or "")
+        self._epoch = 0
+        self._explicit_epoch = False
+        self._resume_batch = 0
+        self._state = {"epoch": 0, "batches_yielded": 0}
+        self._len = None
+
+    def set_epoch(self, epoch):
+        """Use `epoch` for the next pass (as DistributedSampler.set_epoch)."""
+        self._epoch = int(epoch)
+        self._explicit_epoch = True
+
+    def __len__(self):
+        """Batches per epoch for this rank, as len(DataLoader)."""
+        if self._len is None:
+            self._len = self._client.plan_stream(**self._options)["batches_per_epoch"]
+        return self._len
+
+    def state_dict(self):
+        """Where the current (or last) pass is: {"epoch", "batches_yielded", "seed"} (torchdata's StatefulDataLoader
+        pattern). load_state_dict() of it resumes after the last batch yielded."""
+        return dict(self._state, seed=self._options["seed"])
+
+    def load_state_dict(self, state):
+        if state.get("seed", self._options["seed"]) != self._options["seed"]:
+            raise ValueError(f"state was saved with seed {state['seed']}, this loader has {self._options['seed']}")
+        self.set_epoch(state["epoch"])
+        self._resume_batch = int(state["batches_yielded"])
+
+    def __iter__(self):
+        epoch, start = self._epoch, self._resume_batch
+        explicit, self._explicit_epoch, self._resume_batch = self._explicit_epoch, False, 0  # noqa: F841
+        self._state = {"epoch": epoch, "batches_yielded": start}
+        if start >= len(self):
+            self._advance(epoch, explicit)
+            return
+        stream = self._client.open_stream(epoch=epoch, start_batch=start, num_epochs=1, **self._options)
+        cuda = self.device.type == "cuda"
+        try:
+            while True:
+                batch = stream.next()
+                if batch is None:
+                    break
+                tensors = {name: torch.from_numpy(array) for name, array in batch.arrays().items()}
+                del batch  # the tensors alone hold the lease now
+                if cuda:
+                    tensors = {k: v.to(self.device, non_blocking=True) for k, v in tensors.items()}
+                self._state["batches_yielded"] += 1
+                yield (tensors["image"], tensors["label"]) if self.as_tuple else tensors
+        finally:
+            stream.close()
+        self._advance(epoch, explicit)
+
+    def _advance(self, epoch, explicit):
+        """After a complete pass: the next pass reads the next epoch, unless set_epoch() was called meanwhile."""
+        if not self._explicit_epoch:
+            self._epoch = epoch + 1

@@ -1,0 +1,172 @@
+// _batchd: the Python binding of the batchd client library (pybind11). The public Python API is batchd.Loader in
+// batchd/__init__.py; this module exposes the C++ Client, Stream and Batch underneath it.
+//
+// Zero copy: Batch.arrays() returns numpy arrays that view the batch in the stream's shared-memory segment; their
+// base object holds the batch's lease, so the slot goes back to the daemon when the last array (and every torch
+// tensor made from one with torch.from_numpy) is freed — never earlier.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "batchd/client.h"
+
+namespace py = pybind11;
+
+namespace {
+
+py::object error_class;  // batchd.BatchdError
+
+[[noreturn]] void raise(const batchd::Error& e) {
+  py::object err = error_class(e.message());
+  err.attr("code") = batchd::to_string(e.code());
+  PyErr_SetObject(error_class.ptr(), err.ptr());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T unwrap(batchd::Result<T> r) {
+  if (!r.ok()) raise(r.error());
+  return std::move(r).value();
+}
+
+py::dtype to_numpy(batchd::DType d) {
+  switch (d) {
+    case batchd::DType::kFloat32: return py::dtype::of<float>();
+    case batchd::DType::kInt64: return py::dtype::of<int64_t>();
+    default: return py::dtype::of<uint8_t>();
+  }
+}
+
+batchd::StreamOptions options_from(const py::dict& kw) {
+  batchd::StreamOptions o;
+  for (auto item : kw) {
+    const std::string k = py::str(item.first);
+    const py::handle v = item.second;
+    if (k == "dataset") o.dataset = v.cast<std::string>();
+    else if (k == "pipeline") o.pipeline = v.cast<std::string>();
+    else if (k == "batch_size") o.batch_size = v.cast<uint32_t>();
+    else if (k == "shuffle") o.shuffle = v.cast<bool>();
+    else if (k == "seed") o.seed = v.cast<uint64_t>();
+    else if (k == "epoch") o.epoch = v.cast<uint64_t>();
+    else if (k == "num_epochs") o.num_epochs = v.cast<uint32_t>();
+    else if (k == "rank") o.rank = v.cast<uint32_t>();
+    else if (k == "world_size") o.world_size = v.cast<uint32_t>();
+    else if (k == "drop_last") o.drop_last = v.cast<bool>();
+    else if (k == "depth") o.depth = v.cast<uint32_t>();
+    else if (k == "start_batch") o.start_batch = v.cast<uint64_t>();
+    else if (k == "crop_size") o.crop_size = v.cast<uint32_t>();
+    else if (k == "resize_size") o.resize_size = v.cast<uint32_t>();
+    else if (k == "exact_decode") o.exact_decode = v.cast<bool>();
+    else if (k == "writable") o.writable = v.cast<bool>();
+    else if (k == "on_error") {
+      const auto s = v.cast<std::string>();
+      if (s != "fail" && s != "skip") throw py::value_error("on_error must be 'fail' or 'skip', not '" + s + "'");
+      o.on_error = s == "skip" ? batchd::OnError::kSkip : batchd::OnError::kFail;
+    } else if (k == "strategy") {
+      const auto s = v.cast<std::string>();
+      if (s == "file_descriptor") o.strategy = batchd::SharingStrategy::kFileDescriptor;
+      else if (s == "file_system") o.strategy = batchd::SharingStrategy::kFileSystem;
+      else throw py::value_error("strategy must be 'file_descriptor' or 'file_system', not '" + s + "'");
+    } else {
+      throw py::type_error("unknown stream option '" + k + "'");
+    }
+  }
+  return o;
+}
+
+py::dict info_dict(const batchd::StreamInfo& i) {
+  py::dict d;
+  d["id"] = i.id;
+  d["strategy"] = i.strategy == batchd::SharingStrategy::kFileSystem ? "file_system" : "file_descriptor";
+  d["segment_name"] = i.segment_name;
+  d["segment_bytes"] = i.segment_bytes;
+  d["depth"] = i.depth;
+  d["dataset_size"] = i.dataset_size;
+  d["samples_per_epoch"] = i.samples_per_epoch;
+  d["batches_per_epoch"] = i.batches_per_epoch;
+  d["total_batches"] = i.total_batches;
+  return d;
+}
+
+// A batch shared between the Python Batch object and every array viewing it.
+using SharedBatch = std::shared_ptr<batchd::Batch>;
+
+py::dict arrays_of(const SharedBatch& batch) {
+  if (!batch->valid()) throw py::value_error("this batch was released");
+  // One capsule owns a reference to the batch; every array of this call uses it as its base.
+  auto* holder = new SharedBatch(batch);
+  py::capsule base(holder, [](void* p) { delete static_cast<SharedBatch*>(p); });
+  py::dict out;
+  for (const auto& t : batch->tensors()) {
+    std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end()), strides(t.shape.size());
+    py::ssize_t stride = static_cast<py::ssize_t>(batchd::dtype_size(t.dtype));
+    for (size_t i = shape.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= shape[i];
+    }
+    out[py::str(t.name)] = py::array(to_numpy(t.dtype), shape, strides, const_cast<void*>(t.data), base);
+  }
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_batchd, m) {
+  m.doc() = "Low-level binding of the batchd client library; use batchd.Loader.";
+  error_class = py::reinterpret_borrow<py::object>(
+      PyErr_NewExceptionWithDoc("batchd.BatchdError",
+                                "An error reported by the batchd daemon or client library; .code names its class.",
+                                PyExc_RuntimeError, nullptr));
+  m.attr("BatchdError") = error_class;
+
+  py::class_<batchd::Batch, SharedBatch>(m, "Batch")
+      .def_property_readonly("epoch", &batchd::Batch::epoch)
+      .def_property_readonly("index", &batchd::Batch::index)
+      .def_property_readonly("sequence", &batchd::Batch::sequence)
+      .def_property_readonly("size", &batchd::Batch::size)
+      .def_property_readonly("skipped", &batchd::Batch::skipped)
+      .def("arrays", [](const SharedBatch& self) { return arrays_of(self); },
+           "dict name -> numpy array viewing the batch in shared memory; keeps the lease while alive")
+      .def("release", [](const SharedBatch& self) { self->release(); },
+           "ends the lease now; arrays made from this batch must not be used afterwards");
+
+  py::class_<batchd::Stream, std::shared_ptr<batchd::Stream>>(m, "Stream")
+      .def_property_readonly("info", [](const batchd::Stream& s) { return info_dict(s.info()); })
+      .def("next",
+           [](batchd::Stream& s) -> py::object {
+             batchd::Result<std::optional<batchd::Batch>> r = std::optional<batchd::Batch>();
+             {
+               py::gil_scoped_release release;
+               r = s.next();
+             }
+             auto batch = unwrap(std::move(r));
+             if (!batch) return py::none();
+             return py::cast(std::make_shared<batchd::Batch>(std::move(*batch)));
+           },
+           "the next batch in sampler order, or None after the last")
+      .def("close", [](batchd::Stream& s) {
+        auto st = s.close();
+        if (!st.ok()) raise(st.error());
+      });
+
+  py::class_<batchd::Client, std::shared_ptr<batchd::Client>>(m, "Client")
+      .def(py::init([](const std::string& socket) {
+             return std::make_shared<batchd::Client>(unwrap(batchd::Client::connect(socket)));
+           }),
+           py::arg("socket") = "")
+      .def("open_stream",
+           [](batchd::Client& c, py::kwargs kw) {
+             const auto o = options_from(kw);
+             batchd::Result<batchd::Stream> r = batchd::Error(batchd::ErrorCode::kInternal, "");
+             {
+               py::gil_scoped_release release;
+               r = c.open_stream(o);
+             }
+             return std::make_shared<batchd::Stream>(unwrap(std::move(r)));
+           })
+      .def("plan_stream", [](batchd::Client& c, py::kwargs kw) {
+        return info_dict(unwrap(c.plan_stream(options_from(kw))));
+      });
+}
