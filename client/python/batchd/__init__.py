@@ -108,7 +108,10 @@ class Loader:
                 if cuda:
                     tensors = {k: v.to(self.device, non_blocking=True) for k, v in tensors.items()}
                 self._state["batches_yielded"] += 1
-                yield (tensors["image"], tensors["label"]) if self.as_tuple else tensors
+                out = (tensors["image"], tensors["label"]) if self.as_tuple else tensors
+                del tensors
+                yield out
+                del out  # the generator must not keep the previous batch (and its slot) while making the next
         finally:
             stream.close()
         self._advance(epoch, explicit)
