@@ -116,7 +116,7 @@ void Connection::dispatch(const wire::Request& request) {
       wire::Reply r;
       r.set_ack("shutting down: running streams are failed with \"daemon shutting down\", then the daemon exits");
       reply(rid, std::move(r));
-      ::kill(::getpid(), SIGTERM);  // the same drain as a service stop
+      server_.request_shutdown();
       return;
     }
     case wire::Request::kStatus: {

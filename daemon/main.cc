@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", server.error().message());
     return 1;
   }
+  (*server)->set_shutdown_handler([] { ::kill(::getpid(), SIGTERM); });  // batchctl shutdown = systemctl stop
   (*server)->start();
   spdlog::info("batchd {} serving {} with {} workers, default strategy {}", BATCHD_VERSION, config->socket,
                config->workers, strategy_name(config->shm_strategy));

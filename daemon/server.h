@@ -8,6 +8,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
@@ -37,6 +38,12 @@ class Server final {
   // Serves an already-connected socket as a client connection (the fuzz target feeds its input this way).
   void adopt(boost::asio::local::stream_protocol::socket socket);
 
+  // What a client's Shutdown request does (main: the same drain as SIGTERM); unset = nothing (the fuzz target).
+  void set_shutdown_handler(std::function<void()> handler) { shutdown_handler_ = std::move(handler); }
+  void request_shutdown() {
+    if (shutdown_handler_) boost::asio::post(io_, shutdown_handler_);
+  }
+
   void remove(uint64_t connection_id);
   void fill_status(wire::StatusReply* status) const;
   size_t connections() const { return connections_.size(); }
@@ -57,6 +64,7 @@ class Server final {
   uint64_t next_connection_id_ = 1;
   bool stopped_ = false;
   std::function<void()> on_drained_;
+  std::function<void()> shutdown_handler_;
   bool socket_bound_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
