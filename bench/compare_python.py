@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Python loops over batchd.Loader vs torch DataLoader vs the C++ batchd-bench, same machine, one run.
+
+    bench/compare_python.py [--epochs 3] [--workers 2] [--images 2000]
+
+For fmnist (fashion-mnist, batch 256) and train224 (a 2,000-JPEG ImageFolder, batch 64) runs, each with W workers:
+  * torch.DataLoader: ../shared/bench/torch_peer.py (its loop only takes each batch and counts it);
+  * batchd.Loader:   a Python loop that only takes each batch and counts it (--python-loop, below), against a
+                     private daemon;
+  * batchd-bench:    the C++ client, the same daemon configuration.
+Prints steady-state samples/s (mean of epochs >= 1) and the ratios batchd.Loader / batchd-bench (target: within
+10%) and batchd.Loader / DataLoader.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_fmnist import ROOT, cpu_model, die  # noqa: E402
+from compare_imagefolder import ensure_tree  # noqa: E402
+
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+
+
+def python_loop(args):
+    """Runs in a child: iterate batchd.Loader for E epochs against a fresh daemon, one JSON line per epoch."""
+    import batchd
+    with tempfile.TemporaryDirectory(prefix="batchd-pybench-") as tmp:
+        sock = os.path.join(tmp, "batchd.sock")
+        cmd = [os.path.join(ROOT, "build", "bin", "batchd"), "--socket", sock, "--workers", str(args.workers),
+               "--log-level", "warn"] + (["--config", args.config] if args.config else [])
+        daemon = subprocess.Popen(cmd)
+        while not os.path.exists(sock):
+            time.sleep(0.01)
+        try:
+            loader = batchd.Loader(args.dataset, pipeline=args.pipeline, batch_size=args.batch_size, socket=sock)
+            for epoch in range(args.epochs):
+                start, n = time.perf_counter(), 0
+                for batch in loader:
+                    n += batch["image"].shape[0]
+                dt = time.perf_counter() - start
+                print(json.dumps({"system": "batchd.Loader", "epoch": epoch, "samples": n, "seconds": dt,
+                                  "samples_per_s": n / dt}), flush=True)
+        finally:
+            daemon.terminate()
+            daemon.wait()
+
+
+def steady(cmd, env=None):
+    out = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env)
+    if out.returncode != 0:
+        die(f"failed ({out.returncode}): {' '.join(cmd)}")
+    rows = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{") and '"epoch"' in l]
+    return statistics.mean(r["samples_per_s"] for r in rows[1:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--images", type=int, default=2000)
+    ap.add_argument("--python-loop", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--dataset"), ap.add_argument("--pipeline"), ap.add_argument("--config")
+    ap.add_argument("--batch-size", type=int)
+    args = ap.parse_args()
+    if args.python_loop:
+        return python_loop(args)
+    root = os.path.join(ROOT, "build", "bench-data", f"imagefolder-{args.images}")
+    ensure_tree(root, args.images, PY)
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+    cfg.write(f'[datasets.bench]\nformat = "imagefolder"\nroot = "{root}"\n')
+    cfg.close()
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "build", "python"))
+    peer = os.path.join(ROOT, "..", "shared", "bench", "torch_peer.py")
+    bench = os.path.join(ROOT, "build", "bin", "batchd-bench")
+    cases = [("fmnist", "fashion-mnist", 256, None, ["--dataset", "fashion-mnist"]),
+             ("train224", "bench", 64, cfg.name, ["--dataset", "imagefolder", "--root", root])]
+    print(f"{args.epochs} epochs per run, {args.workers} workers; steady state = mean of epochs >= 1\n")
+    print("| pipeline | DataLoader | batchd.Loader (Python) | batchd-bench (C++) | Python/C++ | Python/DataLoader |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for pipe, dataset, batch, config, peer_args in cases:
+        common = ["--pipeline", pipe, "--batch-size", str(batch), "--workers", str(args.workers),
+                  "--epochs", str(args.epochs)]
+        dl = steady([PY, peer, *peer_args, *common])
+        py = steady([PY, os.path.abspath(__file__), "--python-loop", "--dataset", dataset, *common]
+                    + (["--config", config] if config else []), env)
+        cpp = steady([bench, "--spawn", "--dataset", dataset, *common, "--json"] + (["--config", config] if config else []))
+        print(f"| {pipe} | {dl:,.0f} | {py:,.0f} | {cpp:,.0f} | {py / cpp:.2f} | {py / dl:.1f}x |", flush=True)
+    print(f"\nmachine: nproc={len(os.sched_getaffinity(0))}, cpu={cpu_model()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
