@@ -15,14 +15,6 @@
 namespace batchd::testing {
 namespace {
 
-wire::StatusReply status_of(const std::string& socket) {
-  auto core = detail::ClientCore::connect(socket);
-  wire::Request request;
-  request.mutable_status();
-  auto reply = (*core)->call(std::move(request));
-  EXPECT_TRUE(reply.ok());
-  return reply.ok() ? reply->reply.status() : wire::StatusReply();
-}
 
 constexpr uint32_t kBatch = 64;
 constexpr int kEpochs = 3;
@@ -71,7 +63,7 @@ TEST(ChaosTest, ExactlyOnceAndNoLeaksWhileWorkersAndAClientAreKilled) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!done && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 40)(rng)));
-      const auto st = status_of(socket);
+      const auto st = daemon_status(socket);
       if (st.workers_size() == 0) continue;
       const auto& w = st.workers(std::uniform_int_distribution<int>(0, st.workers_size() - 1)(rng));
       if (w.pid() > 0 && ::kill(w.pid(), SIGKILL) == 0) ++kills;
@@ -141,7 +133,7 @@ TEST(ChaosTest, ExactlyOnceAndNoLeaksWhileWorkersAndAClientAreKilled) {
   EXPECT_TRUE(eventually([&] { return shm_names_of(daemon.pid()).empty(); }, std::chrono::milliseconds(1000)))
       << "segments left in /dev/shm";
   const size_t leaked = shm_names_of(daemon.pid()).size();
-  const auto st = status_of(socket);
+  const auto st = daemon_status(socket);
   EXPECT_EQ(st.streams_size(), 0);
   EXPECT_GE(kills.load(), 5) << "the killer must have had a chance to hurt";
   // The daemon still serves.

@@ -18,6 +18,7 @@
 #include "batchd/client.h"
 #include "batchd/wire/fd_passing.h"
 #include "batchd/wire/framing.h"
+#include "client_core.h"
 #include "spawn.h"
 
 namespace batchd::testing {
@@ -51,6 +52,18 @@ class SharedDaemonTest : public ::testing::Test {
  private:
   static inline tools::SpawnedDaemon* daemon_ = nullptr;
 };
+
+// The daemon's status (what batchctl status --json shows), over a connection of its own.
+inline wire::StatusReply daemon_status(const std::string& socket) {
+  auto core = detail::ClientCore::connect(socket);
+  EXPECT_TRUE(core.ok());
+  if (!core.ok()) return {};
+  wire::Request request;
+  request.mutable_status();
+  auto reply = (*core)->call(std::move(request));
+  EXPECT_TRUE(reply.ok());
+  return reply.ok() ? reply->reply.status() : wire::StatusReply();
+}
 
 // Names in /dev/shm that belong to the daemon with this pid ("batchd.<pid>.<stream>").
 inline std::vector<std::string> shm_names_of(pid_t daemon_pid) {

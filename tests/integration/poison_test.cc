@@ -10,14 +10,6 @@ namespace {
 
 constexpr int64_t kPoison = 1234;
 
-wire::StatusReply status_of(const std::string& socket) {
-  auto core = detail::ClientCore::connect(socket);
-  wire::Request request;
-  request.mutable_status();
-  auto reply = (*core)->call(std::move(request));
-  EXPECT_TRUE(reply.ok());
-  return reply->reply.status();
-}
 
 TEST(PoisonTest, SkipReplacesACrashingSampleAndCountsIt) {
   auto daemon = start_daemon("", 2, {"--fault-crash-on-sample", std::to_string(kPoison)});
@@ -44,7 +36,7 @@ TEST(PoisonTest, SkipReplacesACrashingSampleAndCountsIt) {
     EXPECT_EQ(e.count(kPoison + 1), 2u) << "it is replaced by the next sample in dataset order";
   }
   EXPECT_EQ(skipped, 2u) << "one replacement per epoch";
-  const auto st = status_of(daemon.socket_path());
+  const auto st = daemon_status(daemon.socket_path());
   ASSERT_EQ(st.streams_size(), 1);
   EXPECT_EQ(st.streams(0).samples_skipped(), 2u);
   EXPECT_EQ(st.streams(0).worker_deaths(), 2u) << "two crashes mark the sample bad; epoch 2 skips it up front";

@@ -10,16 +10,6 @@
 namespace batchd::testing {
 namespace {
 
-std::vector<wire::WorkerInfo> workers_of(const std::string& socket) {
-  auto core = detail::ClientCore::connect(socket);
-  EXPECT_TRUE(core.ok());
-  wire::Request request;
-  request.mutable_status();
-  auto reply = (*core)->call(std::move(request));
-  EXPECT_TRUE(reply.ok());
-  const auto& w = reply->reply.status().workers();
-  return {w.begin(), w.end()};
-}
 
 TEST(WorkerDeathTest, KilledWorkersAreReplacedAndNoSampleIsLostOrDuplicated) {
   auto daemon = start_daemon("", 2);
@@ -32,7 +22,8 @@ TEST(WorkerDeathTest, KilledWorkersAreReplacedAndNoSampleIsLostOrDuplicated) {
   int kills = 0;
   for (uint64_t n = 0;; ++n) {
     if (n % 150 == 10) {  // kill both workers, several times over the two epochs
-      for (const auto& w : workers_of(daemon.socket_path())) {
+      const auto status = daemon_status(daemon.socket_path());
+      for (const auto& w : status.workers()) {
         if (w.pid() > 0 && ::kill(w.pid(), SIGKILL) == 0) ++kills;
       }
     }
@@ -48,7 +39,7 @@ TEST(WorkerDeathTest, KilledWorkersAreReplacedAndNoSampleIsLostOrDuplicated) {
     EXPECT_EQ(std::set<int64_t>(e.begin(), e.end()).size(), 60000u);
   }
   uint64_t restarts = 0;
-  const auto workers = workers_of(daemon.socket_path());
+  const auto workers = daemon_status(daemon.socket_path()).workers();
   ASSERT_EQ(workers.size(), 2u);
   for (const auto& w : workers) {
     EXPECT_GT(w.pid(), 0);
