@@ -21,6 +21,8 @@ from ._batchd import BatchdError
 
 __all__ = ["Loader", "BatchdError"]
 
+_MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsewhere or is closed
+
 
 class Loader:
     """An iterable over a dataset served by batchd, with torch.utils.data.DataLoader's interface.
@@ -66,6 +68,7 @@ class Loader:
         self._resume_batch = 0
         self._state = {"epoch": 0, "batches_yielded": 0}
         self._len = None
+        self._stream, self._pending, self._next_epoch = None, None, None
 
     def set_epoch(self, epoch):
         """Use `epoch` for the next pass (as DistributedSampler.set_epoch)."""
@@ -96,12 +99,22 @@ class Loader:
         if start >= len(self):
             self._advance(epoch, explicit)
             return
-        stream = self._client.open_stream(epoch=epoch, start_batch=start, num_epochs=1, **self._options)
+        # One stream serves consecutive epochs, so the daemon prefetches across epoch boundaries as it does for
+        # the C++ client; a pass that does not continue where the last one ended opens a new stream.
+        if self._stream is None or start != 0 or self._next_epoch != epoch:
+            self._close_stream()
+            self._stream = self._client.open_stream(epoch=epoch, start_batch=start, num_epochs=_MANY_EPOCHS,
+                                                    **self._options)
+        stream, self._next_epoch = self._stream, None
         cuda = self.device.type == "cuda"
+        finished = False
         try:
             while True:
-                batch = stream.next()
+                batch, self._pending = (self._pending, None) if self._pending is not None else (stream.next(), None)
                 if batch is None:
+                    break
+                if batch.epoch != epoch:  # the first batch of the next epoch: keep it for the next pass
+                    self._pending, self._next_epoch = batch, batch.epoch
                     break
                 tensors = {name: torch.from_numpy(array) for name, array in batch.arrays().items()}
                 del batch  # the tensors alone hold the lease now
@@ -112,9 +125,27 @@ class Loader:
                 del tensors
                 yield out
                 del out  # the generator must not keep the previous batch (and its slot) while making the next
+            finished = True
         finally:
-            stream.close()
+            if not finished:  # abandoned mid-epoch: the stream's position is no longer the next pass's start
+                self._close_stream()
         self._advance(epoch, explicit)
+
+    def _close_stream(self):
+        self._pending, self._next_epoch = None, None
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            stream.close()
+
+    def close(self):
+        """Closes the daemon stream now (it is also closed when the Loader is garbage-collected)."""
+        self._close_stream()
+
+    def __del__(self):
+        try:
+            self._close_stream()
+        except Exception:  # interpreter shutdown
+            pass
 
     def _advance(self, epoch, explicit):
         """After a complete pass: the next pass reads the next epoch, unless set_epoch() was called meanwhile."""
