@@ -113,6 +113,8 @@ def main():
         bd_test = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, shuffle=False,
                                 socket=sock, as_tuple=True)
         acc_bd = run("batchd.Loader", bd_train, bd_test, args.epochs)
+        bd_train.close()
+        bd_test.close()
     if min(acc_dl, acc_bd) < 0.5:
         sys.exit("a model did not learn (accuracy below 50%)")
 
