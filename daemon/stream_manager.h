@@ -38,7 +38,7 @@ class StreamManager final {
 
   struct Opened {
     wire::StreamOpened reply;
-    wire::UniqueFd client_fd;  // FILE_DESCRIPTOR: a read-only fd of the segment, to pass with the reply
+    wire::UniqueFd client_fd;  // FILE_DESCRIPTOR: the segment's fd for the client (read-write only if it asked)
   };
   Result<Opened> open(const wire::OpenStream& request, const Peer& owner, EventSink* sink);
   Status close(uint64_t stream_id, uint64_t connection_id);

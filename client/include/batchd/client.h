@@ -56,7 +56,8 @@ enum class SharingStrategy {
   kFileSystem,      // named /dev/shm/batchd.<daemon-pid>.<stream-id>, opened by name; the daemon unlinks it
 };
 
-// One tensor of a batch: a read-only, C-contiguous view into the stream's shared-memory segment.
+// One tensor of a batch: a C-contiguous view into the stream's shared-memory segment (read-only unless the stream
+// was opened with StreamOptions::writable).
 // Valid while the Batch that owns it is alive and not released.
 struct Tensor {
   std::string name;            // "image", "label", "index", ...
