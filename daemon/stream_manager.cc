@@ -92,44 +92,9 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   const wire::SharingStrategy strategy =
       req.strategy() == wire::STRATEGY_DEFAULT ? config_.shm_strategy : req.strategy();
   if (strategy != wire::FILE_DESCRIPTOR && strategy != wire::FILE_SYSTEM) return invalid("unknown sharing strategy");
-  if (req.dry_run()) {  // the sizes a client needs before iterating (len(loader)), nothing allocated
-    wire::StreamOpened plan;
-    plan.set_strategy(strategy);
-    plan.set_segment_bytes(layout->segment_bytes);
-    plan.set_slot_count(depth);
-    plan.set_dataset_size((*dataset)->size());
-    plan.set_samples_per_epoch(sampler->samples_per_epoch());
-    plan.set_batches_per_epoch(sampler->batches_per_epoch());
-    plan.set_batch_size(req.batch_size());
-    plan.set_first_epoch(req.epoch());
-    plan.set_num_epochs(num_epochs);
-    plan.set_start_batch(req.start_batch());
-    return Opened{plan, {}};
-  }
-  BATCHD_RETURN_IF_ERROR(budget_.admit(layout->segment_bytes, strategy));
-  const uint64_t id = next_id_++;
-  const std::string name = "batchd." + std::to_string(::getpid()) + "." + std::to_string(id);
-  auto memory = strategy == wire::FILE_DESCRIPTOR
-                    ? wire::SharedMemory::create_anonymous(name, layout->segment_bytes)
-                    : wire::SharedMemory::create_named(name, layout->segment_bytes,
-                                                       0660);
-  if (!memory.ok()) return memory.error();
-  {
-    // Only the header page is mapped here, and only for as long as it takes to write it: a long-lived daemon
-    // mapping would be inherited by every worker forked later (a respawn) and outlive the stream there. Every
-    // page is already allocated (posix_fallocate); workers and the client prefault their own mappings.
-    auto header_page = wire::Mapping::map(memory->fd(), wire::kPageBytes, true, /*populate=*/false);
-    if (!header_page.ok()) return header_page.error().with_context("stream " + std::to_string(id));
-    wire::SegmentHeader header{wire::kSegmentMagic, wire::kLayoutVersion, depth, id, layout->segment_bytes,
-                               layout->slot_offset, layout->slot_stride, ::getpid(), 0, unix_now()};
-    std::memcpy(header_page->data(), &header, sizeof(header));
-  }
-
+  // What the client is told about the stream (a dry run stops here: the sizes for len(loader), nothing allocated).
   wire::StreamOpened opened;
-  opened.set_stream_id(id);
   opened.set_strategy(strategy);
-  opened.set_segment_name(strategy == wire::FILE_SYSTEM ? name : "");
-  opened.set_fd_attached(strategy == wire::FILE_DESCRIPTOR);
   opened.set_segment_bytes(layout->segment_bytes);
   opened.set_slot_count(depth);
   opened.set_slot_offset(layout->slot_offset);
@@ -149,6 +114,29 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   opened.set_first_epoch(req.epoch());
   opened.set_num_epochs(num_epochs);
   opened.set_start_batch(req.start_batch());
+  if (req.dry_run()) return Opened{opened, {}};
+  BATCHD_RETURN_IF_ERROR(budget_.admit(layout->segment_bytes, strategy));
+  const uint64_t id = next_id_++;
+  const std::string name = "batchd." + std::to_string(::getpid()) + "." + std::to_string(id);
+  auto memory = strategy == wire::FILE_DESCRIPTOR
+                    ? wire::SharedMemory::create_anonymous(name, layout->segment_bytes)
+                    : wire::SharedMemory::create_named(name, layout->segment_bytes,
+                                                       0660);
+  if (!memory.ok()) return memory.error();
+  {
+    // Only the header page is mapped here, and only for as long as it takes to write it: a long-lived daemon
+    // mapping would be inherited by every worker forked later (a respawn) and outlive the stream there. Every
+    // page is already allocated (posix_fallocate); workers and the client prefault their own mappings.
+    auto header_page = wire::Mapping::map(memory->fd(), wire::kPageBytes, true, /*populate=*/false);
+    if (!header_page.ok()) return header_page.error().with_context("stream " + std::to_string(id));
+    wire::SegmentHeader header{wire::kSegmentMagic, wire::kLayoutVersion, depth, id, layout->segment_bytes,
+                               layout->slot_offset, layout->slot_stride, ::getpid(), 0, unix_now()};
+    std::memcpy(header_page->data(), &header, sizeof(header));
+  }
+
+  opened.set_stream_id(id);
+  opened.set_segment_name(strategy == wire::FILE_SYSTEM ? name : "");
+  opened.set_fd_attached(strategy == wire::FILE_DESCRIPTOR);
 
   wire::WorkerAttach attach;
   attach.set_stream_id(id);

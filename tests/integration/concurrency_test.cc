@@ -22,19 +22,7 @@ TEST(ConcurrencyTest, FourClientsReadTheirOwnEpochsConcurrently) {
       o.strategy = c % 2 ? SharingStrategy::kFileSystem : SharingStrategy::kFileDescriptor;
       auto stream = client->open_stream(o);
       if (!stream.ok()) return void(failures[c] = stream.error().message());
-      std::vector<std::multiset<int64_t>> epochs(2);
-      for (;;) {
-        auto batch = stream->next();
-        if (!batch.ok()) return void(failures[c] = batch.error().message());
-        if (!*batch) break;
-        const Tensor* index = (*batch)->find("index");
-        for (int64_t i = 0; i < index->numel(); ++i) epochs.at((*batch)->epoch()).insert(index->data_as<int64_t>()[i]);
-      }
-      for (const auto& e : epochs) {
-        if (e.size() != 10000 || std::set<int64_t>(e.begin(), e.end()).size() != 10000) {
-          failures[c] = "epoch of " + std::to_string(e.size()) + " samples is not exactly-once";
-        }
-      }
+      failures[c] = check_exactly_once(*stream, 2, 10000);
     });
   }
   for (auto& t : threads) t.join();

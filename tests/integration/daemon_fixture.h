@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +109,26 @@ inline std::vector<int64_t> read_all_indices(Stream& stream) {
     out.insert(out.end(), index->data_as<int64_t>(), index->data_as<int64_t>() + index->numel());
   }
   return out;
+}
+
+// Reads a whole stream; "" if each of its `epochs` epochs (numbered from 0) held every one of `dataset_size`
+// indices exactly once, else what went wrong. Thread-safe (no gtest assertions), for reader threads.
+inline std::string check_exactly_once(Stream& stream, size_t epochs, size_t dataset_size) {
+  std::vector<std::multiset<int64_t>> seen(epochs);
+  for (;;) {
+    auto batch = stream.next();
+    if (!batch.ok()) return batch.error().message();
+    if (!*batch) break;
+    if ((*batch)->epoch() >= epochs) return "unexpected epoch " + std::to_string((*batch)->epoch());
+    const Tensor* index = (*batch)->find("index");
+    for (int64_t i = 0; i < index->numel(); ++i) seen[(*batch)->epoch()].insert(index->data_as<int64_t>()[i]);
+  }
+  for (const auto& e : seen) {
+    if (e.size() != dataset_size || std::set<int64_t>(e.begin(), e.end()).size() != dataset_size) {
+      return "an epoch of " + std::to_string(e.size()) + " samples is not exactly-once";
+    }
+  }
+  return "";
 }
 
 // A connection that speaks raw frames, for feeding the daemon malformed input.
