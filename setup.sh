@@ -13,7 +13,7 @@ packages=(
   libprotobuf-dev protobuf-compiler           # proto/batchd.proto
   libgtest-dev                                # tests
   libcli11-dev libtomlplusplus-dev libspdlog-dev zlib1g-dev
-  libturbojpeg0-dev libspng-dev               # JPEG (TurboJPEG API) and PNG decoding
+  libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev  # JPEG (TurboJPEG + libjpeg APIs) and PNG decoding
   libsystemd-dev                              # sd_notify, the journal
   pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference

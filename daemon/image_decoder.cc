@@ -78,7 +78,7 @@ Result<ImageHeader> ImageDecoder::header(std::span<const uint8_t> bytes, const s
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
     BATCHD_RETURN_IF_ERROR(jpeg_header(bytes, path, &w, &h, &subsamp, &colorspace));
     BATCHD_RETURN_IF_ERROR(check_size(path, w, h));
-    return ImageHeader{ImageFormat::kJpeg, w, h};
+    return ImageHeader{ImageFormat::kJpeg, w, h, colorspace == TJCS_CMYK || colorspace == TJCS_YCCK};
   }
   if (is_png(bytes)) {
     SpngCtx png;
@@ -121,14 +121,24 @@ Status ImageDecoder::decode(std::span<const uint8_t> bytes, const std::string& p
   return decode_jpeg(bytes, path, scale, out, fast ? TJFLAG_FASTDCT | TJFLAG_FASTUPSAMPLE : 0);
 }
 
+Status ImageDecoder::decode_region(std::span<const uint8_t> bytes, const std::string& path,
+                                   const ImageHeader& header, Scale scale, PixelRect want, RgbImage* out,
+                                   PixelRect* origin, bool fast) {
+  if (header.format == ImageFormat::kJpeg && !header.cmyk && ends_with_eoi(bytes)) {
+    return region_.decode(bytes, path, scale.num, scale.denom, want, fast, out, origin);
+  }
+  BATCHD_RETURN_IF_ERROR(decode(bytes, path, header, scale, out, fast));
+  *origin = {0, 0, out->width, out->height};
+  return ok_status();
+}
+
 Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::string& path, Scale scale,
                                  RgbImage* out, int flags) {
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   BATCHD_RETURN_IF_ERROR(jpeg_header(bytes, path, &w, &h, &subsamp, &colorspace));
   BATCHD_RETURN_IF_ERROR(check_size(path, w, h));
-  const tjscalingfactor f{scale.num, scale.denom};
-  out->width = TJSCALED(w, f);
-  out->height = TJSCALED(h, f);
+  out->width = scaled_size(w, scale);
+  out->height = scaled_size(h, scale);
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   const size_t pixels = static_cast<size_t>(out->width) * out->height;
   out->pixels.resize(pixels * 3);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "batchd/result.h"
+#include "jpeg_region.h"
 #include "resample.h"
 
 namespace batchd::daemon {
@@ -25,6 +26,7 @@ struct ImageHeader {
   ImageFormat format;
   int width = 0;
   int height = 0;
+  bool cmyk = false;  // a CMYK or YCCK JPEG
 };
 
 // A DCT scaling factor num/denom (JPEG only; 1/1 for PNG).
@@ -32,6 +34,9 @@ struct Scale {
   int num = 1;
   int denom = 1;
 };
+
+// A side of `size` pixels scaled by `s`, rounded up (libjpeg's jdiv_round_up, TurboJPEG's TJSCALED).
+inline int scaled_size(int size, Scale s) { return static_cast<int>((int64_t{size} * s.num + s.denom - 1) / s.denom); }
 
 class ImageDecoder final {
  public:
@@ -50,6 +55,12 @@ class ImageDecoder final {
   Status decode(std::span<const uint8_t> bytes, const std::string& path, const ImageHeader& header, Scale scale,
                 RgbImage* out, bool fast = false);
 
+  // Decodes at `scale` only a window of the image covering `want` (in the scaled image's pixels) into *out, when
+  // the format allows it (JPEG, not CMYK, ending with its EOI marker; see jpeg_region.h), else the whole image;
+  // *origin is where *out's top-left pixel lies in the scaled image. Same pixels as decode() within `want`.
+  Status decode_region(std::span<const uint8_t> bytes, const std::string& path, const ImageHeader& header,
+                       Scale scale, PixelRect want, RgbImage* out, PixelRect* origin, bool fast = false);
+
  private:
   ImageDecoder() = default;
   Status decode_jpeg(std::span<const uint8_t> bytes, const std::string& path, Scale scale, RgbImage* out, int flags);
@@ -58,6 +69,7 @@ class ImageDecoder final {
                      int* colorspace);
 
   void* tj_ = nullptr;  // tjhandle
+  JpegRegionDecoder region_;
   std::vector<uint8_t> cmyk_;
 };
 

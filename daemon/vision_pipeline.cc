@@ -83,19 +83,26 @@ class VisionPipeline final : public Pipeline {
       SampleRng rng(context.seed, context.epoch, static_cast<int64_t>(idx));
       const CropBox box = random_resized_crop_params(w, h, rng);
       *flip = rng.uniform(0.0, 1.0) < 0.5;
+      // The crop box in the (possibly DCT-scaled) image; crop first, then resize, as torchvision does.
       if (options_.fast_decode) scale = decoder_->choose_scale(*header, box.width, box.height, c, c);
-      BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_, options_.fast_decode));
-      times_.decode_ns += since(t);
-      // The crop box in the decoded (possibly DCT-scaled) image; crop first, then resize, as torchvision does.
-      const double sx = static_cast<double>(image_.width) / w, sy = static_cast<double>(image_.height) / h;
+      const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
+      const double sx = static_cast<double>(sw) / w, sy = static_cast<double>(sh) / h;
       const double x0 = box.left * sx, x1 = (box.left + box.width) * sx;
       const double y0 = box.top * sy, y1 = (box.top + box.height) * sy;
       const int rx = static_cast<int>(std::floor(x0)), ry = static_cast<int>(std::floor(y0));
-      const int rw = std::min(image_.width, static_cast<int>(std::ceil(x1))) - rx;
-      const int rh = std::min(image_.height, static_cast<int>(std::ceil(y1))) - ry;
+      const int rw = std::min(sw, static_cast<int>(std::ceil(x1))) - rx;
+      const int rh = std::min(sh, static_cast<int>(std::ceil(y1))) - ry;
+      PixelRect origin;
+      if (options_.fast_decode) {  // decode only the crop's rows and iMCU columns
+        BATCHD_RETURN_IF_ERROR(
+            decoder_->decode_region(bytes_, path, *header, scale, {rx, ry, rw, rh}, &image_, &origin, true));
+      } else {
+        BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_, false));
+      }
+      times_.decode_ns += since(t);
       ax = {rw, x0 - rx, std::min(x1 - rx, static_cast<double>(rw)), c, 0, c};
       ay = {rh, y0 - ry, std::min(y1 - ry, static_cast<double>(rh)), c, 0, c};
-      resample_bilinear(image_, rx, ry, ax, ay, rgb_.data(), &scratch_, order());
+      resample_bilinear(image_, rx - origin.x, ry - origin.y, ax, ay, rgb_.data(), &scratch_, order());
     } else {
       int nw = 0, nh = 0;
       resize_shorter_side(w, h, static_cast<int>(options_.resize_size), &nw, &nh);

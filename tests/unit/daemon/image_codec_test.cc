@@ -192,6 +192,55 @@ TEST(ImageCodecTest, JpegDecodesExactlyLikeDjpegAtFullAndDctScales) {
   }
 }
 
+// decode_region() (train224's fast path) must give, inside the requested rectangle, the pixels of a whole decode
+// with the same flags, and report where its window lies.
+TEST(ImageCodecTest, RegionDecodeEqualsWholeDecodeInsideTheRegion) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/true);
+  std::vector<std::string> jpegs(scratch().photos.begin(), scratch().photos.begin() + 6);
+  ASSERT_EQ(sh("djpeg -ppm -outfile " + tmp("src.ppm") + " " + jpegs[0]), 0);
+  ASSERT_EQ(sh("cjpeg -progressive -outfile " + tmp("rprog.jpg") + " " + tmp("src.ppm")), 0);
+  ASSERT_EQ(sh("cjpeg -grayscale -outfile " + tmp("rgray.jpg") + " " + tmp("src.ppm")), 0);
+  ASSERT_EQ(sh("cjpeg -sample 2x1 -outfile " + tmp("r422.jpg") + " " + tmp("src.ppm")), 0);
+  for (const char* extra : {"rprog.jpg", "rgray.jpg", "r422.jpg"}) jpegs.push_back(tmp(extra));
+  auto dec = std::move(ImageDecoder::create().value());
+  SampleRng rng(7, 0, 0);
+  int windows_narrower_than_image = 0;
+  for (const std::string& p : jpegs) {
+    const std::vector<uint8_t> bytes = slurp(p);
+    const ImageHeader hdr = dec->header(bytes, p).value();
+    for (Scale scale : {Scale{1, 1}, Scale{1, 2}, Scale{1, 4}}) {
+      RgbImage whole, part;
+      ASSERT_TRUE(dec->decode(bytes, p, hdr, scale, &whole, /*fast=*/true).ok());
+      for (int i = 0; i < 6; ++i) {
+        const CropBox b = random_resized_crop_params(whole.width, whole.height, rng);
+        SCOPED_TRACE(args(p, scale.denom, b.left, b.top, b.width, b.height));
+        PixelRect at;
+        const Status st = dec->decode_region(bytes, p, hdr, scale, {b.left, b.top, b.width, b.height}, &part, &at, true);
+        ASSERT_TRUE(st.ok()) << st.error().message();
+        ASSERT_LE(at.x, b.left);
+        ASSERT_EQ(at.y, b.top);
+        ASSERT_GE(at.x + part.width, b.left + b.width);
+        ASSERT_EQ(part.height, b.height);
+        windows_narrower_than_image += part.width < whole.width;
+        for (int y = 0; y < b.height; ++y) {
+          ASSERT_TRUE(std::equal(whole.row(b.top + y) + b.left * 3, whole.row(b.top + y) + (b.left + b.width) * 3,
+                                 part.row(y) + (b.left - at.x) * 3)) << "row " << y;
+        }
+      }
+    }
+  }
+  EXPECT_GT(windows_narrower_than_image, 0) << "no window was cropped: the test did not test cropping";
+  // A truncated file, and one whose data is cut inside the region, are still errors naming the file.
+  std::vector<uint8_t> cut = slurp(jpegs[1]);
+  cut.resize(cut.size() / 2);
+  const ImageHeader hdr = dec->header(cut, "cut.jpg").value();
+  RgbImage out;
+  PixelRect at;
+  const Status st = dec->decode_region(cut, "cut.jpg", hdr, {1, 1}, {0, hdr.height / 2, 64, 64}, &out, &at, true);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("cut.jpg: truncated JPEG"), std::string::npos) << st.error().message();
+}
+
 TEST(ImageCodecTest, CmykJpegMatchesPillowWithinOneLevel) {
   SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
   for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
@@ -284,9 +333,10 @@ TEST(ImageCodecTest, JunkBytesAreToleratedButDoNotHideATruncation) {
 
 // Our resample of `src` vs Pillow's (`pil_args` after "<raw> w h <dst>"); returns the max difference.
 int resample_vs_pillow(const RgbImage& src, int xo, int yo, const ResampleAxis& x, const ResampleAxis& y,
-                       const std::string& pil_cmd, const std::string& pil_args) {
+                       const std::string& pil_cmd, const std::string& pil_args,
+                       ResampleOrder order = ResampleOrder::kPillow) {
   std::vector<uint8_t> ours(static_cast<size_t>(x.out_count) * y.out_count * 3), scratch_buf;
-  resample_bilinear(src, xo, yo, x, y, ours.data(), &scratch_buf);
+  resample_bilinear(src, xo, yo, x, y, ours.data(), &scratch_buf, order);
   EXPECT_EQ(sh(helper(args(pil_cmd, tmp("src.raw"), src.width, src.height, tmp("pil.raw"), pil_args))), 0);
   return max_diff(ours, slurp(tmp("pil.raw")));
 }
@@ -318,6 +368,24 @@ TEST(ResampleTest, BilinearEqualsPillowOnRealPhotos) {
     const int cl = center_crop_offset(rw, 224), ct = center_crop_offset(rh, 224);
     EXPECT_EQ(resample_vs_pillow(src, 0, 0, {w, 0.0, double(w), rw, cl, 224}, {h, 0.0, double(h), rh, ct, 224},
                                  "window", args(rw, rh, cl, ct)), 0);
+  }
+}
+
+// The fast order (vertical pass first, two pixels per step horizontally): within one level of Pillow's output,
+// for even and odd output widths, shrinking and enlarging.
+TEST(ResampleTest, FastOrderWithinOneLevelOfPillow) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  const std::string& p = scratch().photos[0];
+  RgbImage src;
+  ASSERT_TRUE(decode_file(p, {1, 1}, &src).ok());
+  spit(tmp("src.raw"), src.pixels);
+  const int w = src.width, h = src.height;
+  for (auto [l, t, r, b, W, H] : {std::tuple{37, 21, 37 + w / 2 + 1, 21 + h / 3, 224, 224},
+                                  {0, 0, w, h, 223, 131}, {5, 9, 105, 90, 224, 224}, {0, 0, w, h, w - 1, h}}) {
+    SCOPED_TRACE(args(l, t, r, b, W, H));
+    auto axis = [](int in, int out) { return ResampleAxis{in, 0.0, double(in), out, 0, out}; };
+    EXPECT_LE(resample_vs_pillow(src, l, t, axis(r - l, W), axis(b - t, H), "crop", args(l, t, r, b, W, H),
+                                 ResampleOrder::kFast), 1);
   }
 }
 
