@@ -95,6 +95,11 @@ bool decode_window(jpeg_decompress_struct* cinfo, ErrorManager* err, const uint8
 Status JpegRegionDecoder::decode(std::span<const uint8_t> bytes, const std::string& path, int num, int denom,
                                  PixelRect want, bool fast, RgbImage* out, PixelRect* origin) {
   State& s = *state_;
+  // A fresh decompressor per image: libjpeg-turbo 2.1 keeps some cropping/skipping state across
+  // jpeg_abort_decompress(), which corrupted rows of the next image's window (found by
+  // RegionDecodeEqualsWholeDecodeInsideTheRegion). Re-creating it costs a few microseconds.
+  jpeg_destroy_decompress(&s.cinfo);
+  jpeg_create_decompress(&s.cinfo);
   s.err.message[0] = '\0';
   s.err.pub.num_warnings = 0;
   const bool ok = decode_window(&s.cinfo, &s.err, bytes.data(), bytes.size(), num, denom, &want, fast, out, origin,

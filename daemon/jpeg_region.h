@@ -10,7 +10,7 @@
 // Pixels equal those of a full decode with the same flags (tested), except at the region's edges when `fast` is off
 // (libjpeg's fancy upsampling reads neighbouring rows). Only 3-component (YCbCr/RGB) and grayscale JPEGs; the caller
 // decodes CMYK/YCCK ones whole.
-// One per worker process (it reuses libjpeg's decompressor between images); not thread-safe.
+// One per worker process; not thread-safe.
 #pragma once
 
 #include <cstdint>
