@@ -81,6 +81,7 @@ Stream::~Stream() {
 }
 
 const StreamInfo& Stream::info() const { return core_->info(); }
+MappedSegment Stream::segment() const { return core_->segment(); }
 Result<std::optional<Batch>> Stream::next() { return core_->next(); }
 Status Stream::close() { return core_->close(); }
 

@@ -42,6 +42,7 @@ StreamCore::StreamCore(std::shared_ptr<ClientCore> client, wire::StreamOpened op
   info_.segment_name = opened_.segment_name().empty() ? "" : "/dev/shm/" + opened_.segment_name();
   info_.segment_bytes = opened_.segment_bytes();
   info_.depth = opened_.slot_count();
+  info_.batch_size = opened_.batch_size();
   info_.dataset_size = opened_.dataset_size();
   info_.samples_per_epoch = opened_.samples_per_epoch();
   info_.batches_per_epoch = opened_.batches_per_epoch();

@@ -23,6 +23,7 @@ class StreamCore final : public std::enable_shared_from_this<StreamCore> {
   ~StreamCore();
 
   const StreamInfo& info() const { return info_; }
+  MappedSegment segment() { return {mapping_.data(), mapping_.size(), shared_from_this()}; }
   // See Stream::next().
   Result<std::optional<Batch>> next();
   Status close();

@@ -152,10 +152,20 @@ struct StreamInfo {
   std::string segment_name;      // "/dev/shm/..." for kFileSystem, "" for kFileDescriptor
   uint64_t segment_bytes = 0;
   uint32_t depth = 0;            // slots
+  uint32_t batch_size = 0;       // samples in a full batch (the last one of an epoch may be short)
   uint64_t dataset_size = 0;     // samples in the dataset
   uint64_t samples_per_epoch = 0;  // this rank's samples per epoch
   uint64_t batches_per_epoch = 0;
   uint64_t total_batches = 0;    // batches this stream will deliver (all epochs, minus start_batch)
+};
+
+// A stream's shared-memory segment as this process maps it: every Tensor::data of the stream's batches lies in
+// [data, data + bytes). `owner` keeps the mapping alive (and the stream's client-side state) while held, even after
+// the Stream is closed; an accelerator runtime registers this range once (batchd/cuda.h: cudaHostRegister).
+struct MappedSegment {
+  const void* data = nullptr;
+  size_t bytes = 0;
+  std::shared_ptr<const void> owner;
 };
 
 // One iteration over a dataset. Move-only; destroying it closes the stream (outstanding Batches stay readable).
@@ -166,6 +176,9 @@ class Stream {
   ~Stream();
 
   const StreamInfo& info() const;
+
+  // The segment this stream's batches live in (see MappedSegment).
+  MappedSegment segment() const;
 
   // Blocks until the next batch, in sampler order. Returns std::nullopt after the last batch of the last epoch.
   // Errors: the stream failed (e.g. a sample could not be read), the daemon shut down or the connection broke

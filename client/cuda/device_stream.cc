@@ -1,0 +1,186 @@
+// device_stream.cc — DeviceStream: the segment registered once, one batch copied ahead on a side stream.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
+#include <optional>
+
+#include "batchd/cuda.h"
+#include "cuda_util.h"
+
+namespace batchd::cuda {
+
+Result<int> device_count() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it for the caller's next CUDA call
+    // Without any driver the runtime says "driver version is insufficient": name the real cause.
+    void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (driver == nullptr) driver = ::dlopen("libcuda.so.1", RTLD_LAZY);
+    const char* why = driver == nullptr ? "; no NVIDIA driver is installed (libcuda.so.1 not found)" : "";
+    if (driver != nullptr) ::dlclose(driver);
+    return detail::cuda_error("no CUDA device: cudaGetDeviceCount", e, ErrorCode::kUnavailable,
+                              std::string(why) +
+                                  "; run on a machine with an NVIDIA GPU and driver, or read batches on the host");
+  }
+  if (n == 0) return Error(ErrorCode::kUnavailable, "no CUDA device: cudaGetDeviceCount found 0 (CUDA_VISIBLE_DEVICES?)");
+  return n;
+}
+
+namespace detail {
+
+namespace {
+
+// cudaHostRegister of the whole mapping, read-only where the device supports it (the daemon maps segments
+// read-only into clients unless StreamOptions::writable). Returns "" on success, else the reason.
+std::string register_segment(const MappedSegment& seg, int device) {
+  int read_only = 0;
+  (void)cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, device);
+  const unsigned flags = cudaHostRegisterPortable | (read_only != 0 ? cudaHostRegisterReadOnly : 0u);
+  const cudaError_t e = cudaHostRegister(const_cast<void*>(seg.data), seg.bytes, flags);
+  if (e == cudaSuccess) return "";
+  (void)cudaGetLastError();  // a failed registration is not sticky; leave no error behind for the trainer
+  std::string why = cuda_error("cudaHostRegister(" + std::to_string(seg.bytes) + " bytes)", e).message();
+  if (read_only == 0) {
+    why += "; this device cannot register read-only memory (cudaDevAttrHostRegisterReadOnlySupported = 0): open "
+           "the stream with StreamOptions::writable = true to pin it";
+  } else if (e == cudaErrorMemoryAllocation) {
+    why += "; page-locked memory is limited by RLIMIT_MEMLOCK (ulimit -l, LimitMEMLOCK= in a systemd unit)";
+  }
+  return why;
+}
+
+void warn_once(const std::string& why) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    std::fprintf(stderr, "batchd: warning: batches are copied to the GPU from pageable memory (slower): %s\n",
+                 why.c_str());
+  }
+}
+
+}  // namespace
+
+class DeviceStreamCore final {
+ public:
+  DeviceStreamCore(Stream stream, int device, DevicePool pool)
+      : stream_(std::move(stream)), device_(device), pool_(std::move(pool)) {}
+  ~DeviceStreamCore() { (void)close(); }
+
+  Status start(const DeviceOptions& options) {
+    DeviceGuard guard(device_);
+    segment_ = stream_.segment();
+    if (!options.pin) {
+      pin_ = {Pinning::kPageable, "pinning disabled (DeviceOptions::pin = false)"};
+    } else if (std::string why = register_segment(segment_, device_); why.empty()) {
+      pin_ = {Pinning::kRegistered, ""};
+      registered_ = true;
+    } else {
+      pin_ = {Pinning::kPageable, why};
+      warn_once(why);
+    }
+    if (cudaError_t e = cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking); e != cudaSuccess) {
+      side_ = nullptr;
+      return cuda_error("cudaStreamCreateWithFlags", e);
+    }
+    return ok_status();
+  }
+
+  const StreamInfo& info() const { return stream_.info(); }
+  const PinStatus& pin_status() const { return pin_; }
+
+  Result<std::optional<DeviceBatch>> next(cudaStream_t consumer) {
+    if (closed_) return Error(ErrorCode::kInvalidArgument, "DeviceStream::next after close()");
+    if (!started_) {
+      started_ = true;
+      prefetch();
+    }
+    if (!ahead_) {
+      if (deferred_) return *deferred_;
+      return std::optional<DeviceBatch>();
+    }
+    DeviceBatch out = std::move(*ahead_);
+    ahead_.reset();
+    {
+      DeviceGuard guard(device_);
+      if (cudaError_t e = cudaStreamWaitEvent(consumer, out.ready_event(), 0); e != cudaSuccess) {
+        return cuda_error("cudaStreamWaitEvent(consumer stream)", e);
+      }
+    }
+    out.record_stream(consumer);
+    prefetch();  // batch N+1 copies on the side stream while the trainer computes on this one
+    return std::optional<DeviceBatch>(std::move(out));
+  }
+
+  Status close() {
+    if (closed_) return ok_status();
+    closed_ = true;
+    ahead_.reset();
+    DeviceGuard guard(device_);
+    while (pool_.wait_oldest()) {  // copies still reading the segment
+    }
+    const Status st = stream_.close();
+    if (registered_) (void)cudaHostUnregister(const_cast<void*>(segment_.data));
+    registered_ = false;
+    if (side_ != nullptr) (void)cudaStreamDestroy(side_);
+    side_ = nullptr;
+    segment_ = {};
+    return st;
+  }
+
+ private:
+  // Fetches the next host batch and starts its copy; an error is kept for the next call to next().
+  void prefetch() {
+    // Every slot of the stream held by copies in flight: wait for the oldest (copies lagging this far behind
+    // the trainer is the only case that blocks on the GPU).
+    while (pool_.poll() >= info().depth && pool_.wait_oldest()) {
+    }
+    auto host = stream_.next();
+    if (!host.ok()) {
+      deferred_ = host.error();
+      return;
+    }
+    if (!*host) return;  // the end
+    DeviceGuard guard(device_);
+    auto dev = pool_.to_device(std::move(**host), side_);
+    if (!dev.ok()) {
+      deferred_ = dev.error();
+      return;
+    }
+    ahead_ = std::move(*dev);
+  }
+
+  Stream stream_;
+  const int device_;
+  DevicePool pool_;
+  MappedSegment segment_;
+  PinStatus pin_;
+  bool registered_ = false;
+  cudaStream_t side_ = nullptr;
+  std::optional<DeviceBatch> ahead_;
+  std::optional<Error> deferred_;
+  bool started_ = false, closed_ = false;
+};
+
+}  // namespace detail
+
+Result<DeviceStream> DeviceStream::open(Stream stream, const DeviceOptions& options) {
+  auto pool = DevicePool::create(stream.info(), options.device, options.max_batches);
+  if (!pool.ok()) return pool.error();
+  const int device = pool->device();
+  auto core = std::make_unique<detail::DeviceStreamCore>(std::move(stream), device, std::move(pool).value());
+  if (Status st = core->start(options); !st.ok()) return st.error();
+  return DeviceStream(std::move(core));
+}
+
+DeviceStream::DeviceStream(std::unique_ptr<detail::DeviceStreamCore> core) : core_(std::move(core)) {}
+DeviceStream::DeviceStream(DeviceStream&&) noexcept = default;
+DeviceStream& DeviceStream::operator=(DeviceStream&&) noexcept = default;
+DeviceStream::~DeviceStream() = default;
+
+const StreamInfo& DeviceStream::info() const { return core_->info(); }
+const PinStatus& DeviceStream::pin_status() const { return core_->pin_status(); }
+Result<std::optional<DeviceBatch>> DeviceStream::next(cudaStream_t consumer) { return core_->next(consumer); }
+Status DeviceStream::close() { return core_->close(); }
+
+}  // namespace batchd::cuda

@@ -1,0 +1,146 @@
+// The CUDA client path (batchd/cuda.h) against a real daemon. Tests that need a GPU skip, with the reason, when
+// cudaGetDeviceCount finds none; the no-device behaviour is tested everywhere.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "batchd/cuda.h"
+#include "daemon_fixture.h"
+
+namespace batchd::testing {
+namespace {
+
+using cuda::DeviceBatch;
+using cuda::DeviceOptions;
+using cuda::DeviceStream;
+
+class CudaClientTest : public SharedDaemonTest {
+ protected:
+  Stream open(const StreamOptions& o) {
+    auto client = Client::connect(daemon().socket_path());
+    EXPECT_TRUE(client.ok());
+    client_ = std::make_unique<Client>(std::move(client).value());
+    auto stream = client_->open_stream(o);
+    EXPECT_TRUE(stream.ok()) << stream.error().message();
+    return std::move(stream).value();
+  }
+  std::unique_ptr<Client> client_;
+};
+
+#define SKIP_WITHOUT_GPU()                                                                   \
+  if (auto n = cuda::device_count(); !n.ok()) GTEST_SKIP() << "needs a CUDA device: " << n.error().message()
+
+// A device batch's tensor, copied back to the host (synchronously: tests only).
+std::vector<uint8_t> to_host(const cuda::DeviceTensor& t, cudaStream_t s) {
+  std::vector<uint8_t> out(t.nbytes);
+  EXPECT_EQ(cudaMemcpyAsync(out.data(), t.data, t.nbytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  return out;
+}
+
+TEST_F(CudaClientTest, WithoutADeviceOpenFailsClearlyAndTheStreamIsClosed) {
+  if (cuda::device_count().ok()) GTEST_SKIP() << "this machine has a CUDA device; the no-device path is not reachable";
+  const auto n = cuda::device_count();
+  EXPECT_EQ(n.error().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(n.error().message().find("no CUDA device: cudaGetDeviceCount"), std::string::npos) << n.error().message();
+  auto dev = DeviceStream::open(open(fmnist_options()));
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.error().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(dev.error().message().find("read batches on the host"), std::string::npos) << dev.error().message();
+  // The stream given to open() was closed with it: the daemon holds no stream and no segment for it.
+  EXPECT_TRUE(eventually([&] { return daemon_status(daemon().socket_path()).streams_size() == 0; }));
+  EXPECT_TRUE(eventually([&] { return shm_names_of(daemon().pid()).empty(); }));
+  // The CPU path still works on this connection's daemon.
+  Stream again = open(fmnist_options());
+  EXPECT_EQ(read_all_indices(again).size(), 10000u);
+}
+
+TEST_F(CudaClientTest, DeviceBatchesEqualHostBatchesExactlyOncePinned) {
+  SKIP_WITHOUT_GPU();
+  StreamOptions o = fmnist_options();
+  o.seed = 3;
+  Stream host = open(o);
+  auto dev = DeviceStream::open(open(o));
+  ASSERT_TRUE(dev.ok()) << dev.error().message();
+  EXPECT_EQ(dev->pin_status().pinning, cuda::Pinning::kRegistered) << dev->pin_status().reason;
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  std::set<int64_t> seen;
+  for (;;) {
+    auto h = host.next();
+    auto d = dev->next(s);
+    ASSERT_TRUE(h.ok() && d.ok());
+    ASSERT_EQ(h->has_value(), d->has_value());
+    if (!*h) break;
+    ASSERT_EQ((*d)->sequence(), (*h)->sequence());
+    for (const Tensor& t : (*h)->tensors()) {
+      const cuda::DeviceTensor* dt = (*d)->find(t.name);
+      ASSERT_NE(dt, nullptr) << t.name;
+      ASSERT_EQ(dt->shape, t.shape);
+      const std::vector<uint8_t> back = to_host(*dt, s);
+      ASSERT_EQ(std::memcmp(back.data(), t.data, t.nbytes), 0) << t.name << " of batch " << (*h)->sequence();
+    }
+    const auto* idx = (*h)->find("index");
+    seen.insert(idx->data_as<int64_t>(), idx->data_as<int64_t>() + (*h)->size());
+  }
+  EXPECT_EQ(seen.size(), 10000u);
+  ASSERT_TRUE(dev->close().ok());
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+TEST_F(CudaClientTest, PageableFallbackWhenPinningIsOffGivesTheSameData) {
+  SKIP_WITHOUT_GPU();
+  StreamOptions o = fmnist_options();
+  o.shuffle = false;
+  DeviceOptions opts;
+  opts.pin = false;
+  auto dev = DeviceStream::open(open(o), opts);
+  ASSERT_TRUE(dev.ok()) << dev.error().message();
+  EXPECT_EQ(dev->pin_status().pinning, cuda::Pinning::kPageable);
+  EXPECT_NE(dev->pin_status().reason.find("DeviceOptions::pin = false"), std::string::npos);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  auto first = dev->next(s);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  const std::vector<uint8_t> idx = to_host(*(*first)->find("index"), s);
+  const int64_t* i = reinterpret_cast<const int64_t*>(idx.data());
+  for (int k = 0; k < 100; ++k) ASSERT_EQ(i[k], k);
+  first->reset();
+  ASSERT_TRUE(dev->close().ok());
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+// Held device batches keep their data while later ones are copied, up to max_batches; slots are recycled (a
+// depth-2 stream of 100 batches completes).
+TEST_F(CudaClientTest, HeldBatchesStayIntactAndSlotsAreRecycled) {
+  SKIP_WITHOUT_GPU();
+  StreamOptions o = fmnist_options();
+  o.shuffle = false;
+  o.depth = 2;
+  DeviceOptions opts;
+  opts.max_batches = 3;
+  auto dev = DeviceStream::open(open(o), opts);
+  ASSERT_TRUE(dev.ok()) << dev.error().message();
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  auto held = dev->next(s);
+  ASSERT_TRUE(held.ok() && held->has_value());
+  size_t batches = 1;
+  for (;;) {
+    auto d = dev->next(s);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    if (!*d) break;
+    ++batches;
+  }
+  EXPECT_EQ(batches, 100u);
+  const std::vector<uint8_t> idx = to_host(*(*held)->find("index"), s);
+  EXPECT_EQ(reinterpret_cast<const int64_t*>(idx.data())[99], 99);  // batch 0 still holds indices 0..99
+  held->reset();
+  ASSERT_TRUE(dev->close().ok());
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace batchd::testing
