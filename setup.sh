@@ -46,7 +46,7 @@ grep -E 'warning:' build/build.log || true
 
 # The fuzz target: clang with libFuzzer + ASan/UBSan, in its own tree (ctest runs it for a bounded time).
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DBATCHD_FUZZ=ON \
-  -DBATCHD_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  -DBATCHD_BUILD_TESTS=OFF -DBATCHD_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control >build-fuzz/build.log 2>&1; then
   cat build-fuzz/build.log
   echo "setup.sh: the fuzz target failed to build (log above and in build-fuzz/build.log)" >&2
