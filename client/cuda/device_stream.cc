@@ -88,6 +88,7 @@ class DeviceStreamCore final {
 
   const StreamInfo& info() const { return stream_.info(); }
   const PinStatus& pin_status() const { return pin_; }
+  uint64_t host_waits() const { return host_waits_; }
 
   Result<std::optional<DeviceBatch>> next(cudaStream_t consumer) {
     if (closed_) return Error(ErrorCode::kInvalidArgument, "DeviceStream::next after close()");
@@ -133,8 +134,7 @@ class DeviceStreamCore final {
   void prefetch() {
     // Every slot of the stream held by copies in flight: wait for the oldest (copies lagging this far behind
     // the trainer is the only case that blocks on the GPU).
-    while (pool_.poll() >= info().depth && pool_.wait_oldest()) {
-    }
+    while (pool_.poll() >= info().depth && pool_.wait_oldest()) ++host_waits_;
     auto host = stream_.next();
     if (!host.ok()) {
       deferred_ = host.error();
@@ -160,6 +160,7 @@ class DeviceStreamCore final {
   std::optional<DeviceBatch> ahead_;
   std::optional<Error> deferred_;
   bool started_ = false, closed_ = false;
+  uint64_t host_waits_ = 0;
 };
 
 }  // namespace detail
@@ -180,6 +181,7 @@ DeviceStream::~DeviceStream() = default;
 
 const StreamInfo& DeviceStream::info() const { return core_->info(); }
 const PinStatus& DeviceStream::pin_status() const { return core_->pin_status(); }
+uint64_t DeviceStream::host_waits() const { return core_->host_waits(); }
 Result<std::optional<DeviceBatch>> DeviceStream::next(cudaStream_t consumer) { return core_->next(consumer); }
 Status DeviceStream::close() { return core_->close(); }
 

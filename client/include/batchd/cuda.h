@@ -168,6 +168,8 @@ class DeviceStream {
 
   const StreamInfo& info() const;
   const PinStatus& pin_status() const;
+  // Times next() blocked the host on a copy in flight (every stream slot waiting on one); 0 when copies keep up.
+  uint64_t host_waits() const;
 
   // The next batch, its copy ordered before all work enqueued on `consumer` afterwards; then starts copying the
   // one after it. Blocks only on the daemon (and, if the copies lag so far that every slot of the stream waits
