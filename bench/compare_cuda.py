@@ -44,10 +44,13 @@ def torch_loop(args, cycles):
     loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
                                          pin_memory=True, persistent_workers=True)
     s = torch.cuda.current_stream()
+    skip = 5  # throughput and idle time skip the first batches (worker start-up), as batchd-cuda-bench does
     begin, end, samples = [], [], 0
     t0 = time.perf_counter()
     for _ in range(args.epochs):
         for image, _label in loader:
+            if len(begin) == skip:
+                t0 = time.perf_counter()
             x = image.cuda(non_blocking=True)
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record(s)
@@ -56,10 +59,11 @@ def torch_loop(args, cycles):
             e1.record(s)
             begin.append(e0)
             end.append(e1)
-            samples += image.shape[0]
+            if len(begin) > skip:
+                samples += image.shape[0]
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
-    skip = min(5, len(begin))
+    skip = min(skip, len(begin))
     idle = sum(end[i - 1].elapsed_time(begin[i]) for i in range(max(skip, 1), len(begin)))
     busy = sum(begin[i].elapsed_time(end[i]) for i in range(skip, len(begin)))
     n = max(1, len(begin) - skip)
@@ -89,7 +93,8 @@ def main():
         for r in bandwidth + loops:
             print(json.dumps(r))
         return
-    print(f"device: {bandwidth[0]['device']}\n")
+    ro = "read-only" if bandwidth[0]["read_only_registration"] else "read-write (no read-only registration here)"
+    print(f"device: {bandwidth[0]['device']}; segment registered {ro}\n")
     print("| MiB | registered segment GB/s | cudaHostAlloc GB/s | pageable GB/s | registered / cudaHostAlloc |")
     print("|---:|---:|---:|---:|---:|")
     for r in bandwidth:

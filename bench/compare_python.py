@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Python loops over batchd.Loader vs torch DataLoader vs the C++ batchd-bench, same machine, one run.
 
-    bench/compare_python.py [--epochs 3] [--workers 2] [--images 2000]
+    bench/compare_python.py [--epochs 3] [--workers 2] [--images 2000] [--repeats 1]
 
 For fmnist (fashion-mnist, batch 256) and train224 (a 2,000-JPEG ImageFolder, batch 64) runs, each with W workers:
   * torch.DataLoader: ../shared/bench/torch_peer.py (its loop only takes each batch and counts it);
@@ -9,7 +9,8 @@ For fmnist (fashion-mnist, batch 256) and train224 (a 2,000-JPEG ImageFolder, ba
                      private daemon;
   * batchd-bench:    the C++ client, the same daemon configuration.
 Prints steady-state samples/s (mean of epochs >= 1) and the ratios batchd.Loader / batchd-bench (target: within
-10%) and batchd.Loader / DataLoader.
+10%) and batchd.Loader / DataLoader. With --repeats R the three run in turn R times and each figure is the median
+(this 2-core machine is shared: single fmnist runs vary by +-15%).
 """
 import argparse
 import json
@@ -64,6 +65,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--images", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--python-loop", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dataset"), ap.add_argument("--pipeline"), ap.add_argument("--config")
     ap.add_argument("--batch-size", type=int)
@@ -80,16 +82,21 @@ def main():
     bench = os.path.join(ROOT, "build", "bin", "batchd-bench")
     cases = [("fmnist", "fashion-mnist", 256, None, ["--dataset", "fashion-mnist"]),
              ("train224", "bench", 64, cfg.name, ["--dataset", "imagefolder", "--root", root])]
-    print(f"{args.epochs} epochs per run, {args.workers} workers; steady state = mean of epochs >= 1\n")
+    print(f"{args.epochs} epochs per run, {args.workers} workers; steady state = mean of epochs >= 1; "
+          f"median of {args.repeats} run(s)\n")
     print("| pipeline | DataLoader | batchd.Loader (Python) | batchd-bench (C++) | Python/C++ | Python/DataLoader |")
     print("|---|---:|---:|---:|---:|---:|")
     for pipe, dataset, batch, config, peer_args in cases:
         common = ["--pipeline", pipe, "--batch-size", str(batch), "--workers", str(args.workers),
                   "--epochs", str(args.epochs)]
-        dl = steady([PY, peer, *peer_args, *common])
-        py = steady([PY, os.path.abspath(__file__), "--python-loop", "--dataset", dataset, *common]
-                    + (["--config", config] if config else []), env)
-        cpp = steady([bench, "--spawn", "--dataset", dataset, *common, "--json"] + (["--config", config] if config else []))
+        runs = {"dl": [], "py": [], "cpp": []}
+        for _ in range(args.repeats):
+            runs["dl"].append(steady([PY, peer, *peer_args, *common]))
+            runs["py"].append(steady([PY, os.path.abspath(__file__), "--python-loop", "--dataset", dataset, *common]
+                                     + (["--config", config] if config else []), env))
+            runs["cpp"].append(steady([bench, "--spawn", "--dataset", dataset, *common, "--json"]
+                                      + (["--config", config] if config else [])))
+        dl, py, cpp = (statistics.median(runs[k]) for k in ("dl", "py", "cpp"))
         print(f"| {pipe} | {dl:,.0f} | {py:,.0f} | {cpp:,.0f} | {py / cpp:.2f} | {py / dl:.1f}x |", flush=True)
     print(f"\nmachine: nproc={len(os.sched_getaffinity(0))}, cpu={cpu_model()}")
     return 0

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "batchd/cuda.h"
@@ -52,7 +53,6 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
       if (cudaError_t e = cudaStreamWaitEvent(stream, s.reusable, 0); e != cudaSuccess) {
         return cuda_error("cudaStreamWaitEvent", e);
       }
-      s.reusable_pending = false;
     }
     DeviceBatch out;
     char* dst = static_cast<char*>(s.base);
@@ -83,6 +83,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
       return cuda_error("cudaEventRecord", e);
     }
     s.in_use = true;
+    s.reusable_pending = false;  // only now: a failed attempt above must leave the wait for the next one
     out.pool_ = shared_from_this();
     out.set_ = *set;
     out.ready_ = s.ready;
@@ -99,8 +100,12 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
   // From DeviceBatch::release, on any thread.
   void give_back(int set, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mu_);
-    DeviceGuard guard(device_);
+    // Recording on a created stream needs no current device; switching devices here could initialize a context on
+    // the releasing thread's device 0 (cudaSetDevice does, since CUDA 12). Only the legacy stream 0 needs it.
+    std::optional<DeviceGuard> guard;
+    if (stream == nullptr) guard.emplace(device_);
     Set& s = sets_[static_cast<size_t>(set)];
+    s.released_at = ++release_clock_;
     if (cudaEventRecord(s.reusable, stream) == cudaSuccess) {
       s.reusable_pending = true;
     } else {
@@ -113,6 +118,12 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
   size_t poll() {
     std::lock_guard<std::mutex> lock(mu_);
     return poll_locked();
+  }
+
+  bool has_free_set() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sets_.size() < max_batches_) return true;
+    return std::any_of(sets_.begin(), sets_.end(), [](const Set& s) { return !s.in_use; });
   }
 
   bool wait_oldest() {
@@ -143,6 +154,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     cudaEvent_t reusable = nullptr;  // recorded on release: the next copy into the set waits for it
     bool reusable_pending = false;
     bool in_use = false;
+    uint64_t released_at = 0;
   };
   struct InFlight {
     cudaEvent_t copied;
@@ -161,10 +173,14 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     set_bytes_ = std::max<size_t>(offset, kAlign);
   }
 
+  // The free set released longest ago (its reusable event is the likeliest to have completed: a pageable copy
+  // waits for it on the host), else a new one while under max_batches.
   Result<size_t> free_set() {
+    std::optional<size_t> best;
     for (size_t i = 0; i < sets_.size(); ++i) {
-      if (!sets_[i].in_use) return i;
+      if (!sets_[i].in_use && (!best || sets_[i].released_at < sets_[*best].released_at)) best = i;
     }
+    if (best) return *best;
     if (sets_.size() >= max_batches_) {
       return Error(ErrorCode::kResourceExhausted,
                    "all " + std::to_string(max_batches_) + " device batches of this pool are in use (held by the "
@@ -215,6 +231,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
   std::vector<Slice> layout_;
   size_t set_bytes_ = 0;
   std::vector<Set> sets_;
+  uint64_t release_clock_ = 0;
   std::deque<InFlight> in_flight_;
   std::vector<cudaEvent_t> spare_events_;
 };
@@ -285,6 +302,7 @@ Result<DeviceBatch> DevicePool::to_device(Batch batch, cudaStream_t stream) {
   return core_->to_device(std::move(batch), stream);
 }
 size_t DevicePool::poll() { return core_->poll(); }
+bool DevicePool::has_free_set() const { return core_->has_free_set(); }
 bool DevicePool::wait_oldest() { return core_->wait_oldest(); }
 int DevicePool::device() const { return core_->device(); }
 

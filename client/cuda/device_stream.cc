@@ -92,9 +92,8 @@ class DeviceStreamCore final {
 
   Result<std::optional<DeviceBatch>> next(cudaStream_t consumer) {
     if (closed_) return Error(ErrorCode::kInvalidArgument, "DeviceStream::next after close()");
-    if (!started_) {
-      started_ = true;
-      prefetch();
+    if (!ahead_ && !ended_ && !deferred_) {
+      if (Status st = prefetch(); !st.ok()) return st.error();  // not sticky: no buffer set free yet
     }
     if (!ahead_) {
       if (deferred_) return *deferred_;
@@ -105,11 +104,13 @@ class DeviceStreamCore final {
     {
       DeviceGuard guard(device_);
       if (cudaError_t e = cudaStreamWaitEvent(consumer, out.ready_event(), 0); e != cudaSuccess) {
-        return cuda_error("cudaStreamWaitEvent(consumer stream)", e);
+        deferred_ = cuda_error("cudaStreamWaitEvent(consumer stream)", e);  // the batch is lost: the stream fails
+        return *deferred_;
       }
     }
-    out.record_stream(consumer);
-    prefetch();  // batch N+1 copies on the side stream while the trainer computes on this one
+    out.set_stream(consumer);
+    (void)prefetch();  // batch N+1 copies on the side stream while the trainer computes on this one; if every
+                       // buffer set is held, the next call retries
     return std::optional<DeviceBatch>(std::move(out));
   }
 
@@ -130,24 +131,35 @@ class DeviceStreamCore final {
   }
 
  private:
-  // Fetches the next host batch and starts its copy; an error is kept for the next call to next().
-  void prefetch() {
+  // Fetches the next host batch and starts its copy. kResourceExhausted, consuming nothing, when no device buffer
+  // set is free; the stream's own errors (and a copy that failed after its lease was taken) are kept in deferred_
+  // and end the stream.
+  Status prefetch() {
+    if (!pool_.has_free_set()) {
+      return Error(ErrorCode::kResourceExhausted,
+                   "all device buffer sets are held (DeviceOptions::max_batches): release a DeviceBatch before "
+                   "asking for the next, or raise max_batches");
+    }
     // Every slot of the stream held by copies in flight: wait for the oldest (copies lagging this far behind
     // the trainer is the only case that blocks on the GPU).
     while (pool_.poll() >= info().depth && pool_.wait_oldest()) ++host_waits_;
     auto host = stream_.next();
     if (!host.ok()) {
       deferred_ = host.error();
-      return;
+      return ok_status();
     }
-    if (!*host) return;  // the end
+    if (!*host) {
+      ended_ = true;
+      return ok_status();
+    }
     DeviceGuard guard(device_);
     auto dev = pool_.to_device(std::move(**host), side_);
     if (!dev.ok()) {
       deferred_ = dev.error();
-      return;
+      return ok_status();
     }
     ahead_ = std::move(*dev);
+    return ok_status();
   }
 
   Stream stream_;
@@ -159,13 +171,18 @@ class DeviceStreamCore final {
   cudaStream_t side_ = nullptr;
   std::optional<DeviceBatch> ahead_;
   std::optional<Error> deferred_;
-  bool started_ = false, closed_ = false;
+  bool ended_ = false, closed_ = false;
   uint64_t host_waits_ = 0;
 };
 
 }  // namespace detail
 
 Result<DeviceStream> DeviceStream::open(Stream stream, const DeviceOptions& options) {
+  if (options.max_batches < 2) {
+    return Error(ErrorCode::kInvalidArgument, "DeviceOptions::max_batches must be at least 2 (one batch copying "
+                                              "ahead, one held by the trainer), not " +
+                                                  std::to_string(options.max_batches));
+  }
   auto pool = DevicePool::create(stream.info(), options.device, options.max_batches);
   if (!pool.ok()) return pool.error();
   const int device = pool->device();

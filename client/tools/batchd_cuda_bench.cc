@@ -84,7 +84,8 @@ int bandwidth(const std::vector<int>& sizes_mb, int repeats, bool json) {
                  page = h2d_gbps(dev, pageable.data(), bytes, repeats, s);
     if (json) {
       std::printf("{\"device\":\"%s\",\"mb\":%d,\"registered_gbps\":%.2f,\"host_alloc_gbps\":%.2f,"
-                  "\"pageable_gbps\":%.2f,\"ratio\":%.3f}\n", prop.name, mb, reg, host, page, reg / host);
+                  "\"pageable_gbps\":%.2f,\"ratio\":%.3f,\"read_only_registration\":%s}\n", prop.name, mb, reg,
+                  host, page, reg / host, read_only ? "true" : "false");
     } else {
       std::printf("| %d | %.2f | %.2f | %.2f | %.1f%% |\n", mb, reg, host, page, 100.0 * reg / host);
     }
@@ -114,12 +115,15 @@ int loop(batchd::Client& client, const batchd::StreamOptions& opts, bool pin, do
   unsigned long long* sink = nullptr;
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&sink), sizeof(*sink)));
   std::vector<cudaEvent_t> begin, end;  // per batch, on the trainer's stream
+  // Throughput and idle time skip the first batches (stream start-up), as compare_cuda.py does for torch.
+  constexpr size_t kSkip = 5;
   uint64_t samples = 0;
-  const auto t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   for (;;) {
     auto b = dev->next(s);
     if (!b.ok()) return std::fprintf(stderr, "batchd-cuda-bench: %s\n", b.error().message().c_str()), 1;
     if (!*b) break;
+    if (begin.size() == kSkip) t0 = std::chrono::steady_clock::now();
     const batchd::cuda::DeviceTensor& t = (*b)->tensors().front();
     cudaEvent_t e0, e1;
     CHECK_CUDA(cudaEventCreate(&e0));
@@ -129,12 +133,12 @@ int loop(batchd::Client& client, const batchd::StreamOptions& opts, bool pin, do
     CHECK_CUDA(cudaEventRecord(e1, s));
     begin.push_back(e0);
     end.push_back(e1);
-    samples += (*b)->size();
+    if (begin.size() > kSkip) samples += (*b)->size();
   }  // each DeviceBatch is released after its kernel was enqueued: buffers reused once it ran
   CHECK_CUDA(cudaStreamSynchronize(s));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // GPU idle between kernels, skipping the first few (start-up).
-  const size_t skip = std::min<size_t>(5, begin.size());
+  const size_t skip = std::min<size_t>(kSkip, begin.size());
   double idle_ms = 0, busy_ms = 0;
   for (size_t i = skip; i < begin.size(); ++i) {
     float gap = 0, run = 0;

@@ -57,6 +57,45 @@ TEST_F(CudaClientTest, WithoutADeviceOpenFailsClearlyAndTheStreamIsClosed) {
   EXPECT_EQ(read_all_indices(again).size(), 10000u);
 }
 
+TEST_F(CudaClientTest, FewerThanTwoDeviceBatchesIsRefusedOnAnyMachine) {
+  DeviceOptions opts;
+  opts.max_batches = 1;
+  auto dev = DeviceStream::open(open(fmnist_options()), opts);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(dev.error().message().find("max_batches must be at least 2"), std::string::npos);
+}
+
+// Holding every device batch makes next() fail with kResourceExhausted without losing a batch; after a release
+// the sequence continues where it was.
+TEST_F(CudaClientTest, AllBuffersHeldIsANonStickyErrorThatLosesNothing) {
+  SKIP_WITHOUT_GPU();
+  StreamOptions o = fmnist_options();
+  o.shuffle = false;
+  DeviceOptions opts;
+  opts.max_batches = 2;
+  auto dev = DeviceStream::open(open(o), opts);
+  ASSERT_TRUE(dev.ok()) << dev.error().message();
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  auto b0 = dev->next(s);
+  auto b1 = dev->next(s);
+  ASSERT_TRUE(b0.ok() && b1.ok() && b0->has_value() && b1->has_value());
+  EXPECT_EQ((*b1)->sequence(), 1u);
+  auto none = dev->next(s);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code(), ErrorCode::kResourceExhausted) << none.error().message();
+  b0->reset();
+  auto b2 = dev->next(s);
+  ASSERT_TRUE(b2.ok()) << b2.error().message();
+  ASSERT_TRUE(b2->has_value());
+  EXPECT_EQ((*b2)->sequence(), 2u);
+  b1->reset();
+  b2->reset();
+  ASSERT_TRUE(dev->close().ok());
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
 TEST_F(CudaClientTest, DeviceBatchesEqualHostBatchesExactlyOncePinned) {
   SKIP_WITHOUT_GPU();
   StreamOptions o = fmnist_options();

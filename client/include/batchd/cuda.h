@@ -28,10 +28,12 @@
 //   - A DeviceBatch's device buffers are reused for a later batch only after the work enqueued on the stream it was
 //     delivered to, up to its release, has completed (an event; the next copy into them waits for it on the GPU).
 //
-// Pinning falls back to pageable copies (slower, same results) when cudaHostRegister fails: no device, no driver,
+// Pinning falls back to pageable copies (same results, slower: the CUDA driver stages each copy, and a pageable
+// cudaMemcpyAsync returns only after the copy stream's earlier work is done) when cudaHostRegister fails:
 // RLIMIT_MEMLOCK, or a read-only mapping on a device without read-only registration
 // (cudaDevAttrHostRegisterReadOnlySupported; open the stream with StreamOptions::writable to pin anyway). The
-// reason is printed once per process to stderr and is available from DeviceStream::pin_status().
+// reason is printed once per process to stderr and is available from DeviceStream::pin_status(). Without a
+// device or driver at all, DeviceStream::open fails with kUnavailable (read batches on the host instead).
 //
 // Thread-safety: a DeviceStream is used from one thread at a time; DeviceBatches may be released on any thread.
 // Errors: Result/Status as in batchd/client.h; CUDA failures carry the runtime's error name and text.
@@ -107,8 +109,10 @@ class DeviceBatch {
   // Completes when the batch's copies are done (DeviceStream::next already made its consumer stream wait for it;
   // with DevicePool::to_device, other streams may cudaStreamWaitEvent on it). Valid while the batch is.
   cudaEvent_t ready_event() const { return ready_; }
-  // Records that the batch is now consumed on `stream` (e.g. work moved to another stream): release waits for it.
-  void record_stream(cudaStream_t stream) { stream_ = stream; }
+  // Moves the batch to `stream`: release() then orders buffer reuse after the work enqueued there instead. Only
+  // the last stream set counts: the caller orders earlier streams' work on the batch before `stream` (e.g.
+  // cudaStreamWaitEvent), unlike torch's record_stream, which accumulates streams.
+  void set_stream(cudaStream_t stream) { stream_ = stream; }
   // Returns the buffers to the pool (ordered after the work already enqueued on stream()). Idempotent.
   void release();
 
@@ -141,6 +145,8 @@ class DevicePool {
   Result<DeviceBatch> to_device(Batch batch, cudaStream_t stream);
   // Releases the host leases whose copies have completed; returns how many are still in flight.
   size_t poll();
+  // Whether to_device() would find a buffer set (a free one, or room for a new one).
+  bool has_free_set() const;
   // Waits (cudaEventSynchronize) for the oldest copy in flight and releases its lease; false if none.
   bool wait_oldest();
   int device() const;
@@ -153,7 +159,8 @@ class DevicePool {
 struct DeviceOptions {
   int device = -1;           // CUDA device ordinal; -1 = the opening thread's current device
   bool pin = true;           // page-lock the segment (cudaHostRegister); false = pageable copies
-  uint32_t max_batches = 3;  // device buffer sets: the one being copied, the trainer's, one spare
+  uint32_t max_batches = 3;  // device buffer sets, >= 2: the one being copied, the trainer's, one spare (so the
+                             // trainer may hold its previous batch while asking for the next)
 };
 
 // A Stream whose batches arrive in device memory, one batch copied ahead on a side stream.
@@ -173,7 +180,9 @@ class DeviceStream {
 
   // The next batch, its copy ordered before all work enqueued on `consumer` afterwards; then starts copying the
   // one after it. Blocks only on the daemon (and, if the copies lag so far that every slot of the stream waits
-  // on one, on the oldest copy). std::nullopt after the last batch; errors as Stream::next().
+  // on one, on the oldest copy). std::nullopt after the last batch; errors as Stream::next(), and
+  // kResourceExhausted (not sticky: nothing is lost, call again after releasing one) when the caller holds
+  // max_batches - 1 device batches.
   Result<std::optional<DeviceBatch>> next(cudaStream_t consumer);
 
   // Waits for copies in flight, closes the stream and unregisters the segment. Held DeviceBatches stay valid.
