@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -14,8 +15,12 @@ namespace {
 
 const std::string kData = BATCHD_TESTDATA_DIR;
 
+std::string config_path() {
+  return ::testing::TempDir() + "batchd-imagefolder-" + std::to_string(::getpid()) + ".toml";
+}
+
 std::string write_config() {
-  const std::string path = ::testing::TempDir() + "batchd-imagefolder-" + std::to_string(::getpid()) + ".toml";
+  const std::string path = config_path();
   std::ofstream(path) << "[datasets.photos]\nformat = \"imagefolder\"\nroot = \"" << kData << "/imagefolder\"\n"
                       << "[datasets.photos-bad]\nformat = \"imagefolder\"\nroot = \"" << kData << "/imagefolder-bad\"\n"
                       << "[datasets.empty-class]\nformat = \"imagefolder\"\nroot = \"" << kData
@@ -54,6 +59,7 @@ class ImageFolderTest : public ::testing::Test {
   static void TearDownTestSuite() {
     delete daemon_;
     daemon_ = nullptr;
+    std::remove(config_path().c_str());
   }
   Client client() { return std::move(Client::connect(daemon_->socket_path())).value(); }
   static tools::SpawnedDaemon* daemon_;
@@ -63,6 +69,12 @@ tools::SpawnedDaemon* ImageFolderTest::daemon_ = nullptr;
 TEST_F(ImageFolderTest, Val224MatchesTorchvisionWithinTolerance) {
   const int n = 24;
   const std::string out = ::testing::TempDir() + "tv-ref-" + std::to_string(::getpid());
+  struct Cleanup {
+    std::string out;
+    ~Cleanup() {
+      for (const char* ext : {".f32", ".labels", ".paths"}) std::remove((out + ext).c_str());
+    }
+  } cleanup{out};
   std::string why;
   if (!torchvision_reference(kData + "/imagefolder", n, out, &why)) GTEST_SKIP() << why;
   std::vector<float> expected(static_cast<size_t>(n) * 3 * 224 * 224);
