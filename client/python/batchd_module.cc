@@ -10,26 +10,27 @@
 
 #include <memory>
 
-#include "batchd/client.h"
+#include "binding.h"
 
-namespace py = pybind11;
+namespace batchd_py {
 
 namespace {
-
 py::object error_class;  // batchd.BatchdError
+}  // namespace
 
-[[noreturn]] void raise(const batchd::Error& e) {
+void raise(const batchd::Error& e) {
   py::object err = error_class(e.message());
   err.attr("code") = batchd::to_string(e.code());
   PyErr_SetObject(error_class.ptr(), err.ptr());
   throw py::error_already_set();
 }
 
-template <typename T>
-T unwrap(batchd::Result<T> r) {
-  if (!r.ok()) raise(r.error());
-  return std::move(r).value();
-}
+}  // namespace batchd_py
+
+using batchd_py::raise;
+using batchd_py::unwrap;
+
+namespace {
 
 py::dtype to_numpy(batchd::DType d) {
   switch (d) {
@@ -39,7 +40,9 @@ py::dtype to_numpy(batchd::DType d) {
   }
 }
 
-batchd::StreamOptions options_from(const py::dict& kw) {
+}  // namespace
+
+batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
   batchd::StreamOptions o;
   for (auto item : kw) {
     const std::string k = py::str(item.first);
@@ -75,6 +78,8 @@ batchd::StreamOptions options_from(const py::dict& kw) {
   }
   return o;
 }
+
+namespace {
 
 py::dict info_dict(const batchd::StreamInfo& i) {
   py::dict d;
@@ -115,11 +120,11 @@ py::dict arrays_of(const SharedBatch& batch) {
 
 PYBIND11_MODULE(_batchd, m) {
   m.doc() = "Low-level binding of the batchd client library; use batchd.Loader.";
-  error_class = py::reinterpret_borrow<py::object>(
+  batchd_py::error_class = py::reinterpret_borrow<py::object>(
       PyErr_NewExceptionWithDoc("batchd.BatchdError",
                                 "An error reported by the batchd daemon or client library; .code names its class.",
                                 PyExc_RuntimeError, nullptr));
-  m.attr("BatchdError") = error_class;
+  m.attr("BatchdError") = batchd_py::error_class;
 
   py::class_<batchd::Batch, SharedBatch>(m, "Batch")
       .def_property_readonly("epoch", &batchd::Batch::epoch)
@@ -158,7 +163,7 @@ PYBIND11_MODULE(_batchd, m) {
            py::arg("socket") = "")
       .def("open_stream",
            [](batchd::Client& c, py::kwargs kw) {
-             const auto o = options_from(kw);
+             const auto o = batchd_py::options_from(kw);
              batchd::Result<batchd::Stream> r = batchd::Error(batchd::ErrorCode::kInternal, "");
              {
                py::gil_scoped_release release;
@@ -167,6 +172,7 @@ PYBIND11_MODULE(_batchd, m) {
              return std::make_shared<batchd::Stream>(unwrap(std::move(r)));
            })
       .def("plan_stream", [](batchd::Client& c, py::kwargs kw) {
-        return info_dict(unwrap(c.plan_stream(options_from(kw))));
+        return info_dict(unwrap(c.plan_stream(batchd_py::options_from(kw))));
       });
+  batchd_py::bind_cuda(m);
 }

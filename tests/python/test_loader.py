@@ -131,3 +131,20 @@ def test_cuda_device_without_a_gpu_is_a_clear_error(socket_path):
         pytest.skip("this machine has a GPU")
     with pytest.raises(batchd.BatchdError, match="needs a CUDA GPU"):
         loader(socket_path, device="cuda")
+
+
+def test_device_stream_without_a_gpu_is_unavailable_and_the_host_path_still_works(socket_path):
+    from batchd import _batchd
+    if not _batchd.has_cuda:
+        assert "built without its CUDA path" in _batchd.cuda_unavailable_reason
+        pytest.skip("batchd was built without its CUDA path")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    client = _batchd.Client(socket_path)
+    with pytest.raises(batchd.BatchdError, match="no CUDA device") as err:
+        client.open_device_stream(0, dataset="fashion-mnist-test", pipeline="fmnist", batch_size=100)
+    assert err.value.code == "unavailable"
+    # The host path still serves this connection.
+    stream = client.open_stream(dataset="fashion-mnist-test", pipeline="fmnist", batch_size=100)
+    assert stream.info["id"] > 0 and stream.next().size == 100
+    stream.close()

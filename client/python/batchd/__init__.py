@@ -12,7 +12,7 @@ Tensors are zero-copy views of the batch in the daemon's shared memory: the batc
 daemon when the last tensor viewing it is freed (never earlier), so keep tensors only as long as you need them, or
 .clone() them. They are writable: in-place ops change only your own batch.
 """
-import math
+import warnings
 
 import torch
 
@@ -37,7 +37,11 @@ class Loader:
             batches at once makes the next one fail with a BatchdError instead of waiting forever.
         socket: the daemon's socket; None = $BATCHD_SOCKET or /run/batchd/batchd.sock.
         as_tuple: yield (image, label) instead of a dict.
-        device: "cpu", or a CUDA device to copy each batch to (needs a GPU; the copy is non_blocking).
+        device: "cpu", or a CUDA device: batches then arrive as CUDA tensors through batchd's CUDA path (the
+            stream's shared memory page-locked once, each batch copied asynchronously one batch ahead, ordered
+            before later work on torch.cuda.current_stream(); see batchd/cuda.h). Where that path is missing
+            (batchd built without CUDA, or its runtime finds no usable driver), a warning says why and each batch
+            is copied with .to(device, non_blocking=True) instead. Needs torch with CUDA and a GPU.
         on_error: "fail" (a bad sample raises BatchdError naming the file) or "skip" (it is replaced and counted).
         crop_size, resize_size, exact_decode: options of the vision pipelines.
 
@@ -50,9 +54,13 @@ class Loader:
                  drop_last=False, depth=None, socket=None, as_tuple=False, device="cpu", on_error="fail",
                  crop_size=224, resize_size=256, exact_decode=False, strategy=None):
         self.device = torch.device(device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise BatchdError(f"device={device!r} needs a CUDA GPU, but torch.cuda.is_available() is False; "
-                              "use device='cpu'")
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise BatchdError(f"device={device!r} needs a CUDA GPU, but torch.cuda.is_available() is False; "
+                                  "use device='cpu'")
+            if self.device.index is None:
+                self.device = torch.device("cuda", torch.cuda.current_device())
+        self._device_path = None  # CUDA: True = batchd's pinned DeviceStream, False = .to() copies (decided once)
         self.as_tuple = as_tuple
         self._options = dict(dataset=dataset, pipeline=pipeline, batch_size=batch_size, shuffle=shuffle,
                              seed=seed, rank=rank, world_size=world_size, drop_last=drop_last, on_error=on_error,
@@ -103,23 +111,20 @@ class Loader:
         # the C++ client; a pass that does not continue where the last one ended opens a new stream.
         if self._stream is None or start != 0 or self._next_epoch != epoch:
             self._close_stream()
-            self._stream = self._client.open_stream(epoch=epoch, start_batch=start, num_epochs=_MANY_EPOCHS,
-                                                    **self._options)
+            self._stream = self._open(epoch=epoch, start_batch=start, num_epochs=_MANY_EPOCHS, **self._options)
         stream, self._next_epoch = self._stream, None
-        cuda = self.device.type == "cuda"
+        next_item, to_tensors = stream.next, stream.tensors
         finished = False
         try:
             while True:
-                batch, self._pending = (self._pending, None) if self._pending is not None else (stream.next(), None)
-                if batch is None:
+                item, self._pending = (self._pending, None) if self._pending is not None else (next_item(), None)
+                if item is None:
                     break
-                if batch.epoch != epoch:  # the first batch of the next epoch: keep it for the next pass
-                    self._pending, self._next_epoch = batch, batch.epoch
+                if item[0] != epoch:  # the first batch of the next epoch: keep it for the next pass
+                    self._pending, self._next_epoch = item, item[0]
                     break
-                tensors = {name: torch.from_numpy(array) for name, array in batch.arrays().items()}
-                del batch  # the tensors alone hold the lease now
-                if cuda:
-                    tensors = {k: v.to(self.device, non_blocking=True) for k, v in tensors.items()}
+                tensors = to_tensors(item[1])
+                del item  # the tensors alone hold the lease now
                 self._state["batches_yielded"] += 1
                 out = (tensors["image"], tensors["label"]) if self.as_tuple else tensors
                 del tensors
@@ -130,6 +135,23 @@ class Loader:
             if not finished:  # abandoned mid-epoch: the stream's position is no longer the next pass's start
                 self._close_stream()
         self._advance(epoch, explicit)
+
+    def _open(self, **kw):
+        if self.device.type == "cuda" and self._device_path is not False:
+            reason = _batchd.cuda_unavailable_reason
+            if _batchd.has_cuda:
+                try:
+                    source = _DeviceSource(self._client.open_device_stream(self.device.index, **kw), self.device)
+                    self._device_path = True
+                    return source
+                except BatchdError as e:
+                    if e.code != "unavailable":
+                        raise
+                    reason = str(e)
+            warnings.warn(f"batchd: batches for {self.device} are copied with .to(non_blocking=True), not through "
+                          f"batchd's pinned CUDA path: {reason}", RuntimeWarning, stacklevel=3)
+            self._device_path = False
+        return _HostSource(self._client.open_stream(**kw), self.device)
 
     def _close_stream(self):
         self._pending, self._next_epoch = None, None
@@ -151,3 +173,39 @@ class Loader:
         """After a complete pass: the next pass reads the next epoch, unless set_epoch() was called meanwhile."""
         if not self._explicit_epoch:
             self._epoch = epoch + 1
+
+
+class _HostSource:
+    """A host stream: items are (epoch, Batch); tensors are zero-copy views (copied to a CUDA device if asked)."""
+
+    def __init__(self, stream, device):
+        self._stream, self._device = stream, device if device.type == "cuda" else None
+
+    def next(self):
+        batch = self._stream.next()
+        return None if batch is None else (batch.epoch, batch)
+
+    def tensors(self, batch):
+        tensors = {name: torch.from_numpy(array) for name, array in batch.arrays().items()}
+        if self._device is not None:
+            tensors = {k: v.to(self._device, non_blocking=True) for k, v in tensors.items()}
+        return tensors
+
+    def close(self):
+        self._stream.close()
+
+
+class _DeviceSource:
+    """batchd's CUDA path: items are (epoch, {name: DeviceArray}); tensors view batchd's device buffers."""
+
+    def __init__(self, stream, device):
+        self._stream, self._device = stream, device
+
+    def next(self):
+        return self._stream.next(torch.cuda.current_stream(self._device).cuda_stream)
+
+    def tensors(self, arrays):
+        return {name: torch.as_tensor(array, device=self._device) for name, array in arrays.items()}
+
+    def close(self):
+        self._stream.close()

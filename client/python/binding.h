@@ -1,0 +1,28 @@
+// binding.h — internal to the _batchd extension: error conversion and stream options shared by its files.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "batchd/client.h"
+
+namespace py = pybind11;
+
+namespace batchd_py {
+
+// Raises batchd.BatchdError carrying the message and .code.
+[[noreturn]] void raise(const batchd::Error& e);
+
+template <typename T>
+T unwrap(batchd::Result<T> r) {
+  if (!r.ok()) raise(r.error());
+  return std::move(r).value();
+}
+
+// StreamOptions from the keyword arguments of Client.open_stream / plan_stream (TypeError on an unknown one).
+batchd::StreamOptions options_from(const py::dict& kw);
+
+// Adds _batchd.has_cuda and, where batchd was built with the CUDA path, Client.open_device_stream and the
+// DeviceStream type (cuda_binding.cc; a no-op stub file otherwise).
+void bind_cuda(py::module_& m);
+
+}  // namespace batchd_py
