@@ -56,6 +56,19 @@ ResampleCoeffs resample_coeffs(const ResampleAxis& a) {
   return c;
 }
 
+std::pair<int, int> resample_input_range(const ResampleAxis& a) {
+  if (a.out_count <= 0) return {0, 0};
+  // The same expressions as resample_coeffs(): output centers grow with the index, so the first output's window
+  // starts the range and the last one's ends it.
+  const double scale = (a.box1 - a.box0) / a.out_size;
+  const double support = std::max(scale, 1.0);
+  const double first_center = a.box0 + (a.out_begin + 0.5) * scale;
+  const double last_center = a.box0 + (a.out_begin + a.out_count - 1 + 0.5) * scale;
+  const int first = std::max(0, static_cast<int>(first_center - support + 0.5));
+  const int last = std::min(a.in_size, static_cast<int>(last_center + support + 0.5));
+  return {std::min(first, last), last};
+}
+
 namespace {
 
 // One horizontal pass: `rows` rows of `in` (pixel 0 of row r at in + r * in_stride) -> out (rows x out_w pixels).
@@ -207,8 +220,8 @@ void resample_bilinear(const RgbImage& src, int x_origin, int y_origin, const Re
     // Pillow: horizontal over the rows the vertical pass will read, then vertical.
     const int rows = y_last - y_first;
     scratch->resize(static_cast<size_t>(rows) * out_w * 3);
-    horizontal_pass(src.row(y_origin + y_first) + static_cast<size_t>(x_origin) * 3, src_stride, rows, cx, 0, out_w,
-                    xa.in_size - 1, scratch->data());
+    horizontal_pass(src.row(y_origin + y_first), src_stride, rows, cx, -x_origin, out_w,
+                    std::min(xa.in_size - 1 + x_origin, src.width - 1), scratch->data());
     vertical_pass(scratch->data(), static_cast<size_t>(out_w) * 3, static_cast<size_t>(out_w) * 3, cy, y_first,
                   ya.out_count, dst, &acc);
   } else {
@@ -216,8 +229,8 @@ void resample_bilinear(const RgbImage& src, int x_origin, int y_origin, const Re
     // than in width this does far less work; results differ from Pillow's by at most one level (rounding order).
     const int cols = x_last - x_first;
     scratch->resize(static_cast<size_t>(ya.out_count) * cols * 3 + (cx.ksize + 2) * 3);
-    vertical_pass(src.row(y_origin) + static_cast<size_t>(x_origin + x_first) * 3, src_stride,
-                  static_cast<size_t>(cols) * 3, cy, 0, ya.out_count, scratch->data(), &acc);
+    vertical_pass(src.row(0) + static_cast<size_t>(x_origin + x_first) * 3, src_stride,
+                  static_cast<size_t>(cols) * 3, cy, -y_origin, ya.out_count, scratch->data(), &acc);
     horizontal_pass_pairs(scratch->data(), static_cast<size_t>(cols) * 3, ya.out_count, cx, x_first, out_w, dst);
   }
 }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace batchd::daemon {
@@ -39,11 +40,15 @@ struct ResampleCoeffs {
 };
 ResampleCoeffs resample_coeffs(const ResampleAxis& axis);
 
+// The input pixels [first, last) of an axis that its computed window reads (at least every tap with a weight).
+std::pair<int, int> resample_input_range(const ResampleAxis& axis);
+
 // kPillow: horizontal pass then vertical, exactly Pillow's output. kFast: vertical pass first, over only the
 // columns needed (less work when rows shrink most), within one level of Pillow's output.
 enum class ResampleOrder { kPillow, kFast };
 
-// Resamples `src` (its sub-rectangle starting at (x_origin, y_origin) is the source extent of both axes) into
+// Resamples `src` (its sub-rectangle starting at (x_origin, y_origin) is the source extent of both axes; an origin
+// may be negative when `src` holds only the part of the extent that resample_input_range() says is read) into
 // `dst_rgb` (out_count_x * out_count_y * 3 bytes, HWC). `scratch` is reused between calls.
 void resample_bilinear(const RgbImage& src, int x_origin, int y_origin, const ResampleAxis& x, const ResampleAxis& y,
                        uint8_t* dst_rgb, std::vector<uint8_t>* scratch,

@@ -107,11 +107,20 @@ class VisionPipeline final : public Pipeline {
       int nw = 0, nh = 0;
       resize_shorter_side(w, h, static_cast<int>(options_.resize_size), &nw, &nh);
       if (options_.fast_decode) scale = decoder_->choose_scale(*header, w, h, nw, nh);
-      BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_, options_.fast_decode));
+      const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
+      ax = {sw, 0.0, static_cast<double>(sw), nw, center_crop_offset(nw, c), c};
+      ay = {sh, 0.0, static_cast<double>(sh), nh, center_crop_offset(nh, c), c};
+      PixelRect origin;
+      if (options_.fast_decode) {  // decode only the pixels the center crop's resampling reads
+        const auto [x0, x1] = resample_input_range(ax);
+        const auto [y0, y1] = resample_input_range(ay);
+        BATCHD_RETURN_IF_ERROR(
+            decoder_->decode_region(bytes_, path, *header, scale, {x0, y0, x1 - x0, y1 - y0}, &image_, &origin, true));
+      } else {
+        BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_, false));
+      }
       times_.decode_ns += since(t);
-      ax = {image_.width, 0.0, static_cast<double>(image_.width), nw, center_crop_offset(nw, c), c};
-      ay = {image_.height, 0.0, static_cast<double>(image_.height), nh, center_crop_offset(nh, c), c};
-      resample_bilinear(image_, 0, 0, ax, ay, rgb_.data(), &scratch_, order());
+      resample_bilinear(image_, -origin.x, -origin.y, ax, ay, rgb_.data(), &scratch_, order());
     }
     times_.resize_ns += since(t);
     return ok_status();

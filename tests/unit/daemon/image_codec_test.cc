@@ -389,6 +389,33 @@ TEST(ResampleTest, FastOrderWithinOneLevelOfPillow) {
   }
 }
 
+// val224's fast path decodes only resample_input_range() of each axis and resamples that window with a negative
+// origin: the output must equal the whole image's, in both orders.
+TEST(ResampleTest, WindowOfTheInputRangeGivesTheWholeImagesOutput) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
+    RgbImage src;
+    ASSERT_TRUE(decode_file(p, {1, 1}, &src).ok());
+    int nw = 0, nh = 0;
+    resize_shorter_side(src.width, src.height, 256, &nw, &nh);
+    const ResampleAxis x{src.width, 0.0, double(src.width), nw, center_crop_offset(nw, 224), 224};
+    const ResampleAxis y{src.height, 0.0, double(src.height), nh, center_crop_offset(nh, 224), 224};
+    const auto [x0, x1] = resample_input_range(x);
+    const auto [y0, y1] = resample_input_range(y);
+    ASSERT_LT(x1 - x0, src.width) << "the center crop should not need every column";
+    RgbImage window;
+    window.width = x1 - x0;
+    window.height = y1 - y0;
+    for (int r = y0; r < y1; ++r) window.pixels.insert(window.pixels.end(), src.row(r) + x0 * 3, src.row(r) + x1 * 3);
+    for (ResampleOrder order : {ResampleOrder::kPillow, ResampleOrder::kFast}) {
+      std::vector<uint8_t> whole(224 * 224 * 3), part(224 * 224 * 3), scratch_buf;
+      resample_bilinear(src, 0, 0, x, y, whole.data(), &scratch_buf, order);
+      resample_bilinear(window, -x0, -y0, x, y, part.data(), &scratch_buf, order);
+      EXPECT_TRUE(whole == part) << p << " order " << int(order) << " max diff " << max_diff(whole, part);
+    }
+  }
+}
+
 TEST(RandomResizedCropTest, BoxesFollowTorchvisionRanges) {
   const double total = 500.0 * 375.0;
   double min_area = 2, max_area = 0, min_ratio = 2, max_ratio = 0;
