@@ -64,9 +64,18 @@ Status ImageDecoder::jpeg_header(std::span<const uint8_t> bytes, const std::stri
                                  int* subsamp, int* colorspace) {
   if (tjDecompressHeader3(tj_, bytes.data(), bytes.size(), w, h, subsamp, colorspace) != 0 &&
       (tjGetErrorCode(tj_) != TJERR_WARNING || *w <= 0 || *h <= 0)) {  // warnings (junk bytes) are tolerated
-    return bad_image(path, std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj_));
+    Error e = bad_image(path, std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj_));
+    reset_tj();
+    return e;
   }
   return ok_status();
+}
+
+void ImageDecoder::reset_tj() {
+  // TurboJPEG 2.1 leaves its handle mid-header after a failed header read: every later call on it then fails with
+  // the same message (one corrupt file would poison every later image of the worker). A fresh handle is cheap.
+  tjDestroy(tj_);
+  tj_ = tjInitDecompress();
 }
 
 ImageDecoder::~ImageDecoder() {
@@ -158,10 +167,18 @@ Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::stri
     // behind it: a JPEG whose data does not end with its EOI marker is truncated, whatever the warning said.
     const bool truncated = msg.find("Premature end") != std::string::npos || !ends_with_eoi(bytes);
     if (tjGetErrorCode(tj_) != TJERR_WARNING || truncated) {
+      reset_tj();
       return bad_image(path, (truncated ? "truncated JPEG (" : "corrupt JPEG (") + msg + ")");
+    }
+    if (!cmyk) {
+      // Decode again, tolerating warnings, with the libjpeg API: TurboJPEG 2.1 reports a fatal error that follows
+      // a warning as a mere warning (leaving rows unwritten); this decoder tells them apart. Same pixels.
+      PixelRect whole{0, 0, out->width, out->height}, at;
+      return region_.decode(bytes, path, scale.num, scale.denom, whole, (flags & TJFLAG_FASTDCT) != 0, out, &at);
     }
     rc = tjDecompress2(tj_, bytes.data(), bytes.size(), target, out->width, 0, out->height, pf, flags);
     if (rc != 0 && tjGetErrorCode(tj_) != TJERR_WARNING) {
+      reset_tj();
       return bad_image(path, std::string("corrupt JPEG (") + tjGetErrorStr2(tj_) + ")");
     }
   }

@@ -68,6 +68,8 @@ class ImageDecoder final {
   Status jpeg_header(std::span<const uint8_t> bytes, const std::string& path, int* w, int* h, int* subsamp,
                      int* colorspace);
 
+  void reset_tj();  // a fresh TurboJPEG handle after an error
+
   void* tj_ = nullptr;  // tjhandle
   JpegRegionDecoder region_;
   std::vector<uint8_t> cmyk_;

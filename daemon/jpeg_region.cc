@@ -86,8 +86,13 @@ bool decode_window(jpeg_decompress_struct* cinfo, ErrorManager* err, const uint8
     if (got == 0) break;  // cannot happen with a memory source; guards against an endless loop
     done += static_cast<int>(got);
   }
-  jpeg_abort_decompress(cinfo);  // the rows below the window are never decoded
-  return done == out->height;
+  if (done != out->height) return false;
+  if (y1 == full_h) {
+    jpeg_finish_decompress(cinfo);  // reads on to EOI: a bad marker after the last row is an error, as in PIL
+  } else {
+    jpeg_abort_decompress(cinfo);  // the rows below the window are never decoded
+  }
+  return true;
 }
 
 }  // namespace

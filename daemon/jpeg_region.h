@@ -8,7 +8,8 @@
 // API has no cropping, so this uses the libjpeg API of the same library.
 //
 // Pixels equal those of a full decode with the same flags (tested), except at the region's edges when `fast` is off
-// (libjpeg's fancy upsampling reads neighbouring rows). Only 3-component (YCbCr/RGB) and grayscale JPEGs; the caller
+// (libjpeg's fancy upsampling reads neighbouring rows). Corrupt data below the window is not seen (those rows are
+// never decoded); a window that reaches the last row reads on to the EOI marker, as a whole decode does. Only 3-component (YCbCr/RGB) and grayscale JPEGs; the caller
 // decodes CMYK/YCCK ones whole.
 // One per worker process; not thread-safe.
 #pragma once

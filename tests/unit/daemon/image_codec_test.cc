@@ -241,6 +241,60 @@ TEST(ImageCodecTest, RegionDecodeEqualsWholeDecodeInsideTheRegion) {
   EXPECT_NE(st.error().message().find("cut.jpg: truncated JPEG"), std::string::npos) << st.error().message();
 }
 
+// One corrupt header must not poison the decoder for the next images of the worker (TurboJPEG 2.1 keeps a failed
+// header read's state in its handle).
+TEST(ImageCodecTest, ACorruptHeaderDoesNotBreakTheNextImage) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  std::vector<uint8_t> jpeg = slurp(scratch().photos[0]);
+  const std::vector<uint8_t> dht = {0xFF, 0xC4};
+  auto at = std::search(jpeg.begin(), jpeg.end(), dht.begin(), dht.end());
+  ASSERT_NE(at, jpeg.end());
+  std::fill(at + 5, at + 21, 0xFF);  // 16 code-length counts summing past 256
+  spit(tmp("badhdr.jpg"), jpeg);
+  RgbImage out;
+  const Status bad = decode_file(tmp("badhdr.jpg"), {1, 1}, &out);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("badhdr.jpg: corrupt JPEG header"), std::string::npos) << bad.error().message();
+  for (const std::string& good : {scratch().photos[0], scratch().photos[1]}) {
+    const Status st = decode_file(good, {1, 1}, &out);
+    EXPECT_TRUE(st.ok()) << good << ": " << st.error().message();
+  }
+}
+
+// A fatal error after a warning is an error on every path (TurboJPEG 2.1 reports it as a warning), naming the file
+// and libjpeg's reason; the same error without the warning too.
+TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsOnEveryPath) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  const std::vector<uint8_t> good = slurp(scratch().photos[0]);
+  const std::vector<uint8_t> dqt = {0xFF, 0xDB}, sos = {0xFF, 0xDA};
+  for (bool with_warning : {true, false}) {
+    std::vector<uint8_t> jpeg = good;
+    if (with_warning) jpeg.insert(std::search(jpeg.begin(), jpeg.end(), dqt.begin(), dqt.end()), {0x00, 0x11, 0x22});
+    const size_t scan = std::search(jpeg.begin(), jpeg.end(), sos.begin(), sos.end()) - jpeg.begin();
+    const size_t at = scan + (jpeg.size() - scan) * 7 / 10;
+    jpeg.insert(jpeg.begin() + static_cast<long>(at), {0xFF, 0x28, 0x00, 0x00});  // a marker libjpeg refuses
+    const std::string path = tmp(with_warning ? "warn_fatal.jpg" : "fatal.jpg");
+    spit(path, jpeg);
+    for (bool fast : {false, true}) {
+      SCOPED_TRACE(args(path, fast ? "fast" : "exact"));
+      RgbImage out;
+      const Status st = decode_file(path, {1, 1}, &out, nullptr, fast);
+      ASSERT_FALSE(st.ok()) << "a JPEG with an unsupported marker in its scan decoded";
+      EXPECT_NE(st.error().message().find(path + ": corrupt JPEG ("), std::string::npos) << st.error().message();
+      EXPECT_NE(st.error().message().find("0x28"), std::string::npos) << st.error().message();
+    }
+    // The region decoder (train224/val224's fast path) sees it when its window reaches the bad marker.
+    auto dec = std::move(ImageDecoder::create().value());
+    const ImageHeader hdr = dec->header(jpeg, path).value();
+    RgbImage out;
+    PixelRect where;
+    const Status st = dec->decode_region(jpeg, path, hdr, {1, 1}, {0, 0, hdr.width, hdr.height}, &out, &where, true);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find(path + ": corrupt JPEG (Unsupported marker type 0x28)"), std::string::npos)
+        << st.error().message();
+  }
+}
+
 TEST(ImageCodecTest, CmykJpegMatchesPillowWithinOneLevel) {
   SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
   for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
@@ -371,8 +425,39 @@ TEST(ResampleTest, BilinearEqualsPillowOnRealPhotos) {
   }
 }
 
-// The fast order (vertical pass first, two pixels per step horizontally): within one level of Pillow's output,
-// for even and odd output widths, shrinking and enlarging.
+// The fast order's arithmetic written plainly: Pillow's fixed point (22 fractional bits, round half up, clamp),
+// vertical pass over the extent's columns first, then horizontal.
+std::vector<uint8_t> fast_order_reference(const RgbImage& src, int xo, int yo, const ResampleAxis& x,
+                                          const ResampleAxis& y) {
+  const ResampleCoeffs cx = resample_coeffs(x), cy = resample_coeffs(y);
+  auto clip = [](int64_t v) { return static_cast<uint8_t>(std::clamp<int64_t>(v >> 22, 0, 255)); };
+  const int cols = x.in_size * 3;
+  std::vector<uint8_t> tmp(static_cast<size_t>(y.out_count) * cols), out(static_cast<size_t>(y.out_count) * x.out_count * 3);
+  for (int j = 0; j < y.out_count; ++j) {
+    for (int c = 0; c < cols; ++c) {
+      int64_t acc = 1 << 21;
+      for (int t = 0; t < cy.bounds[2 * j + 1]; ++t) {
+        acc += int64_t{src.row(yo + cy.bounds[2 * j] + t)[xo * 3 + c]} * cy.taps[j * cy.ksize + t];
+      }
+      tmp[static_cast<size_t>(j) * cols + c] = clip(acc);
+    }
+  }
+  for (int j = 0; j < y.out_count; ++j) {
+    for (int i = 0; i < x.out_count; ++i) {
+      for (int ch = 0; ch < 3; ++ch) {
+        int64_t acc = 1 << 21;
+        for (int t = 0; t < cx.bounds[2 * i + 1]; ++t) {
+          acc += int64_t{tmp[static_cast<size_t>(j) * cols + (cx.bounds[2 * i] + t) * 3 + ch]} * cx.taps[i * cx.ksize + t];
+        }
+        out[(static_cast<size_t>(j) * x.out_count + i) * 3 + ch] = clip(acc);
+      }
+    }
+  }
+  return out;
+}
+
+// The fast order (vertical pass first, two pixels per step horizontally): exactly its plain-written arithmetic, and
+// within one level of Pillow's output, for even and odd output widths, shrinking and enlarging.
 TEST(ResampleTest, FastOrderWithinOneLevelOfPillow) {
   SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
   const std::string& p = scratch().photos[0];
@@ -386,6 +471,10 @@ TEST(ResampleTest, FastOrderWithinOneLevelOfPillow) {
     auto axis = [](int in, int out) { return ResampleAxis{in, 0.0, double(in), out, 0, out}; };
     EXPECT_LE(resample_vs_pillow(src, l, t, axis(r - l, W), axis(b - t, H), "crop", args(l, t, r, b, W, H),
                                  ResampleOrder::kFast), 1);
+    std::vector<uint8_t> ours(static_cast<size_t>(W) * H * 3), scratch_buf;
+    resample_bilinear(src, l, t, axis(r - l, W), axis(b - t, H), ours.data(), &scratch_buf, ResampleOrder::kFast);
+    EXPECT_TRUE(ours == fast_order_reference(src, l, t, axis(r - l, W), axis(b - t, H)))
+        << "max diff " << max_diff(ours, fast_order_reference(src, l, t, axis(r - l, W), axis(b - t, H)));
   }
 }
 
