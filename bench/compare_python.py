@@ -13,6 +13,7 @@ Prints steady-state samples/s (mean of epochs >= 1) and the ratios batchd.Loader
 (this 2-core machine is shared: single fmnist runs vary by +-15%).
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -29,8 +30,26 @@ PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 
 
 def python_loop(args):
-    """Runs in a child: iterate batchd.Loader for E epochs against a fresh daemon, one JSON line per epoch."""
+    """Runs in a child: iterate batchd.Loader for E epochs against --socket, or a fresh daemon, one JSON line per
+    epoch."""
     import batchd
+    with daemon_at(args) as sock:
+        loader = batchd.Loader(args.dataset, pipeline=args.pipeline, batch_size=args.batch_size, socket=sock)
+        for epoch in range(args.epochs):
+            start, n = time.perf_counter(), 0
+            for batch in loader:
+                n += batch["image"].shape[0]
+            dt = time.perf_counter() - start
+            print(json.dumps({"system": "batchd.Loader", "epoch": epoch, "samples": n, "seconds": dt,
+                              "samples_per_s": n / dt}), flush=True)
+
+
+@contextlib.contextmanager
+def daemon_at(args):
+    """args.socket if given, else a private daemon (args.workers, args.config) for the block's duration."""
+    if args.socket:
+        yield args.socket
+        return
     with tempfile.TemporaryDirectory(prefix="batchd-pybench-") as tmp:
         sock = os.path.join(tmp, "batchd.sock")
         cmd = [os.path.join(ROOT, "build", "bin", "batchd"), "--socket", sock, "--workers", str(args.workers),
@@ -39,14 +58,7 @@ def python_loop(args):
         while not os.path.exists(sock):
             time.sleep(0.01)
         try:
-            loader = batchd.Loader(args.dataset, pipeline=args.pipeline, batch_size=args.batch_size, socket=sock)
-            for epoch in range(args.epochs):
-                start, n = time.perf_counter(), 0
-                for batch in loader:
-                    n += batch["image"].shape[0]
-                dt = time.perf_counter() - start
-                print(json.dumps({"system": "batchd.Loader", "epoch": epoch, "samples": n, "seconds": dt,
-                                  "samples_per_s": n / dt}), flush=True)
+            yield sock
         finally:
             daemon.terminate()
             daemon.wait()
@@ -60,12 +72,39 @@ def steady(cmd, env=None):
     return statistics.mean(r["samples_per_s"] for r in rows[1:])
 
 
+def paired(args, cases, env, bench):
+    """Python and C++ loops in turn against one daemon per pipeline: the same daemon state, adjacent in time."""
+    print(f"{args.epochs} epochs per run, {args.workers} workers, one daemon per pipeline; {args.paired} rounds of "
+          "(Python loop, batchd-bench); steady state = mean of epochs >= 1\n")
+    print("| pipeline | batchd.Loader (Python) median | batchd-bench (C++) median | Python/C++ per round: median "
+          "(min-max) |")
+    print("|---|---:|---:|---:|")
+    for pipe, dataset, batch, config, _ in cases:
+        common = ["--pipeline", pipe, "--batch-size", str(batch), "--epochs", str(args.epochs)]
+        args.config = config
+        with daemon_at(args) as sock:
+            py, cpp = [], []
+            for _ in range(args.paired):
+                py.append(steady([PY, os.path.abspath(__file__), "--python-loop", "--socket", sock, "--dataset",
+                                  dataset, *common], env))
+                cpp.append(steady([bench, "--socket", sock, "--dataset", dataset, *common, "--json"]))
+        ratios = sorted(p / c for p, c in zip(py, cpp))
+        print(f"| {pipe} | {statistics.median(py):,.0f} | {statistics.median(cpp):,.0f} | "
+              f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}) |", flush=True)
+    print(f"\nmachine: nproc={len(os.sched_getaffinity(0))}, cpu={cpu_model()}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--images", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--paired", type=int, default=0, metavar="N",
+                    help="instead: per pipeline one daemon, N rounds of the Python loop then batchd-bench against "
+                         "it; prints the median (min-max) of the per-round ratios Python / C++")
+    ap.add_argument("--socket", help=argparse.SUPPRESS)
     ap.add_argument("--python-loop", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dataset"), ap.add_argument("--pipeline"), ap.add_argument("--config")
     ap.add_argument("--batch-size", type=int)
@@ -82,6 +121,8 @@ def main():
     bench = os.path.join(ROOT, "build", "bin", "batchd-bench")
     cases = [("fmnist", "fashion-mnist", 256, None, ["--dataset", "fashion-mnist"]),
              ("train224", "bench", 64, cfg.name, ["--dataset", "imagefolder", "--root", root])]
+    if args.paired:
+        return paired(args, cases, env, bench)
     print(f"{args.epochs} epochs per run, {args.workers} workers; steady state = mean of epochs >= 1; "
           f"median of {args.repeats} run(s)\n")
     print("| pipeline | DataLoader | batchd.Loader (Python) | batchd-bench (C++) | Python/C++ | Python/DataLoader |")
