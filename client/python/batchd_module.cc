@@ -151,6 +151,20 @@ PYBIND11_MODULE(_batchd, m) {
              return py::cast(std::make_shared<batchd::Batch>(std::move(*batch)));
            },
            "the next batch in sampler order, or None after the last")
+      .def("next_arrays",
+           [](batchd::Stream& s) -> py::object {
+             batchd::Result<std::optional<batchd::Batch>> r = std::optional<batchd::Batch>();
+             {
+               py::gil_scoped_release release;
+               r = s.next();
+             }
+             auto batch = unwrap(std::move(r));
+             if (!batch) return py::none();
+             const uint64_t epoch = batch->epoch();
+             return py::make_tuple(epoch, arrays_of(std::make_shared<batchd::Batch>(std::move(*batch))));
+           },
+           "(epoch, Batch.arrays()) of the next batch in one call (the arrays hold the lease), or None after the "
+           "last")
       .def("close", [](batchd::Stream& s) {
         auto st = s.close();
         if (!st.ok()) raise(st.error());

@@ -176,17 +176,16 @@ class Loader:
 
 
 class _HostSource:
-    """A host stream: items are (epoch, Batch); tensors are zero-copy views (copied to a CUDA device if asked)."""
+    """A host stream: items are (epoch, {name: numpy array}) whose arrays hold the lease; tensors are zero-copy
+    views of them (copied to a CUDA device if asked)."""
 
     def __init__(self, stream, device):
         self._stream, self._device = stream, device if device.type == "cuda" else None
+        self.next = stream.next_arrays  # one C++ call per batch
 
-    def next(self):
-        batch = self._stream.next()
-        return None if batch is None else (batch.epoch, batch)
-
-    def tensors(self, batch):
-        tensors = {name: torch.from_numpy(array) for name, array in batch.arrays().items()}
+    def tensors(self, arrays):
+        from_numpy = torch.from_numpy
+        tensors = {name: from_numpy(array) for name, array in arrays.items()}
         if self._device is not None:
             tensors = {k: v.to(self._device, non_blocking=True) for k, v in tensors.items()}
         return tensors
