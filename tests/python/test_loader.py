@@ -111,6 +111,17 @@ def test_holding_every_slot_raises_instead_of_hanging(socket_path):
     gc.collect()
 
 
+def test_default_depth_is_one_more_than_the_daemons(socket_path):
+    # The daemon's default is 4 slots; the loop variable holds one batch while the next is fetched, so a Loader
+    # without depth asks for 5: five batches can be held at once, a sixth cannot.
+    it = iter(loader(socket_path))
+    held = [next(it) for _ in range(5)]
+    with pytest.raises(batchd.BatchdError, match="5 slots .* are held"):
+        next(it)
+    del held
+    gc.collect()
+
+
 def test_tensors_are_writable_views_of_ones_own_batch(socket_path):
     batch = next(iter(loader(socket_path)))
     batch["image"].sub_(1.0)  # in place: changes only this batch

@@ -33,7 +33,10 @@ class Loader:
         batch_size: samples per batch.
         shuffle, seed: a permutation per (seed, epoch), the same on every rank (RandomSampler semantics).
         rank, world_size, drop_last: DistributedSampler semantics (drop_last also drops a short last batch).
-        depth: batches prefetched by the daemon (slots); None = the daemon's default (4). Holding more than depth
+        depth: batches prefetched by the daemon (slots); None = the daemon's default (4) plus one, because a for
+            loop's variable still holds the previous batch while the next one is fetched: with the extra slot the
+            daemon reads as far ahead as for a C++ loop that releases each batch first (measured on fmnist: the
+            Python loop's throughput went from ~0.88 to ~1.0 of the C++ loop's). Holding more than depth
             batches at once makes the next one fail with a BatchdError instead of waiting forever.
         socket: the daemon's socket; None = $BATCHD_SOCKET or /run/batchd/batchd.sock.
         as_tuple: yield (image, label) instead of a dict.
@@ -75,7 +78,7 @@ class Loader:
         self._explicit_epoch = False
         self._resume_batch = 0
         self._state = {"epoch": 0, "batches_yielded": 0}
-        self._len = None
+        self._plan_info = None
         self._stream, self._pending, self._next_epoch = None, None, None
 
     def set_epoch(self, epoch):
@@ -85,9 +88,13 @@ class Loader:
 
     def __len__(self):
         """Batches per epoch for this rank, as len(DataLoader)."""
-        if self._len is None:
-            self._len = self._client.plan_stream(**self._options)["batches_per_epoch"]
-        return self._len
+        return self._plan()["batches_per_epoch"]
+
+    def _plan(self):
+        """The daemon's dry run of this loader's stream (sizes, the depth it would get), once."""
+        if self._plan_info is None:
+            self._plan_info = self._client.plan_stream(**self._options)
+        return self._plan_info
 
     def state_dict(self):
         """Where the current (or last) pass is: {"epoch", "batches_yielded", "seed"} (torchdata's StatefulDataLoader
@@ -137,6 +144,17 @@ class Loader:
         self._advance(epoch, explicit)
 
     def _open(self, **kw):
+        if "depth" not in kw:  # the daemon's default + 1 (see the class docstring), within its limits.max_depth
+            kw["depth"] = self._plan()["depth"] + 1
+            try:
+                return self._open_with(**kw)
+            except BatchdError as e:
+                if "exceeds limits.max_depth" not in str(e):
+                    raise
+                del kw["depth"]
+        return self._open_with(**kw)
+
+    def _open_with(self, **kw):
         if self.device.type == "cuda" and self._device_path is not False:
             reason = _batchd.cuda_unavailable_reason
             if _batchd.has_cuda:
