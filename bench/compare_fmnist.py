@@ -75,7 +75,7 @@ def main():
     if not os.path.isfile(args.peer):
         die(f"peer script {args.peer} not found (use --peer PATH)")
     if subprocess.run([args.python, "-c", "import torch, torchvision"]).returncode != 0:
-        die(f"{args.python} cannot import torch/torchvision; ./setup.sh --bench installs "
+        die(f"{args.python} cannot import torch/torchvision; ./setup.sh installs "
             "python3-torch and python3-torchvision (or pass --python PATH)", 2)
 
     common = ["--dataset", "fashion-mnist", "--pipeline", "fmnist", "--batch-size", str(args.batch_size),

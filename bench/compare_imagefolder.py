@@ -50,7 +50,7 @@ def main():
     if args.epochs < 2:
         die("need --epochs >= 2 (steady state is epochs >= 1)")
     if subprocess.run([args.python, "-c", "import torch, torchvision"]).returncode != 0:
-        die(f"{args.python} cannot import torch/torchvision; ./setup.sh --bench installs them", 2)
+        die(f"{args.python} cannot import torch/torchvision; ./setup.sh installs them", 2)
     bench = os.path.join(ROOT, "build", "bin", "batchd-bench")
     root = os.path.join(ROOT, "build", "bench-data", f"imagefolder-{args.images}")
     ensure_tree(root, args.images, args.python)
