@@ -38,16 +38,23 @@ struct JpegRegionDecoder::State {
 };
 
 JpegRegionDecoder::JpegRegionDecoder() : state_(std::make_unique<State>()) {
-  jpeg_decompress_struct& cinfo = state_->cinfo;
-  cinfo.err = jpeg_std_error(&state_->err.pub);
+  jpeg_std_error(&state_->err.pub);
   state_->err.pub.error_exit = on_error_exit;
   state_->err.pub.emit_message = on_emit_message;
-  jpeg_create_decompress(&cinfo);  // allocates only memory; cannot fail but for out-of-memory (error_exit)
 }
 
+// Safe when no decompressor exists (libjpeg's destroy does nothing without its memory manager).
 JpegRegionDecoder::~JpegRegionDecoder() { jpeg_destroy_decompress(&state_->cinfo); }
 
 namespace {
+
+// jpeg_create_decompress with the error jump armed: it fails only when out of memory, through error_exit.
+bool create_decompressor(jpeg_decompress_struct* cinfo, ErrorManager* err) {
+  if (setjmp(err->jump) != 0) return false;
+  cinfo->err = &err->pub;
+  jpeg_create_decompress(cinfo);
+  return true;
+}
 
 // The libjpeg calls, in a function whose locals are all trivial (longjmp skips destructors). Returns false on a
 // fatal error (message in err->message); the decompressor is then reset by the caller.
@@ -100,17 +107,20 @@ bool decode_window(jpeg_decompress_struct* cinfo, ErrorManager* err, const uint8
 Status JpegRegionDecoder::decode(std::span<const uint8_t> bytes, const std::string& path, int num, int denom,
                                  PixelRect want, bool fast, RgbImage* out, PixelRect* origin) {
   State& s = *state_;
-  // A fresh decompressor per image: libjpeg-turbo 2.1 keeps some cropping/skipping state across
-  // jpeg_abort_decompress(), which corrupted rows of the next image's window (found by
-  // RegionDecodeEqualsWholeDecodeInsideTheRegion). Re-creating it costs a few microseconds.
-  jpeg_destroy_decompress(&s.cinfo);
-  jpeg_create_decompress(&s.cinfo);
   s.err.message[0] = '\0';
   s.err.pub.num_warnings = 0;
+  // A fresh decompressor per image: libjpeg-turbo 2.1 keeps some cropping/skipping state across
+  // jpeg_abort_decompress(), which corrupted rows of the next image's window (found by
+  // RegionDecodeEqualsWholeDecodeInsideTheRegion). Creating one costs a few microseconds.
+  if (!create_decompressor(&s.cinfo, &s.err)) {
+    jpeg_destroy_decompress(&s.cinfo);
+    return Error(ErrorCode::kResourceExhausted, path + ": cannot create a JPEG decompressor (" +
+                                                    std::string(s.err.message) + "): the worker is out of memory");
+  }
   const bool ok = decode_window(&s.cinfo, &s.err, bytes.data(), bytes.size(), num, denom, &want, fast, out, origin,
                                 &s.rows);
+  jpeg_destroy_decompress(&s.cinfo);
   if (!ok) {
-    jpeg_abort_decompress(&s.cinfo);  // ready for the next image
     const std::string why = s.err.message[0] != '\0' ? s.err.message : "decoder stopped early";
     return Error(ErrorCode::kDataError, path + ": corrupt JPEG (" + why + ")");
   }
