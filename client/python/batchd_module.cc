@@ -116,6 +116,17 @@ py::dict arrays_of(const SharedBatch& batch) {
   return out;
 }
 
+// Stream::next() without the GIL; nullptr after the last batch; a daemon error raises BatchdError.
+SharedBatch next_batch(batchd::Stream& s) {
+  batchd::Result<std::optional<batchd::Batch>> r = std::optional<batchd::Batch>();
+  {
+    py::gil_scoped_release release;
+    r = s.next();
+  }
+  auto batch = unwrap(std::move(r));
+  return batch ? std::make_shared<batchd::Batch>(std::move(*batch)) : nullptr;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_batchd, m) {
@@ -141,27 +152,16 @@ PYBIND11_MODULE(_batchd, m) {
       .def_property_readonly("info", [](const batchd::Stream& s) { return info_dict(s.info()); })
       .def("next",
            [](batchd::Stream& s) -> py::object {
-             batchd::Result<std::optional<batchd::Batch>> r = std::optional<batchd::Batch>();
-             {
-               py::gil_scoped_release release;
-               r = s.next();
-             }
-             auto batch = unwrap(std::move(r));
+             auto batch = next_batch(s);
              if (!batch) return py::none();
-             return py::cast(std::make_shared<batchd::Batch>(std::move(*batch)));
+             return py::cast(std::move(batch));
            },
            "the next batch in sampler order, or None after the last")
       .def("next_arrays",
            [](batchd::Stream& s) -> py::object {
-             batchd::Result<std::optional<batchd::Batch>> r = std::optional<batchd::Batch>();
-             {
-               py::gil_scoped_release release;
-               r = s.next();
-             }
-             auto batch = unwrap(std::move(r));
+             auto batch = next_batch(s);
              if (!batch) return py::none();
-             const uint64_t epoch = batch->epoch();
-             return py::make_tuple(epoch, arrays_of(std::make_shared<batchd::Batch>(std::move(*batch))));
+             return py::make_tuple(batch->epoch(), arrays_of(batch));
            },
            "(epoch, Batch.arrays()) of the next batch in one call (the arrays hold the lease), or None after the "
            "last")
