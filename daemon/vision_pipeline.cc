@@ -93,12 +93,7 @@ class VisionPipeline final : public Pipeline {
       const int rw = std::min(sw, static_cast<int>(std::ceil(x1))) - rx;
       const int rh = std::min(sh, static_cast<int>(std::ceil(y1))) - ry;
       PixelRect origin;
-      if (options_.fast_decode) {  // decode only the crop's rows and iMCU columns
-        BATCHD_RETURN_IF_ERROR(
-            decoder_->decode_region(bytes_, path, *header, scale, {rx, ry, rw, rh}, &image_, &origin, true));
-      } else {
-        BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_, false));
-      }
+      BATCHD_RETURN_IF_ERROR(decode(path, *header, scale, {rx, ry, rw, rh}, &origin));
       times_.decode_ns += since(t);
       ax = {rw, x0 - rx, std::min(x1 - rx, static_cast<double>(rw)), c, 0, c};
       ay = {rh, y0 - ry, std::min(y1 - ry, static_cast<double>(rh)), c, 0, c};
@@ -110,20 +105,23 @@ class VisionPipeline final : public Pipeline {
       const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
       ax = {sw, 0.0, static_cast<double>(sw), nw, center_crop_offset(nw, c), c};
       ay = {sh, 0.0, static_cast<double>(sh), nh, center_crop_offset(nh, c), c};
+      const auto [x0, x1] = resample_input_range(ax);  // only these pixels are read by the center crop
+      const auto [y0, y1] = resample_input_range(ay);
       PixelRect origin;
-      if (options_.fast_decode) {  // decode only the pixels the center crop's resampling reads
-        const auto [x0, x1] = resample_input_range(ax);
-        const auto [y0, y1] = resample_input_range(ay);
-        BATCHD_RETURN_IF_ERROR(
-            decoder_->decode_region(bytes_, path, *header, scale, {x0, y0, x1 - x0, y1 - y0}, &image_, &origin, true));
-      } else {
-        BATCHD_RETURN_IF_ERROR(decoder_->decode(bytes_, path, *header, scale, &image_, false));
-      }
+      BATCHD_RETURN_IF_ERROR(decode(path, *header, scale, {x0, y0, x1 - x0, y1 - y0}, &origin));
       times_.decode_ns += since(t);
       resample_bilinear(image_, -origin.x, -origin.y, ax, ay, rgb_.data(), &scratch_, order());
     }
     times_.resize_ns += since(t);
     return ok_status();
+  }
+
+  // Decodes the current file into image_ at `scale`: with fast decoding only `want` (widened to iMCU columns),
+  // else all of it, exactly as PIL does. *origin: where image_'s top-left pixel lies in the scaled image.
+  Status decode(const std::string& path, const ImageHeader& header, Scale scale, PixelRect want, PixelRect* origin) {
+    if (options_.fast_decode) return decoder_->decode_region(bytes_, path, header, scale, want, &image_, origin, true);
+    *origin = {};
+    return decoder_->decode(bytes_, path, header, scale, &image_, false);
   }
 
   ResampleOrder order() const { return options_.fast_decode ? ResampleOrder::kFast : ResampleOrder::kPillow; }
