@@ -22,7 +22,8 @@ T unwrap(batchd::Result<T> r) {
 batchd::StreamOptions options_from(const py::dict& kw);
 
 // Adds _batchd.has_cuda and, where batchd was built with the CUDA path, Client.open_device_stream and the
-// DeviceStream type (cuda_binding.cc; a no-op stub file otherwise).
+// DeviceStream type (cuda_binding.cc); without the CUDA path, cuda_binding_none.cc sets has_cuda = False and the
+// reason (cuda_unavailable_reason).
 void bind_cuda(py::module_& m);
 
 }  // namespace batchd_py
