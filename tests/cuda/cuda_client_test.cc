@@ -26,7 +26,18 @@ class CudaClientTest : public SharedDaemonTest {
     EXPECT_TRUE(stream.ok()) << stream.error().message();
     return std::move(stream).value();
   }
+  // A trainer-side CUDA stream for this test, destroyed after it (also when an assertion ends the test early).
+  cudaStream_t consumer_stream() {
+    EXPECT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
+    return stream_;
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) {
+      EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess);
+    }
+  }
   std::unique_ptr<Client> client_;
+  cudaStream_t stream_ = nullptr;
 };
 
 #define SKIP_WITHOUT_GPU()                                                                   \
@@ -76,8 +87,8 @@ TEST_F(CudaClientTest, AllBuffersHeldIsANonStickyErrorThatLosesNothing) {
   opts.max_batches = 2;
   auto dev = DeviceStream::open(open(o), opts);
   ASSERT_TRUE(dev.ok()) << dev.error().message();
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  cudaStream_t s = consumer_stream();
+  ASSERT_NE(s, nullptr);
   auto b0 = dev->next(s);
   auto b1 = dev->next(s);
   ASSERT_TRUE(b0.ok() && b1.ok() && b0->has_value() && b1->has_value());
@@ -93,7 +104,6 @@ TEST_F(CudaClientTest, AllBuffersHeldIsANonStickyErrorThatLosesNothing) {
   b1->reset();
   b2->reset();
   ASSERT_TRUE(dev->close().ok());
-  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 TEST_F(CudaClientTest, DeviceBatchesEqualHostBatchesExactlyOncePinned) {
@@ -104,8 +114,8 @@ TEST_F(CudaClientTest, DeviceBatchesEqualHostBatchesExactlyOncePinned) {
   auto dev = DeviceStream::open(open(o));
   ASSERT_TRUE(dev.ok()) << dev.error().message();
   EXPECT_EQ(dev->pin_status().pinning, cuda::Pinning::kRegistered) << dev->pin_status().reason;
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  cudaStream_t s = consumer_stream();
+  ASSERT_NE(s, nullptr);
   std::set<int64_t> seen;
   for (;;) {
     auto h = host.next();
@@ -126,7 +136,6 @@ TEST_F(CudaClientTest, DeviceBatchesEqualHostBatchesExactlyOncePinned) {
   }
   EXPECT_EQ(seen.size(), 10000u);
   ASSERT_TRUE(dev->close().ok());
-  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 TEST_F(CudaClientTest, PageableFallbackWhenPinningIsOffGivesTheSameData) {
@@ -139,8 +148,8 @@ TEST_F(CudaClientTest, PageableFallbackWhenPinningIsOffGivesTheSameData) {
   ASSERT_TRUE(dev.ok()) << dev.error().message();
   EXPECT_EQ(dev->pin_status().pinning, cuda::Pinning::kPageable);
   EXPECT_NE(dev->pin_status().reason.find("DeviceOptions::pin = false"), std::string::npos);
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  cudaStream_t s = consumer_stream();
+  ASSERT_NE(s, nullptr);
   auto first = dev->next(s);
   ASSERT_TRUE(first.ok() && first->has_value());
   const std::vector<uint8_t> idx = to_host(*(*first)->find("index"), s);
@@ -148,7 +157,6 @@ TEST_F(CudaClientTest, PageableFallbackWhenPinningIsOffGivesTheSameData) {
   for (int k = 0; k < 100; ++k) ASSERT_EQ(i[k], k);
   first->reset();
   ASSERT_TRUE(dev->close().ok());
-  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 // Held device batches keep their data while later ones are copied, up to max_batches; slots are recycled (a
@@ -162,8 +170,8 @@ TEST_F(CudaClientTest, HeldBatchesStayIntactAndSlotsAreRecycled) {
   opts.max_batches = 3;
   auto dev = DeviceStream::open(open(o), opts);
   ASSERT_TRUE(dev.ok()) << dev.error().message();
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  cudaStream_t s = consumer_stream();
+  ASSERT_NE(s, nullptr);
   auto held = dev->next(s);
   ASSERT_TRUE(held.ok() && held->has_value());
   size_t batches = 1;
@@ -178,7 +186,6 @@ TEST_F(CudaClientTest, HeldBatchesStayIntactAndSlotsAreRecycled) {
   EXPECT_EQ(reinterpret_cast<const int64_t*>(idx.data())[99], 99);  // batch 0 still holds indices 0..99
   held->reset();
   ASSERT_TRUE(dev->close().ok());
-  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 }  // namespace
