@@ -13,14 +13,14 @@
 #include <thread>
 
 #include "config.h"
-#include "dataset.h"
-#include "instance_lock.h"
-#include "metrics_http.h"
-#include "server.h"
-#include "service_notify.h"
-#include "shm_scan.h"
-#include "stream_manager.h"
-#include "worker_pool.h"
+#include "data/dataset.h"
+#include "server/instance_lock.h"
+#include "server/metrics_http.h"
+#include "server/server.h"
+#include "server/service_notify.h"
+#include "streams/shm_scan.h"
+#include "streams/stream_manager.h"
+#include "workers/worker_pool.h"
 
 using namespace batchd;
 using namespace batchd::daemon;

@@ -16,9 +16,9 @@
 #include <memory>
 
 #include "config.h"
-#include "dataset.h"
-#include "server.h"
-#include "stream_manager.h"
+#include "data/dataset.h"
+#include "server/server.h"
+#include "streams/stream_manager.h"
 
 namespace {
 

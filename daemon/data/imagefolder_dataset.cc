@@ -1,0 +1,111 @@
+#include "data/imagefolder_dataset.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace batchd::daemon {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower_extension(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+bool decodable(const std::string& ext) { return ext == ".jpg" || ext == ".jpeg" || ext == ".png"; }
+bool other_torchvision_image(const std::string& ext) {
+  return ext == ".bmp" || ext == ".ppm" || ext == ".pgm" || ext == ".tif" || ext == ".tiff" || ext == ".webp";
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::string& name,
+                                                                     const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    return Error(ErrorCode::kNotFound, "imagefolder root " + root + " does not exist or is not a directory; fix "
+                                                                    "datasets." + name + ".root in the config");
+  }
+  auto ds = std::make_shared<ImageFolderDataset>();
+  ds->name_ = name;
+  ds->root_ = fs::absolute(root).lexically_normal().string();
+  for (const auto& e : fs::directory_iterator(ds->root_, fs::directory_options::follow_directory_symlink, ec)) {
+    if (e.is_directory()) ds->classes_.push_back(e.path().filename().string());
+  }
+  if (ec) return posix_error("cannot list " + root, ec.value());
+  std::sort(ds->classes_.begin(), ds->classes_.end());
+  if (ds->classes_.empty()) {
+    return Error(ErrorCode::kDataError, "imagefolder root " + root + " has no class directories (expected "
+                                                                     "root/<class>/<image>.jpg, as torchvision's "
+                                                                     "ImageFolder)");
+  }
+  for (size_t c = 0; c < ds->classes_.size(); ++c) {
+    const fs::path dir = fs::path(ds->root_) / ds->classes_[c];
+    std::vector<std::pair<std::string, std::string>> files;  // (directory, file name): os.walk order
+    for (fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
+         !ec && it != end; it.increment(ec)) {
+      if (it->is_directory(ec)) continue;
+      const std::string ext = lower_extension(it->path());
+      if (other_torchvision_image(ext)) {
+        return Error(ErrorCode::kDataError, it->path().string() + ": batchd decodes only .jpg, .jpeg and .png; "
+                                                                  "torchvision would index this file, so every "
+                                                                  "later sample index would differ. Convert or "
+                                                                  "move it");
+      }
+      if (decodable(ext)) files.emplace_back(it->path().parent_path().string(), it->path().filename().string());
+    }
+    if (ec) return posix_error("cannot walk " + dir.string(), ec.value());
+    if (files.empty()) {
+      return Error(ErrorCode::kDataError, "class directory " + dir.string() + " holds no .jpg/.jpeg/.png image "
+                                                                             "(torchvision's ImageFolder refuses "
+                                                                             "empty classes too); remove it");
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& [d, f] : files) {
+      ds->paths_.push_back((fs::path(d) / f).string());
+      ds->labels_.push_back(static_cast<int64_t>(c));
+    }
+  }
+  return ds;
+}
+
+Status read_file(const std::string& path, std::vector<uint8_t>* out) {
+  // Every failure is a data error of this one sample (the stream's on_error policy applies), naming the file.
+  auto fail = [&](const char* what, int err) {
+    return Error(ErrorCode::kDataError, path + ": cannot " + what + " (" + std::strerror(err) + ")");
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail("open", errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail("stat", err);
+  }
+  out->resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < out->size()) {
+    const ssize_t n = ::read(fd, out->data() + got, out->size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      return fail("read", err);
+    }
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (out->empty()) return Error(ErrorCode::kDataError, path + " is empty (0 bytes)");
+  return ok_status();
+}
+
+}  // namespace batchd::daemon

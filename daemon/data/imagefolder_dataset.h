@@ -1,0 +1,45 @@
+// imagefolder_dataset.h — torchvision's ImageFolder layout: root/<class>/**/<file>.
+//
+// Same sample order and labels as torchvision.datasets.ImageFolder (torchvision 0.14), so sample index i names the
+// same image in both: classes are the sub-directories of root sorted by name (byte order, as Python sorts str),
+// label = position in that order; files are found by walking each class directory (following symlinks), sorted by
+// (directory path, file name). batchd decodes .jpg, .jpeg and .png (case-insensitive); a file with one of
+// torchvision's other image extensions (.bmp, .ppm, .pgm, .tif, .tiff, .webp) makes the dataset unavailable,
+// since skipping it would shift every later index against torchvision's. The index (paths and labels) is built
+// once, at daemon start-up, and shared by every stream and worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace batchd::daemon {
+
+class ImageFolderDataset final : public Dataset {
+ public:
+  // kNotFound if root does not exist; kDataError if it holds no class directory, a class holds no image, or an
+  // image has an extension batchd cannot decode.
+  static Result<std::shared_ptr<ImageFolderDataset>> open(const std::string& name, const std::string& root);
+
+  const std::string& name() const override { return name_; }
+  const char* format() const override { return "imagefolder"; }
+  uint64_t size() const override { return paths_.size(); }
+
+  const std::string& root() const { return root_; }
+  const std::string& path(uint64_t i) const { return paths_[i]; }  // absolute
+  int64_t label(uint64_t i) const { return labels_[i]; }
+  const std::vector<std::string>& classes() const { return classes_; }
+
+ private:
+  std::string name_, root_;
+  std::vector<std::string> classes_;
+  std::vector<std::string> paths_;
+  std::vector<int64_t> labels_;
+};
+
+// Reads a whole file into *out (reusing its capacity). Errors name the file.
+Status read_file(const std::string& path, std::vector<uint8_t>* out);
+
+}  // namespace batchd::daemon

@@ -1,0 +1,153 @@
+#include "server/server.h"
+
+#include <spdlog/spdlog.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+
+#include "config.h"
+
+namespace batchd::daemon {
+
+namespace local = boost::asio::local;
+
+namespace {
+
+// Refuses a path that is not a socket or that a live daemon answers on; removes a stale socket.
+Status prepare_socket_path(boost::asio::io_context& io, const std::string& path) {
+  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return Error(ErrorCode::kInvalidArgument, "socket path '" + path + "' must be 1-" +
+                                                  std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes long");
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return ok_status();
+  if (!S_ISSOCK(st.st_mode)) {
+    return Error(ErrorCode::kInvalidArgument, path + " exists and is not a socket; remove it or choose another "
+                                                     "--socket");
+  }
+  local::stream_protocol::socket probe(io);
+  boost::system::error_code ec;
+  probe.connect(local::stream_protocol::endpoint(path), ec);
+  if (!ec) {
+    return Error(ErrorCode::kUnavailable, "another batchd is already serving " + path +
+                                              "; stop it first (batchctl --socket " + path +
+                                              " status shows it) or choose another --socket");
+  }
+  spdlog::info("removing stale socket {}", path);
+  ::unlink(path.c_str());
+  return ok_status();
+}
+
+}  // namespace
+
+Server::Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool* pool,
+               const DatasetRegistry& datasets)
+    : io_(io), config_(config), streams_(streams), pool_(pool), datasets_(datasets), acceptor_(io), accept_retry_(io) {}
+
+Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, const Config& config,
+                                               StreamManager& streams, const WorkerPool* pool,
+                                               const DatasetRegistry& datasets) {
+  BATCHD_RETURN_IF_ERROR(prepare_socket_path(io, config.socket));
+  std::unique_ptr<Server> server(new Server(io, config, streams, pool, datasets));
+  boost::system::error_code ec;
+  const local::stream_protocol::endpoint endpoint(config.socket);
+  server->acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) server->acceptor_.bind(endpoint, ec);
+  if (ec) {
+    return Error(ErrorCode::kUnavailable, "cannot bind socket " + config.socket + ": " + ec.message() +
+                                              "; check that its directory exists and is writable, or pass "
+                                              "--socket PATH");
+  }
+  server->socket_bound_ = true;
+  if (::chmod(config.socket.c_str(), config.socket_mode) != 0) {
+    return posix_error("cannot set mode of socket " + config.socket, errno);
+  }
+  if (!config.socket_group.empty()) {
+    group* g = ::getgrnam(config.socket_group.c_str());
+    if (g == nullptr) {
+      return Error(ErrorCode::kInvalidArgument, "daemon.socket_group '" + config.socket_group +
+                                                    "' is not a group on this host (see getent group)");
+    }
+    if (::chown(config.socket.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+      return posix_error("cannot give socket " + config.socket + " to group " + config.socket_group, errno);
+    }
+  }
+  server->acceptor_.listen(local::stream_protocol::acceptor::max_listen_connections, ec);
+  if (ec) return Error(ErrorCode::kIo, "cannot listen on " + config.socket + ": " + ec.message());
+  return server;
+}
+
+Server::~Server() {
+  if (socket_bound_) ::unlink(config_.socket.c_str());
+}
+
+void Server::start() { accept(); }
+
+void Server::accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, local::stream_protocol::socket socket) {
+    if (ec == boost::asio::error::operation_aborted || stopped_) return;
+    if (ec) {
+      // e.g. EMFILE: the connection stays in the backlog; pause before trying again rather than spin.
+      spdlog::warn("accept on {}: {}; retrying in 100 ms", config_.socket, ec.message());
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](const boost::system::error_code& e) {
+        if (!e && !stopped_) accept();
+      });
+      return;
+    } else {
+      adopt(std::move(socket));
+    }
+    accept();
+  });
+}
+
+void Server::adopt(local::stream_protocol::socket socket) {
+  const uint64_t id = next_connection_id_++;
+  auto connection = std::make_shared<Connection>(std::move(socket), id, *this, streams_, config_.limits.max_frame_bytes);
+  connections_[id] = connection;
+  connection->start();
+}
+
+void Server::stop(const std::string& reason, std::function<void()> on_drained) {
+  if (stopped_) return;
+  stopped_ = true;
+  on_drained_ = std::move(on_drained);
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  accept_retry_.cancel();
+  if (socket_bound_) {
+    ::unlink(config_.socket.c_str());
+    socket_bound_ = false;
+  }
+  streams_.shutdown(reason);
+  auto snapshot = connections_;
+  for (auto& [id, connection] : snapshot) connection->close(false);
+  if (connections_.empty() && on_drained_) boost::asio::post(io_, std::exchange(on_drained_, nullptr));
+}
+
+void Server::remove(uint64_t connection_id) {
+  connections_.erase(connection_id);
+  if (stopped_ && connections_.empty() && on_drained_) boost::asio::post(io_, std::exchange(on_drained_, nullptr));
+}
+
+void Server::fill_status(wire::StatusReply* status) const {
+  status->set_daemon_pid(::getpid());
+  status->set_version(BATCHD_VERSION);
+  status->set_uptime_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  status->set_default_strategy(config_.shm_strategy);
+  if (pool_ != nullptr) {
+    for (const auto& w : pool_->describe()) *status->add_workers() = w;
+  }
+  streams_.fill_status(status);
+  status->set_batches_redone(streams_.batches_redone());
+  status->set_draining(streams_.draining());
+  status->set_connections(static_cast<uint32_t>(connections_.size()));
+  for (const auto& [name, why] : datasets_.describe()) {
+    status->add_datasets(why.empty() ? name : name + " (unavailable: " + why + ")");
+  }
+}
+
+}  // namespace batchd::daemon

@@ -1,0 +1,72 @@
+// server.h — the daemon's control plane: a Unix stream socket served by Boost.Asio, any number of clients.
+//
+// create() binds the socket with the configured mode (default 0660). If the path exists it must be a socket: one
+// that answers means another batchd already serves it (refused, nothing touched); one that does not is stale and
+// is replaced. stop() drains: running streams get a "daemon shutting down" StreamFailed, connections close after
+// their queued frames are written, and the socket file is removed.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "config.h"
+#include "server/connection.h"
+#include "data/dataset.h"
+#include "streams/stream_manager.h"
+#include "workers/worker_pool.h"
+
+namespace batchd::daemon {
+
+class Server final {
+ public:
+  static Result<std::unique_ptr<Server>> create(boost::asio::io_context& io, const Config& config,
+                                                StreamManager& streams, const WorkerPool* pool,
+                                                const DatasetRegistry& datasets);
+  ~Server();
+
+  void start();
+  // Stops accepting, fails running streams with `reason`, closes every connection once its queued frames are
+  // written; `on_drained` runs (on the io_context) when the last connection is gone.
+  void stop(const std::string& reason, std::function<void()> on_drained);
+
+  // Serves an already-connected socket as a client connection (the fuzz target feeds its input this way).
+  void adopt(boost::asio::local::stream_protocol::socket socket);
+
+  // What a client's Shutdown request does (main: the same drain as SIGTERM); unset = nothing (the fuzz target).
+  void set_shutdown_handler(std::function<void()> handler) { shutdown_handler_ = std::move(handler); }
+  void request_shutdown() {
+    if (shutdown_handler_) boost::asio::post(io_, shutdown_handler_);
+  }
+
+  void remove(uint64_t connection_id);
+  void fill_status(wire::StatusReply* status) const;
+  size_t connections() const { return connections_.size(); }
+
+ private:
+  Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool* pool,
+         const DatasetRegistry& datasets);
+  void accept();
+
+  boost::asio::io_context& io_;
+  const Config& config_;
+  StreamManager& streams_;
+  const WorkerPool* pool_;
+  const DatasetRegistry& datasets_;
+  boost::asio::local::stream_protocol::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_;
+  std::map<uint64_t, std::shared_ptr<Connection>> connections_;
+  uint64_t next_connection_id_ = 1;
+  bool stopped_ = false;
+  std::function<void()> on_drained_;
+  std::function<void()> shutdown_handler_;
+  bool socket_bound_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace batchd::daemon

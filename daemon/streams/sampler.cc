@@ -1,0 +1,94 @@
+#include "streams/sampler.h"
+
+#include <numeric>
+#include <string>
+
+namespace batchd::daemon {
+
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014; the seeding generator recommended for xoshiro): a well-mixed 64-bit stream
+// from any seed.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, bound) without modulo bias (Lemire's multiply-shift with rejection).
+  uint64_t below(uint64_t bound) {
+    for (;;) {
+      const unsigned __int128 m = static_cast<unsigned __int128>(next()) * bound;
+      const auto low = static_cast<uint64_t>(m);
+      if (low >= bound || low >= (-bound) % bound) return static_cast<uint64_t>(m >> 64);
+    }
+  }
+};
+
+}  // namespace
+
+Sampler::Sampler(const SamplerOptions& options) : options_(options) {
+  const uint64_t n = options.dataset_size, w = options.world_size;
+  // DistributedSampler: num_samples = ceil((n - w) / w) if drop_last and n % w != 0, else ceil(n / w).
+  if (options.drop_last && n % w != 0) {
+    samples_per_epoch_ = n >= w ? (n - w + w - 1) / w : 0;
+  } else {
+    samples_per_epoch_ = (n + w - 1) / w;
+  }
+  const uint64_t b = options.batch_size;
+  batches_per_epoch_ = options.drop_last ? samples_per_epoch_ / b : (samples_per_epoch_ + b - 1) / b;
+}
+
+Result<Sampler> Sampler::make(const SamplerOptions& options) {
+  if (options.dataset_size == 0) return Error(ErrorCode::kInvalidArgument, "the dataset has no samples");
+  if (options.batch_size == 0) return Error(ErrorCode::kInvalidArgument, "batch_size must be at least 1");
+  if (options.world_size == 0) return Error(ErrorCode::kInvalidArgument, "world_size must be at least 1");
+  if (options.rank >= options.world_size) {
+    return Error(ErrorCode::kInvalidArgument, "rank " + std::to_string(options.rank) +
+                                                  " is out of range for world_size " +
+                                                  std::to_string(options.world_size) + " (ranks are 0-based)");
+  }
+  Sampler s(options);
+  if (s.batches_per_epoch_ == 0) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "an epoch would have no batches: " + std::to_string(s.samples_per_epoch_) +
+                     " samples per rank with batch_size " + std::to_string(options.batch_size) +
+                     " and drop_last; use a smaller batch_size or drop_last=false");
+  }
+  return s;
+}
+
+std::vector<int64_t> Sampler::permutation(uint64_t n, uint64_t seed, uint64_t epoch) {
+  std::vector<int64_t> p(n);
+  std::iota(p.begin(), p.end(), int64_t{0});
+  SplitMix64 rng{seed ^ (0x6a09e667f3bcc909ull * (epoch + 1))};
+  for (uint64_t i = n; i > 1; --i) std::swap(p[i - 1], p[rng.below(i)]);  // Fisher-Yates
+  return p;
+}
+
+std::vector<int64_t> Sampler::epoch_indices(uint64_t epoch) const {
+  const uint64_t n = options_.dataset_size, w = options_.world_size;
+  std::vector<int64_t> all;
+  if (options_.shuffle) {
+    all = permutation(n, options_.seed, epoch);
+  } else {
+    all.resize(n);
+    std::iota(all.begin(), all.end(), int64_t{0});
+  }
+  // DistributedSampler pads the list to samples_per_epoch * w by repeating its head (cyclically, for tiny
+  // datasets) or truncates it (drop_last), then rank r takes positions r, r + w, ...: position j of the padded
+  // list is all[j % n]. Computed per rank, so memory is O(n + samples_per_epoch), whatever w is.
+  std::vector<int64_t> mine(samples_per_epoch_);
+  for (uint64_t k = 0; k < samples_per_epoch_; ++k) mine[k] = all[(options_.rank + k * w) % n];
+  return mine;
+}
+
+std::pair<uint64_t, uint64_t> Sampler::batch_range(uint64_t batch) const {
+  const uint64_t begin = batch * options_.batch_size;
+  const uint64_t end = std::min<uint64_t>(begin + options_.batch_size, samples_per_epoch_);
+  return {begin, end};
+}
+
+}  // namespace batchd::daemon

@@ -1,0 +1,100 @@
+// pipeline.h — transform pipelines: per-sample transforms, then collate into a slot's fixed-shape tensors.
+//
+// A pipeline is chosen by name at OpenStream and built against a dataset. It declares its tensors (name, dtype,
+// per-sample shape) and fills them for a batch of sample indices, writing the final bytes straight into the slot
+// (the only copy of the data after the dataset). Every stream also carries an `index` tensor (int64 [B]) that the
+// worker writes itself (see worker.cc).
+//
+// Pipelines (torchvision semantics):
+//   fmnist       ToTensor + Normalize((0.2860,), (0.3530,)): image float32 [B,1,H,W] = (x/255 - 0.2860) / 0.3530,
+//                computed in float32 exactly as torch does; label int64 [B]. Needs an `idx` dataset.
+//   fmnist_u8    the raw pixels: image uint8 [B,1,H,W]; label int64 [B]. Needs an `idx` dataset.
+//   train224     RandomResizedCrop(C, scale=(0.08, 1), ratio=(3/4, 4/3)) + RandomHorizontalFlip(0.5) + ToTensor +
+//                Normalize(ImageNet mean (0.485, 0.456, 0.406), std (0.229, 0.224, 0.225)): image float32
+//                [B,3,C,C]; label int64 [B]. C = crop_size (224). Needs an `imagefolder` dataset.
+//   train224_u8  the same without ToTensor/Normalize: image uint8 [B,3,C,C] (normalize on the GPU).
+//   val224       Resize(R) (shorter side, bilinear, antialiased) + CenterCrop(C) + ToTensor + Normalize: float32
+//                [B,3,C,C]. R = resize_size (256).
+// `train`, `train_u8` and `val` are the same pipelines by their size-free names.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "batchd.pb.h"
+#include "batchd/result.h"
+#include "data/dataset.h"
+
+namespace batchd::daemon {
+
+struct TensorDesc {
+  std::string name;
+  wire::DType dtype;
+  std::vector<int64_t> sample_shape;
+  uint64_t sample_bytes() const;
+};
+
+size_t dtype_size(wire::DType dtype);
+
+// Pipelines call at(index) before they touch each sample. It records the sample in the worker's progress page
+// (worker_progress.h), so that if the sample crashes the worker the daemon knows which one it was; and, only when
+// the daemon runs with --fault-crash-on-sample (tests), it crashes the worker on that sample.
+class SampleProgress {
+ public:
+  SampleProgress() = default;
+  SampleProgress(std::atomic<int64_t>* current, int64_t crash_on) : current_(current), crash_on_(crash_on) {}
+  void at(int64_t index) const {
+    if (current_ != nullptr) current_->store(index, std::memory_order_relaxed);
+    if (index == crash_on_) crash();
+  }
+
+ private:
+  [[noreturn]] static void crash();
+  std::atomic<int64_t>* current_ = nullptr;
+  int64_t crash_on_ = -1;
+};
+
+// What a batch is made for: the stream's seed and the batch's epoch seed the per-sample random transforms.
+struct BatchContext {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  SampleProgress progress;
+};
+
+// Nanoseconds spent per stage since the last take_stage_times() (for the per-stage breakdown in batchctl status).
+struct StageTimes {
+  uint64_t read_ns = 0, decode_ns = 0, resize_ns = 0, normalize_ns = 0;
+};
+
+// Options of a stream that shape its pipeline.
+struct PipelineOptions {
+  uint32_t crop_size = 224;   // vision pipelines: output side (RandomResizedCrop / CenterCrop size)
+  uint32_t resize_size = 256; // val: Resize(resize_size) before CenterCrop(crop_size)
+  bool fast_decode = true;    // JPEG: decode at a reduced DCT scale when the crop allows it, with libjpeg-turbo's
+                              // fast IDCT and upsampling (false: as PIL decodes, bit-exact)
+};
+
+// One Pipeline object per worker and stream; run() is not thread-safe (it reuses scratch buffers).
+class Pipeline {
+ public:
+  virtual ~Pipeline() = default;
+  // The pipeline's tensors, in slot order (without `index`).
+  virtual const std::vector<TensorDesc>& tensors() const = 0;
+  // Transforms and collates `indices` into the slot: tensor i starts at slot + offsets[i] and has room for
+  // indices.size() samples. A per-sample failure returns a kDataError naming the sample's file and the reason;
+  // the sample it failed on is the progress's last at().
+  virtual Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
+                     const BatchContext& context) = 0;
+  virtual StageTimes take_stage_times() { return {}; }
+};
+
+// Builds pipeline `name` for `dataset`: kNotFound for an unknown name (lists the known ones), kInvalidArgument if
+// the pipeline does not fit the dataset's format.
+Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
+                                                const PipelineOptions& options = {});
+
+}  // namespace batchd::daemon

@@ -1,0 +1,193 @@
+#include "transforms/vision_pipeline.h"
+
+#include <array>
+#include <chrono>
+#include <cmath>
+
+#include "transforms/image_decoder.h"
+#include "data/imagefolder_dataset.h"
+#include "transforms/vision_transforms.h"
+
+namespace batchd::daemon {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t since(Clock::time_point& t) {
+  const auto now = Clock::now();
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - t).count();
+  t = now;
+  return static_cast<uint64_t>(ns);
+}
+
+class VisionPipeline final : public Pipeline {
+ public:
+  VisionPipeline(VisionMode mode, bool normalize, std::shared_ptr<const ImageFolderDataset> dataset,
+                 const PipelineOptions& options, std::unique_ptr<ImageDecoder> decoder)
+      : mode_(mode), normalize_(normalize), dataset_(std::move(dataset)), options_(options),
+        decoder_(std::move(decoder)) {
+    const int64_t c = options.crop_size;
+    tensors_ = {{"image", normalize ? wire::FLOAT32 : wire::UINT8, {3, c, c}}, {"label", wire::INT64, {}}};
+    for (int ch = 0; ch < 3; ++ch) {
+      for (int v = 0; v < 256; ++v) lut_[ch][v] = (static_cast<float>(v) / 255.0f - kImagenetMean[ch]) / kImagenetStd[ch];
+    }
+    rgb_.resize(static_cast<size_t>(c) * c * 3);
+  }
+
+  const std::vector<TensorDesc>& tensors() const override { return tensors_; }
+
+  StageTimes take_stage_times() override { return std::exchange(times_, StageTimes{}); }
+
+  Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
+             const BatchContext& context) override {
+    const int c = static_cast<int>(options_.crop_size);
+    const size_t plane = static_cast<size_t>(c) * c;
+    auto* labels = reinterpret_cast<int64_t*>(slot + offsets[1]);
+    for (size_t i = 0; i < indices.size(); ++i) {
+      const int64_t idx = indices[i];
+      if (idx < 0 || static_cast<uint64_t>(idx) >= dataset_->size()) {
+        return Error(ErrorCode::kInternal, "sample index " + std::to_string(idx) + " out of range");
+      }
+      context.progress.at(idx);
+      bool flip = false;
+      BATCHD_RETURN_IF_ERROR(make_sample(static_cast<uint64_t>(idx), context, &flip));
+      auto t = Clock::now();
+      if (normalize_) {
+        float* dst = reinterpret_cast<float*>(slot + offsets[0]) + i * 3 * plane;
+        write_chw(dst, flip, [this](int ch, uint8_t v) { return lut_[ch][v]; });
+      } else {
+        uint8_t* dst = reinterpret_cast<uint8_t*>(slot + offsets[0]) + i * 3 * plane;
+        write_chw(dst, flip, [](int, uint8_t v) { return v; });
+      }
+      labels[i] = dataset_->label(static_cast<uint64_t>(idx));
+      times_.normalize_ns += since(t);
+    }
+    return ok_status();
+  }
+
+ private:
+  // Read, decode, crop/resize sample `idx` into rgb_ (crop x crop x 3, HWC); decide the flip.
+  Status make_sample(uint64_t idx, const BatchContext& context, bool* flip) {
+    const std::string& path = dataset_->path(idx);
+    auto t = Clock::now();
+    BATCHD_RETURN_IF_ERROR(read_file(path, &bytes_));
+    times_.read_ns += since(t);
+    auto header = decoder_->header(bytes_, path);
+    if (!header.ok()) return header.error();
+    const int w = header->width, h = header->height, c = static_cast<int>(options_.crop_size);
+
+    ResampleAxis ax{}, ay{};
+    Scale scale;
+    if (mode_ == VisionMode::kTrain) {
+      SampleRng rng(context.seed, context.epoch, static_cast<int64_t>(idx));
+      const CropBox box = random_resized_crop_params(w, h, rng);
+      *flip = rng.uniform(0.0, 1.0) < 0.5;
+      // The crop box in the (possibly DCT-scaled) image; crop first, then resize, as torchvision does.
+      if (options_.fast_decode) scale = decoder_->choose_scale(*header, box.width, box.height, c, c);
+      const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
+      const double sx = static_cast<double>(sw) / w, sy = static_cast<double>(sh) / h;
+      const double x0 = box.left * sx, x1 = (box.left + box.width) * sx;
+      const double y0 = box.top * sy, y1 = (box.top + box.height) * sy;
+      const int rx = static_cast<int>(std::floor(x0)), ry = static_cast<int>(std::floor(y0));
+      const int rw = std::min(sw, static_cast<int>(std::ceil(x1))) - rx;
+      const int rh = std::min(sh, static_cast<int>(std::ceil(y1))) - ry;
+      PixelRect origin;
+      BATCHD_RETURN_IF_ERROR(decode(path, *header, scale, {rx, ry, rw, rh}, &origin));
+      times_.decode_ns += since(t);
+      ax = {rw, x0 - rx, std::min(x1 - rx, static_cast<double>(rw)), c, 0, c};
+      ay = {rh, y0 - ry, std::min(y1 - ry, static_cast<double>(rh)), c, 0, c};
+      resample_bilinear(image_, rx - origin.x, ry - origin.y, ax, ay, rgb_.data(), &scratch_, order());
+    } else {
+      int nw = 0, nh = 0;
+      resize_shorter_side(w, h, static_cast<int>(options_.resize_size), &nw, &nh);
+      if (options_.fast_decode) scale = decoder_->choose_scale(*header, w, h, nw, nh);
+      const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
+      ax = {sw, 0.0, static_cast<double>(sw), nw, center_crop_offset(nw, c), c};
+      ay = {sh, 0.0, static_cast<double>(sh), nh, center_crop_offset(nh, c), c};
+      const auto [x0, x1] = resample_input_range(ax);  // only these pixels are read by the center crop
+      const auto [y0, y1] = resample_input_range(ay);
+      PixelRect origin;
+      BATCHD_RETURN_IF_ERROR(decode(path, *header, scale, {x0, y0, x1 - x0, y1 - y0}, &origin));
+      times_.decode_ns += since(t);
+      resample_bilinear(image_, -origin.x, -origin.y, ax, ay, rgb_.data(), &scratch_, order());
+    }
+    times_.resize_ns += since(t);
+    return ok_status();
+  }
+
+  // Decodes the current file into image_ at `scale`: with fast decoding only `want` (widened to iMCU columns),
+  // else all of it, exactly as PIL does. *origin: where image_'s top-left pixel lies in the scaled image.
+  Status decode(const std::string& path, const ImageHeader& header, Scale scale, PixelRect want, PixelRect* origin) {
+    if (options_.fast_decode) return decoder_->decode_region(bytes_, path, header, scale, want, &image_, origin, true);
+    *origin = {};
+    return decoder_->decode(bytes_, path, header, scale, &image_, false);
+  }
+
+  ResampleOrder order() const { return options_.fast_decode ? ResampleOrder::kFast : ResampleOrder::kPillow; }
+
+  // rgb_ (HWC) -> dst (CHW), mirrored if `flip`, each value through `f(channel, value)`; one pass over each row.
+  template <typename T, typename F>
+  void write_chw(T* dst, bool flip, F f) const {
+    const int c = static_cast<int>(options_.crop_size);
+    const size_t plane = static_cast<size_t>(c) * c;
+    for (int y = 0; y < c; ++y) {
+      const uint8_t* row = rgb_.data() + static_cast<size_t>(y) * c * 3;
+      T* r = dst + static_cast<size_t>(y) * c;
+      T* g = r + plane;
+      T* b = g + plane;
+      if (flip) {
+        for (int x = 0; x < c; ++x) {
+          r[c - 1 - x] = f(0, row[3 * x]);
+          g[c - 1 - x] = f(1, row[3 * x + 1]);
+          b[c - 1 - x] = f(2, row[3 * x + 2]);
+        }
+      } else {
+        for (int x = 0; x < c; ++x) {
+          r[x] = f(0, row[3 * x]);
+          g[x] = f(1, row[3 * x + 1]);
+          b[x] = f(2, row[3 * x + 2]);
+        }
+      }
+    }
+  }
+
+  VisionMode mode_;
+  bool normalize_;
+  std::shared_ptr<const ImageFolderDataset> dataset_;
+  PipelineOptions options_;
+  std::unique_ptr<ImageDecoder> decoder_;
+  std::vector<TensorDesc> tensors_;
+  std::array<std::array<float, 256>, 3> lut_{};
+  std::vector<uint8_t> bytes_, rgb_, scratch_;
+  RgbImage image_;
+  StageTimes times_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Pipeline>> make_vision_pipeline(VisionMode mode, bool normalize,
+                                                       std::shared_ptr<const Dataset> dataset,
+                                                       const PipelineOptions& options) {
+  auto folder = std::dynamic_pointer_cast<const ImageFolderDataset>(dataset);
+  if (!folder) {
+    return Error(ErrorCode::kInvalidArgument, "the vision pipelines (train224, train224_u8, val224) need an "
+                                              "imagefolder dataset; '" + dataset->name() + "' is " +
+                                                  dataset->format());
+  }
+  if (options.crop_size < 8 || options.crop_size > 4096) {
+    return Error(ErrorCode::kInvalidArgument, "crop_size " + std::to_string(options.crop_size) +
+                                                  " is out of range [8, 4096]");
+  }
+  if (mode == VisionMode::kVal && (options.resize_size < options.crop_size || options.resize_size > 8192)) {
+    return Error(ErrorCode::kInvalidArgument, "resize_size " + std::to_string(options.resize_size) +
+                                                  " must be at least crop_size (" + std::to_string(options.crop_size) +
+                                                  ") and at most 8192");
+  }
+  auto decoder = ImageDecoder::create();
+  if (!decoder.ok()) return decoder.error();
+  return std::unique_ptr<Pipeline>(
+      new VisionPipeline(mode, normalize, std::move(folder), options, std::move(decoder).value()));
+}
+
+}  // namespace batchd::daemon

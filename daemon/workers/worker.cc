@@ -1,0 +1,187 @@
+#include "workers/worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "batchd/wire/convert.h"
+#include "batchd/wire/fd_passing.h"
+#include "batchd/wire/framing.h"
+#include "batchd/wire/segment_layout.h"
+#include "batchd/wire/shared_memory.h"
+#include "transforms/pipeline.h"
+
+namespace batchd::daemon {
+
+namespace {
+
+PipelineOptions pipeline_options(const wire::WorkerAttach& a) {
+  PipelineOptions o;
+  if (a.crop_size() != 0) o.crop_size = a.crop_size();
+  if (a.resize_size() != 0) o.resize_size = a.resize_size();
+  o.fast_decode = !a.exact_decode();
+  return o;
+}
+
+struct AttachedStream {
+  wire::Mapping mapping;
+  std::unique_ptr<Pipeline> pipeline;
+  std::vector<uint64_t> offsets;  // pipeline tensors, then `index`
+  uint64_t slot_offset = 0, slot_stride = 0;
+  uint32_t slot_count = 0, batch_size = 0;
+  uint64_t seed = 0;
+};
+
+class Worker {
+ public:
+  Worker(int channel, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
+         int64_t crash_on_sample)
+      : channel_(channel),
+        datasets_(datasets),
+        decoder_(max_frame_bytes),
+        max_frame_bytes_(max_frame_bytes),
+        progress_(progress),
+        sample_progress_(&progress->sample, crash_on_sample) {}
+
+  int run() {
+    std::vector<char> buffer(1 << 16);
+    std::string payload;
+    for (;;) {
+      auto n = wire::recv_some(channel_, buffer.data(), buffer.size(), &fds_, 4);
+      if (!n.ok()) {
+        spdlog::error("worker {}: channel: {}", ::getpid(), n.error().message());
+        return 2;
+      }
+      if (*n == 0) return 0;  // the daemon closed our channel: exit quietly
+      decoder_.feed(buffer.data(), *n);
+      for (;;) {
+        auto more = decoder_.next(&payload);
+        if (!more.ok()) {
+          spdlog::error("worker {}: {}", ::getpid(), more.error().message());
+          return 2;
+        }
+        if (!*more) break;
+        wire::WorkerCommand command;
+        if (auto st = wire::parse_payload(payload, &command, "worker command"); !st.ok()) {
+          spdlog::error("worker {}: {}", ::getpid(), st.error().message());
+          return 2;
+        }
+        if (auto st = handle(command); !st.ok()) {
+          spdlog::error("worker {}: {}", ::getpid(), st.error().message());
+          return 2;
+        }
+      }
+    }
+  }
+
+ private:
+  Status handle(const wire::WorkerCommand& command) {
+    switch (command.body_case()) {
+      case wire::WorkerCommand::kAttach: {
+        // A stream this worker cannot attach fails its tasks (with the reason); the worker itself carries on.
+        const uint64_t id = command.attach().stream_id();
+        if (auto st = attach(command.attach()); !st.ok()) attach_errors_.insert_or_assign(id, st.error());
+        return ok_status();
+      }
+      case wire::WorkerCommand::kDetach:
+        streams_.erase(command.detach().stream_id());
+        attach_errors_.erase(command.detach().stream_id());
+        return ok_status();
+      case wire::WorkerCommand::kTask: return reply(run_task(command.task()));
+      default: return Error(ErrorCode::kProtocol, "unknown worker command");
+    }
+  }
+
+  Status attach(const wire::WorkerAttach& a) {
+    if (fds_.empty()) return Error(ErrorCode::kInternal, "WorkerAttach arrived without its segment fd");
+    wire::UniqueFd fd = std::move(fds_.front());
+    fds_.erase(fds_.begin());
+    auto dataset = datasets_.find_key(a.dataset_key());
+    if (!dataset.ok()) return dataset.error();
+    auto pipeline = make_pipeline(a.pipeline(), *dataset, pipeline_options(a));
+    if (!pipeline.ok()) return pipeline.error();
+    auto mapping = wire::Mapping::map(fd.get(), a.segment_bytes(), /*writable=*/true, /*populate=*/true);
+    if (!mapping.ok()) return mapping.error().with_context("worker mapping stream " + std::to_string(a.stream_id()));
+    AttachedStream s{std::move(mapping).value(), std::move(pipeline).value(), {}, a.slot_offset(), a.slot_stride(),
+                     a.slot_count(), a.batch_size(), a.seed()};
+    for (const auto& t : a.tensors()) s.offsets.push_back(t.offset());
+    streams_[a.stream_id()] = std::move(s);
+    return ok_status();
+  }
+
+  wire::WorkerDone run_task(const wire::WorkerTask& task) {
+    const auto start = std::chrono::steady_clock::now();
+    wire::WorkerDone done;
+    done.set_stream_id(task.stream_id());
+    done.set_sequence(task.sequence());
+    done.set_slot(task.slot());
+    if (auto e = attach_errors_.find(task.stream_id()); e != attach_errors_.end()) {
+      *done.mutable_error() = wire::to_wire(e->second);
+      return done;
+    }
+    auto it = streams_.find(task.stream_id());
+    const auto n = static_cast<size_t>(task.indices_size());
+    if (it == streams_.end() || task.slot() >= it->second.slot_count || n > it->second.batch_size ||
+        it->second.offsets.size() != it->second.pipeline->tensors().size() + 1) {
+      *done.mutable_error() = wire::to_wire(Error(ErrorCode::kInternal, "task for an unknown stream or slot"));
+      return done;
+    }
+    AttachedStream& s = it->second;
+    char* slot = s.mapping.data() + s.slot_offset + task.slot() * s.slot_stride;
+    std::span<const int64_t> indices(task.indices().data(), n);
+    progress_->stream_id.store(task.stream_id(), std::memory_order_relaxed);
+    progress_->sequence.store(task.sequence(), std::memory_order_relaxed);
+    const Status st = s.pipeline->run(indices, slot, s.offsets, BatchContext{s.seed, task.epoch(), sample_progress_});
+    const int64_t failed_sample = progress_->sample.load(std::memory_order_relaxed);
+    progress_->sample.store(-1, std::memory_order_relaxed);
+    const StageTimes times = s.pipeline->take_stage_times();
+    auto* stages = done.mutable_stages();
+    stages->set_read(times.read_ns);
+    stages->set_decode(times.decode_ns);
+    stages->set_resize(times.resize_ns);
+    stages->set_normalize(times.normalize_ns);
+    stages->set_samples(n);
+    if (!st.ok()) {
+      *done.mutable_error() = wire::to_wire(st.error());
+      if (st.error().code() == ErrorCode::kDataError && failed_sample >= 0) {
+        done.set_sample_failed(true);
+        done.set_failed_sample(failed_sample);
+      }
+      return done;
+    }
+    std::memcpy(slot + s.offsets.back(), indices.data(), n * sizeof(int64_t));  // the `index` tensor
+    wire::SlotHeader header{wire::kSlotMagic, task.stream_id(), task.sequence(), task.epoch(), task.batch(),
+                            static_cast<uint32_t>(n), 0};
+    std::memcpy(slot, &header, sizeof(header));
+    done.set_nanos(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()));
+    return done;
+  }
+
+  Status reply(const wire::WorkerDone& done) {
+    auto frame = wire::encode_frame(done, max_frame_bytes_);
+    if (!frame.ok()) return frame.error();
+    return wire::send_all(channel_, frame->data(), frame->size());
+  }
+
+  int channel_;
+  const DatasetRegistry& datasets_;
+  wire::FrameDecoder decoder_;
+  uint32_t max_frame_bytes_;
+  std::vector<wire::UniqueFd> fds_;
+  std::map<uint64_t, AttachedStream> streams_;
+  std::map<uint64_t, Error> attach_errors_;
+  WorkerProgress* progress_;
+  SampleProgress sample_progress_;
+};
+
+}  // namespace
+
+int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
+               int64_t crash_on_sample) {
+  return Worker(channel_fd, datasets, max_frame_bytes, progress, crash_on_sample).run();
+}
+
+}  // namespace batchd::daemon

@@ -1,0 +1,22 @@
+// worker.h — the body of a worker process (forked by WorkerPool; see worker_pool.h).
+//
+// A worker serves commands from the daemon over its end of a socketpair, one at a time:
+//   WorkerAttach (+ the segment fd): map the stream's segment once (MAP_POPULATE) and build its pipeline;
+//   WorkerTask: transform + collate the batch's samples straight into the slot, write the `index` tensor and the
+//     slot header, answer WorkerDone (with an error naming the sample if one failed);
+//   WorkerDetach: unmap the segment (the stream was closed).
+// It touches no CUDA, no threads and no sockets other than its channel. It exits when the channel closes (the
+// daemon went away) or on SIGTERM/SIGKILL.
+#pragma once
+
+#include "data/dataset.h"
+#include "workers/worker_progress.h"
+
+namespace batchd::daemon {
+
+// Runs the worker loop on `channel_fd`; returns the process exit code. `progress` is the slot's shared page;
+// `crash_on_sample` >= 0 only under --fault-crash-on-sample.
+int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
+               int64_t crash_on_sample);
+
+}  // namespace batchd::daemon

@@ -1,0 +1,190 @@
+#include "streams/stream.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace batchd::daemon {
+namespace {
+
+// A stream of 10 samples in batches of 4 (3 batches/epoch), 2 epochs, 2 slots.
+class StreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override { sut_ = make(0); }
+
+  std::unique_ptr<Stream> make(uint64_t start_batch) {
+    wire::OpenStream request;
+    request.set_dataset("d");
+    request.set_batch_size(4);
+    auto sampler = Sampler::make({10, 4, false, 0, 0, 1, false});
+    auto memory = wire::SharedMemory::create_anonymous("stream-test", 4096);
+    wire::StreamOpened opened;
+    opened.set_stream_id(1);
+    opened.set_slot_count(2);
+    opened.set_first_epoch(5);
+    opened.set_num_epochs(2);
+    opened.set_start_batch(start_batch);
+    return std::make_unique<Stream>(1, Peer{}, request, std::move(sampler).value(), std::move(memory).value(),
+                                    wire::WorkerAttach{}, opened);
+  }
+
+  std::unique_ptr<Stream> sut_;
+};
+
+TEST_F(StreamTest, AtMostDepthBatchesAreInFlight) {
+  auto a = sut_->next_task();
+  auto b = sut_->next_task();
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->slot(), b->slot());
+  EXPECT_FALSE(sut_->next_task()) << "a third batch with only two slots";
+}
+
+TEST_F(StreamTest, DeliversInSequenceOrderEvenWhenWorkersFinishOutOfOrder) {
+  auto a = sut_->next_task();
+  auto b = sut_->next_task();
+  sut_->on_done(b->sequence(), b->slot());
+  EXPECT_TRUE(sut_->take_deliverable().empty()) << "batch 1 must wait for batch 0";
+  sut_->on_done(a->sequence(), a->slot());
+  auto ready = sut_->take_deliverable();
+  ASSERT_EQ(ready.size(), 2u);
+  EXPECT_EQ(ready[0].sequence(), 0u);
+  EXPECT_EQ(ready[1].sequence(), 1u);
+  EXPECT_FALSE(sut_->next_task()) << "both slots are leased";
+  ASSERT_TRUE(sut_->release(0).ok());
+  auto c = sut_->next_task();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->slot(), a->slot()) << "the released slot is reused";
+  EXPECT_FALSE(sut_->release(0).ok()) << "a double release is refused";
+}
+
+TEST_F(StreamTest, WalksEpochsWithShortLastBatchesAndEnds) {
+  std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> seen;  // epoch, batch, samples
+  std::multiset<int64_t> indices;
+  while (!sut_->all_delivered()) {
+    auto t = sut_->next_task();
+    ASSERT_TRUE(t);
+    for (int64_t i : t->indices()) indices.insert(i);
+    sut_->on_done(t->sequence(), t->slot());
+    for (const auto& r : sut_->take_deliverable()) {
+      seen.emplace_back(r.epoch(), r.batch(), r.num_samples());
+      ASSERT_TRUE(sut_->release(r.sequence()).ok());
+    }
+  }
+  const std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> expected = {
+      {5, 0, 4}, {5, 1, 4}, {5, 2, 2}, {6, 0, 4}, {6, 1, 4}, {6, 2, 2}};
+  EXPECT_EQ(seen, expected);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(indices.count(i), 2u) << "index " << i << " over two epochs";
+  EXPECT_FALSE(sut_->next_task());
+}
+
+TEST_F(StreamTest, StartBatchResumesMidEpoch) {
+  sut_ = make(2);
+  auto t = sut_->next_task();
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->epoch(), 5u);
+  EXPECT_EQ(t->batch(), 2u);
+  EXPECT_EQ(t->indices_size(), 2);
+  EXPECT_EQ(t->indices(0), 8);
+  EXPECT_EQ(sut_->info().batches_total(), 4u);  // 2 epochs * 3 batches - 2 skipped
+}
+
+TEST_F(StreamTest, FailedStreamDispatchesAndDeliversNothingMore) {
+  auto a = sut_->next_task();
+  sut_->mark_failed();
+  sut_->on_done(a->sequence(), a->slot());
+  EXPECT_TRUE(sut_->take_deliverable().empty());
+  EXPECT_FALSE(sut_->next_task());
+}
+
+}  // namespace
+}  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST_F(StreamTest, UnblamedDeathsAreRetriedThenFailTheStream) {
+  auto t = sut_->next_task();
+  auto redo = sut_->after_worker_death(*t, -1, "killed by signal Killed");
+  ASSERT_TRUE(redo.ok());
+  EXPECT_EQ(redo->attempt(), 1u);
+  redo = sut_->after_worker_death(*redo, -1, "killed by signal Killed");
+  ASSERT_TRUE(redo.ok());
+  auto failed = sut_->after_worker_death(*redo, -1, "killed by signal Killed");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().message().find("killed 3 workers in a row"), std::string::npos);
+}
+
+TEST_F(StreamTest, SampleThatCrashesTwiceFailsTheStreamUnderOnErrorFail) {
+  auto t = sut_->next_task();  // indices 0..3
+  auto redo = sut_->after_worker_death(*t, 2, "killed by signal Segmentation fault");
+  ASSERT_TRUE(redo.ok()) << "one crash may be bad luck";
+  EXPECT_EQ(redo->indices(2), 2);
+  auto failed = sut_->after_worker_death(*redo, 2, "killed by signal Segmentation fault");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code(), ErrorCode::kDataError);
+  EXPECT_NE(failed.error().message().find("sample 2 of dataset 'd' crashed 2 workers"), std::string::npos)
+      << failed.error().message();
+}
+
+TEST_F(StreamTest, SkipReplacesABadSampleNowAndInLaterBatches) {
+  wire::OpenStream request;
+  request.set_dataset("d");
+  request.set_batch_size(4);
+  request.set_on_error(wire::ON_ERROR_SKIP);
+  wire::StreamOpened opened;
+  opened.set_stream_id(1);
+  opened.set_slot_count(2);
+  opened.set_num_epochs(2);
+  opened.set_dataset_size(10);
+  sut_ = std::make_unique<Stream>(1, Peer{}, request, std::move(Sampler::make({10, 4, false, 0, 0, 1, false})).value(),
+                                  std::move(wire::SharedMemory::create_anonymous("t", 4096)).value(),
+                                  wire::WorkerAttach{}, opened);
+  auto t = sut_->next_task();
+  auto redo = sut_->after_worker_death(*t, 3, "signal");
+  redo = sut_->after_worker_death(*redo, 3, "signal");
+  ASSERT_TRUE(redo.ok());
+  EXPECT_EQ(redo->indices(3), 4) << "replaced by the next sample in dataset order";
+  EXPECT_EQ(redo->skipped(), 1u);
+  sut_->on_done(redo->sequence(), redo->slot());
+  auto ready = sut_->take_deliverable();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].skipped(), 1u);
+  // The next epoch's batch 0 holds sample 3 again: it is replaced before any worker sees it.
+  ASSERT_TRUE(sut_->release(0).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto next = sut_->next_task();
+    ASSERT_TRUE(next);
+    sut_->on_done(next->sequence(), next->slot());
+    for (const auto& r : sut_->take_deliverable()) ASSERT_TRUE(sut_->release(r.sequence()).ok());
+    if (next->epoch() == 1 && next->batch() == 0) {
+      EXPECT_EQ(next->indices(3), 4);
+      EXPECT_EQ(next->skipped(), 1u);
+    }
+  }
+  EXPECT_EQ(sut_->info().samples_skipped(), 2u);
+}
+
+}  // namespace
+}  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST_F(StreamTest, AFailedBatchFailsTheStreamOnlyAfterEveryEarlierBatchIsDelivered) {
+  auto a = sut_->next_task();
+  auto b = sut_->next_task();
+  sut_->fail_at(b->sequence(), Error(ErrorCode::kDataError, "bad file"));
+  EXPECT_FALSE(sut_->due_failure()) << "batch 0 is still being made";
+  EXPECT_FALSE(sut_->next_task()) << "nothing after the failing batch is dispatched";
+  sut_->on_done(a->sequence(), a->slot());
+  auto ready = sut_->take_deliverable();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].sequence(), 0u);
+  ASSERT_TRUE(sut_->due_failure());
+  EXPECT_EQ(sut_->due_failure()->message(), "bad file");
+  ASSERT_TRUE(sut_->release(0).ok());
+  EXPECT_FALSE(sut_->next_task());
+}
+
+}  // namespace
+}  // namespace batchd::daemon
