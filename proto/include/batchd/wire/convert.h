@@ -1,4 +1,5 @@
-// convert.h — batchd::Error <-> wire::Error, and the default socket path both sides agree on.
+// convert.h — batchd::Error <-> wire::Error, and the facts about wire messages both sides agree on: the default
+// socket path, the size of a dtype, the number of batches a stream delivers.
 #pragma once
 
 #include <string>
@@ -24,5 +25,12 @@ inline batchd::Error from_wire(const wire::Error& w) {
 // The socket a client uses when none is given: $BATCHD_SOCKET if set, else /run/batchd/batchd.sock (where the
 // systemd unit's RuntimeDirectory puts it).
 std::string default_socket_path();
+
+// Bytes per element of `dtype` (1, 4 or 8); 0 for DTYPE_UNSPECIFIED or an unknown value.
+size_t dtype_size(wire::DType dtype);
+
+// Batches a stream delivers in all: batches_per_epoch * num_epochs - start_batch (the first epoch is resumed at
+// start_batch). The daemon's Stream and the client's StreamInfo both take it from here.
+uint64_t total_batches(const wire::StreamOpened& opened);
 
 }  // namespace batchd::wire
