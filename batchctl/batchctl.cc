@@ -14,44 +14,34 @@
 
 #include "batchctl_shm.h"
 #include "batchctl_views.h"
-#include "batchd/wire/convert.h"
-#include "client_core.h"
+#include "batchd/admin.h"
 
 namespace {
 
-std::optional<batchd::wire::StatusReply> query_status(const std::string& socket, std::string* error) {
-  auto core = batchd::detail::ClientCore::connect(socket);
-  if (!core.ok()) {
-    *error = core.error().message();
+// The daemon's status, or nullopt with the reason in *error.
+std::optional<batchd::DaemonStatus> query_status(const std::string& socket, std::string* error) {
+  auto admin = batchd::Admin::connect(socket);
+  auto status = admin.ok() ? admin->status() : batchd::Result<batchd::DaemonStatus>(admin.error());
+  if (!status.ok()) {
+    *error = status.error().message();
     return std::nullopt;
   }
-  batchd::wire::Request request;
-  request.mutable_status();
-  auto reply = (*core)->call(std::move(request));
-  if (!reply.ok()) {
-    *error = reply.error().message();
-    return std::nullopt;
+  return std::move(status).value();
+}
+
+// drain / shutdown: prints the daemon's acknowledgement.
+int send_ack_request(const std::string& socket, bool shutdown) {
+  auto admin = batchd::Admin::connect(socket);
+  auto ack = !admin.ok() ? batchd::Result<std::string>(admin.error()) : shutdown ? admin->shutdown() : admin->drain();
+  if (!ack.ok()) {
+    std::fprintf(stderr, "batchctl: %s\n", ack.error().message().c_str());
+    return 1;
   }
-  return reply->reply.status();
+  std::printf("%s\n", ack->c_str());
+  return 0;
 }
 
 }  // namespace
-
-// Sends a request that is answered with an ack (drain, shutdown); prints the ack.
-int send_ack_request(const std::string& socket, batchd::wire::Request request) {
-  auto core = batchd::detail::ClientCore::connect(socket);
-  if (!core.ok()) {
-    std::fprintf(stderr, "batchctl: %s\n", core.error().message().c_str());
-    return 1;
-  }
-  auto reply = (*core)->call(std::move(request));
-  if (!reply.ok()) {
-    std::fprintf(stderr, "batchctl: %s\n", reply.error().message().c_str());
-    return 1;
-  }
-  std::printf("%s\n", reply->reply.ack().c_str());
-  return 0;
-}
 
 int main(int argc, char** argv) {
   CLI::App app(R"(batchctl — administer a running batchd.
@@ -85,7 +75,7 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
   auto* workers_cmd = app.add_subcommand("workers", "worker processes");
   auto* drain_cmd = app.add_subcommand("drain", "refuse new streams; running streams continue");
   auto* shutdown_cmd = app.add_subcommand("shutdown", "drain and exit, as SIGTERM");
-  batchd::ctl::ShmOptions shm_options;
+  batchd::ShmReportOptions shm_options;
   auto* shm_cmd = app.add_subcommand(
       "shm", "/dev/shm usage and leaks: the daemon's live segments (stream, owner pid/uid, strategy, size, slot "
              "states, age), the fds each client holds, orphans (batchd.* segments whose daemon is gone) and foreign "
@@ -103,34 +93,30 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (*drain_cmd || *shutdown_cmd) {
-    batchd::wire::Request request;
-    if (*drain_cmd) request.mutable_drain();
-    else request.mutable_shutdown();
-    return send_ack_request(socket, std::move(request));
+  if (*drain_cmd || *shutdown_cmd) return send_ack_request(socket, shutdown_cmd->parsed());
+  if (*shm_cmd) {
+    shm_options.socket_path = socket;
+    const auto report = batchd::shm_report(shm_options);
+    if (json) return batchd::ctl::print_json(batchd::to_json(report));
+    batchd::ctl::print_shm_report(report);
+    return 0;
   }
 
   std::string error;
   auto status = query_status(socket, &error);
-  if (*shm_cmd) {
-    const auto report = batchd::ctl::shm_report(status, error, shm_options);
-    if (json) return batchd::ctl::print_json(report);
-    batchd::ctl::print_shm_report(report);
-    return 0;
-  }
   if (!status) {
     std::fprintf(stderr, "batchctl: %s\n", error.c_str());
     return 1;
   }
   if (json) {
-    batchd::wire::StatusReply view = *status;
+    batchd::DaemonStatus view = *status;
     if (*datasets_cmd || *streams_cmd || *workers_cmd) {
-      view.Clear();
-      if (*datasets_cmd) *view.mutable_datasets() = status->datasets();
-      if (*streams_cmd) *view.mutable_streams() = status->streams();
-      if (*workers_cmd) *view.mutable_workers() = status->workers();
+      view = {};  // only the part asked for; every other field at its default, as before
+      if (*datasets_cmd) view.datasets = status->datasets;
+      if (*streams_cmd) view.streams = status->streams;
+      if (*workers_cmd) view.workers = status->workers;
     }
-    return batchd::ctl::print_json(view);
+    return batchd::ctl::print_json(batchd::to_json(view));
   }
   if (*datasets_cmd) batchd::ctl::print_datasets(*status);
   if (*streams_cmd) batchd::ctl::print_streams(*status);
@@ -145,7 +131,7 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
         std::fprintf(stderr, "batchctl: %s\n", error.c_str());
         return 1;
       }
-      std::printf("\n--- %s\n", std::to_string(next->uptime_seconds()).c_str());
+      std::printf("\n--- %s\n", std::to_string(next->uptime_seconds).c_str());
       batchd::ctl::print_stats(*next, status, watch);
       status = std::move(next);
     }

@@ -1,24 +1,11 @@
-// batchctl_shm.h — `batchctl shm`: the /dev/shm report (the daemon's live segments when it answers, and what a
-// scan of /dev/shm finds either way), and --gc.
+// batchctl_shm.h — how `batchctl shm` prints the /dev/shm report (batchd::shm_report in batchd/admin.h) for
+// people: free space, the daemon's live segments and their clients, orphans, foreign files, what --gc removed.
 #pragma once
 
-#include <optional>
-#include <string>
-
-#include "batchd.pb.h"
+#include "batchd/admin.h"
 
 namespace batchd::ctl {
 
-struct ShmOptions {
-  bool gc = false;               // remove orphans (batchd.* whose daemon is gone)
-  bool include_foreign = false;  // with gc: also remove torch_* leftovers that no process has open or mapped
-  std::string shm_dir = "/dev/shm";
-};
-
-// Builds the report; `status` is the daemon's answer, or nullopt with `daemon_error` if it did not answer.
-wire::ShmReport shm_report(const std::optional<wire::StatusReply>& status, const std::string& daemon_error,
-                           const ShmOptions& options);
-
-void print_shm_report(const wire::ShmReport& report);
+void print_shm_report(const ShmReport& report);
 
 }  // namespace batchd::ctl

@@ -1,98 +1,93 @@
 #include "batchctl_views.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <cstdio>
 #include <map>
-
-#include "streams/shm_budget.h"
 
 namespace batchd::ctl {
 
 namespace {
 
-const char* strategy(wire::SharingStrategy s) { return s == wire::FILE_SYSTEM ? "file_system" : "file_descriptor"; }
-
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
 }  // namespace
 
-int print_json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  if (!google::protobuf::util::MessageToJsonString(m, &out, options).ok()) return 1;
-  std::printf("%s\n", out.c_str());
+const char* strategy_name(SharingStrategy s) {
+  return s == SharingStrategy::kFileSystem ? "file_system" : "file_descriptor";
+}
+
+int print_json(const Result<std::string>& json) {
+  if (!json.ok()) {
+    std::fprintf(stderr, "batchctl: %s\n", json.error().message().c_str());
+    return 1;
+  }
+  std::printf("%s\n", json->c_str());
   return 0;
 }
 
-void print_workers(const wire::StatusReply& st) {
+void print_workers(const DaemonStatus& st) {
   std::printf("%-8s %-6s %10s %9s %6s\n", "PID", "STATE", "BATCHES", "RESTARTS", "BUSY%");
-  for (const auto& w : st.workers()) {
-    std::printf("%-8d %-6s %10llu %9llu %5.1f%%\n", w.pid(), w.state().c_str(),
-                static_cast<unsigned long long>(w.batches_done()), static_cast<unsigned long long>(w.restarts()),
-                percent(w.busy_seconds(), w.alive_seconds()));
+  for (const auto& w : st.workers) {
+    std::printf("%-8d %-6s %10llu %9llu %5.1f%%\n", w.pid, w.state.c_str(),
+                static_cast<unsigned long long>(w.batches_done), static_cast<unsigned long long>(w.restarts),
+                percent(w.busy_seconds, w.alive_seconds));
   }
 }
 
-void print_streams(const wire::StatusReply& st) {
-  if (st.streams_size() == 0) {
+void print_streams(const DaemonStatus& st) {
+  if (st.streams.empty()) {
     std::printf("no streams\n");
     return;
   }
   std::printf("%-6s %-20s %-12s %6s %8s %-8s %-6s %13s %8s\n", "STREAM", "DATASET", "PIPELINE", "BATCH", "CLIENT",
               "STATE", "ERRORS", "BATCHES", "SKIPPED");
-  for (const auto& s : st.streams()) {
+  for (const auto& s : st.streams) {
     std::printf("%-6llu %-20s %-12s %6u %8d %-8s %-6s %6llu/%-6llu %8llu\n",
-                static_cast<unsigned long long>(s.stream_id()), s.dataset().c_str(), s.pipeline().c_str(),
-                s.batch_size(), s.client_pid(), s.state().c_str(), s.on_error().c_str(),
-                static_cast<unsigned long long>(s.batches_delivered()),
-                static_cast<unsigned long long>(s.batches_total()),
-                static_cast<unsigned long long>(s.samples_skipped()));
+                static_cast<unsigned long long>(s.stream_id), s.dataset.c_str(), s.pipeline.c_str(), s.batch_size,
+                s.client_pid, s.state.c_str(), s.on_error.c_str(),
+                static_cast<unsigned long long>(s.batches_delivered), static_cast<unsigned long long>(s.batches_total),
+                static_cast<unsigned long long>(s.samples_skipped));
   }
 }
 
-void print_datasets(const wire::StatusReply& st) {
-  for (const auto& d : st.datasets()) std::printf("%s\n", d.c_str());
+void print_datasets(const DaemonStatus& st) {
+  for (const auto& d : st.datasets) std::printf("%s\n", d.c_str());
 }
 
-void print_status(const wire::StatusReply& st) {
-  std::printf("batchd %s, pid %d, up %.0f s, %u connections, default strategy %s%s\n", st.version().c_str(),
-              st.daemon_pid(), st.uptime_seconds(), st.connections(), strategy(st.default_strategy()),
-              st.draining() ? ", DRAINING (new streams refused)" : "");
+void print_status(const DaemonStatus& st) {
+  std::printf("batchd %s, pid %d, up %.0f s, %u connections, default strategy %s%s\n", st.version.c_str(),
+              st.daemon_pid, st.uptime_seconds, st.connections, strategy_name(st.default_strategy),
+              st.draining ? ", DRAINING (new streams refused)" : "");
   std::printf("datasets: ");
-  for (int i = 0; i < st.datasets_size(); ++i) std::printf("%s%s", i ? ", " : "", st.datasets(i).c_str());
-  std::printf("\nbatches redone after a worker died: %llu\n\nworkers (%d):\n",
-              static_cast<unsigned long long>(st.batches_redone()), st.workers_size());
+  for (size_t i = 0; i < st.datasets.size(); ++i) std::printf("%s%s", i ? ", " : "", st.datasets[i].c_str());
+  std::printf("\nbatches redone after a worker died: %llu\n\nworkers (%zu):\n",
+              static_cast<unsigned long long>(st.batches_redone), st.workers.size());
   print_workers(st);
-  std::printf("\nstreams (%d):\n", st.streams_size());
+  std::printf("\nstreams (%zu):\n", st.streams.size());
   print_streams(st);
-  std::printf("\nsegments (%d): see batchctl shm\n", st.segments_size());
+  std::printf("\nsegments (%zu): see batchctl shm\n", st.segments.size());
 }
 
-void print_stats(const wire::StatusReply& now, const std::optional<wire::StatusReply>& previous, double interval) {
-  std::map<uint64_t, wire::StreamInfo> before;
+void print_stats(const DaemonStatus& now, const std::optional<DaemonStatus>& previous, double interval) {
+  std::map<uint64_t, StreamStatus> before;
   if (previous) {
-    for (const auto& s : previous->streams()) before[s.stream_id()] = s;
+    for (const auto& s : previous->streams) before[s.stream_id] = s;
   }
   std::printf("%-6s %-20s %-10s %11s %10s %8s %8s %8s\n", "STREAM", "DATASET", "PIPELINE", "SAMPLES/S", "MB/S",
               "AHEAD%", "STALL%", "SKIPPED");
-  for (const auto& s : now.streams()) {
-    wire::StreamInfo base;  // zeros: rates over the stream's lifetime
-    double dt = s.open_seconds();
-    if (auto it = before.find(s.stream_id()); it != before.end() && previous) {
+  for (const auto& s : now.streams) {
+    StreamStatus base;  // zeros: rates over the stream's lifetime
+    double dt = s.open_seconds;
+    if (auto it = before.find(s.stream_id); it != before.end() && previous) {
       base = it->second;
       dt = interval;
     }
-    const double samples = static_cast<double>(s.samples_delivered() - base.samples_delivered());
-    const double bytes = static_cast<double>(s.bytes_delivered() - base.bytes_delivered());
+    const double samples = static_cast<double>(s.samples_delivered - base.samples_delivered);
+    const double bytes = static_cast<double>(s.bytes_delivered - base.bytes_delivered);
     std::printf("%-6llu %-20s %-10s %11.0f %10.1f %7.1f%% %7.1f%% %8llu\n",
-                static_cast<unsigned long long>(s.stream_id()), s.dataset().c_str(), s.pipeline().c_str(),
+                static_cast<unsigned long long>(s.stream_id), s.dataset.c_str(), s.pipeline.c_str(),
                 dt > 0 ? samples / dt : 0.0, dt > 0 ? bytes / dt / 1e6 : 0.0,
-                percent(s.ahead_seconds() - base.ahead_seconds(), dt),
-                percent(s.stall_seconds() - base.stall_seconds(), dt),
-                static_cast<unsigned long long>(s.samples_skipped()));
+                percent(s.ahead_seconds - base.ahead_seconds, dt), percent(s.stall_seconds - base.stall_seconds, dt),
+                static_cast<unsigned long long>(s.samples_skipped));
   }
   std::printf("\nAHEAD%%: every slot held a finished batch (the daemon waits for the client). STALL%%: the client\n"
               "held no batch and none was ready (the client waits for data).\n\n");

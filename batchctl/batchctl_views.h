@@ -1,23 +1,25 @@
-// batchctl_views.h — how batchctl prints the daemon's status: tables for people, JSON (protobuf's canonical
-// mapping, field names as in proto/batchd.proto) for scripts.
+// batchctl_views.h — how batchctl prints the daemon's status (batchd/admin.h): tables for people, JSON
+// (batchd::to_json: protobuf's canonical mapping, field names as in proto/batchd.proto) for scripts.
 #pragma once
-
-#include <google/protobuf/message.h>
 
 #include <optional>
 #include <string>
 
-#include "batchd.pb.h"
+#include "batchd/admin.h"
 
 namespace batchd::ctl {
 
-int print_json(const google::protobuf::Message& message);  // returns the exit status
-void print_status(const wire::StatusReply& status);
-void print_workers(const wire::StatusReply& status);
-void print_streams(const wire::StatusReply& status);
-void print_datasets(const wire::StatusReply& status);
+// Prints to_json(value) on one line; returns the exit status (1 if it cannot be rendered).
+int print_json(const Result<std::string>& json);
+void print_status(const DaemonStatus& status);
+void print_workers(const DaemonStatus& status);
+void print_streams(const DaemonStatus& status);
+void print_datasets(const DaemonStatus& status);
 // Per-stream and per-worker rates. With `previous` (an earlier sample `interval` seconds before), rates are over
 // that interval; without, over each stream's / worker's lifetime.
-void print_stats(const wire::StatusReply& now, const std::optional<wire::StatusReply>& previous, double interval);
+void print_stats(const DaemonStatus& now, const std::optional<DaemonStatus>& previous, double interval);
+
+// "file_system" or "file_descriptor", as the daemon's --shm-strategy spells them.
+const char* strategy_name(SharingStrategy strategy);
 
 }  // namespace batchd::ctl

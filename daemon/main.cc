@@ -18,7 +18,7 @@
 #include "server/metrics_http.h"
 #include "server/server.h"
 #include "server/service_notify.h"
-#include "streams/shm_scan.h"
+#include "streams/orphan_segments.h"
 #include "streams/stream_manager.h"
 #include "workers/worker_pool.h"
 

@@ -16,24 +16,12 @@ DeviceBatch& DeviceBatch::operator=(DeviceBatch&& other) noexcept {
     set_ = std::exchange(other.set_, -1);
     ready_ = std::exchange(other.ready_, nullptr);
     stream_ = other.stream_;
-    sequence_ = other.sequence_;
-    epoch_ = other.epoch_;
-    batch_ = other.batch_;
-    num_samples_ = other.num_samples_;
-    skipped_ = other.skipped_;
-    tensors_ = std::move(other.tensors_);
+    BatchBase::operator=(std::move(other));
   }
   return *this;
 }
 
 DeviceBatch::~DeviceBatch() { release(); }
-
-const DeviceTensor* DeviceBatch::find(std::string_view name) const {
-  for (const auto& t : tensors_) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
 
 void DeviceBatch::release() {
   if (!pool_) return;

@@ -10,15 +10,11 @@
 #include <vector>
 
 #include "batchd/cuda.h"
+#include "batchd/wire/segment_layout.h"
 #include "cuda_util.h"
 
 namespace batchd::cuda {
 namespace detail {
-
-namespace pool {
-constexpr size_t kAlign = 256;  // as the host tensors (and cudaMalloc's own alignment)
-inline size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-}  // namespace pool
 
 // Shared by the DevicePool handle and every DeviceBatch from it, so buffers outlive whichever goes last.
 class PoolCore final : public std::enable_shared_from_this<PoolCore> {
@@ -172,9 +168,9 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     for (const Tensor& t : b.tensors()) {
       const size_t bytes = t.nbytes / n * full;
       layout_.push_back({offset, bytes});
-      offset += pool::align_up(bytes);
+      offset += wire::align_up(bytes, wire::kTensorAlignment);  // as the host tensors, and as cudaMalloc aligns
     }
-    set_bytes_ = std::max<size_t>(offset, pool::kAlign);
+    set_bytes_ = std::max<size_t>(offset, wire::kTensorAlignment);
   }
 
   // The free set released longest ago (its reusable event is the likeliest to have completed: a pageable copy

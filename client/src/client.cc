@@ -4,17 +4,11 @@
 #include "batchd/wire/convert.h"
 #include "client_core.h"
 #include "stream_core.h"
+#include "wire_mapping.h"
 
 namespace batchd {
 
-size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::kUInt8: return 1;
-    case DType::kFloat32: return 4;
-    case DType::kInt64: return 8;
-  }
-  return 0;
-}
+size_t dtype_size(DType dtype) { return wire::dtype_size(detail::to_wire(dtype)); }
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
@@ -39,24 +33,12 @@ Batch& Batch::operator=(Batch&& other) noexcept {
   if (this != &other) {
     release();
     core_ = std::move(other.core_);
-    sequence_ = other.sequence_;
-    epoch_ = other.epoch_;
-    batch_ = other.batch_;
-    num_samples_ = other.num_samples_;
-    skipped_ = other.skipped_;
-    tensors_ = std::move(other.tensors_);
+    BatchBase::operator=(std::move(other));
   }
   return *this;
 }
 
 Batch::~Batch() { release(); }
-
-const Tensor* Batch::find(std::string_view name) const {
-  for (const auto& t : tensors_) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
 
 void Batch::release() {
   if (!core_) return;
@@ -100,56 +82,17 @@ Result<Client> Client::connect(const std::string& socket_path) {
 
 const std::string& Client::socket_path() const { return core_->socket_path(); }
 
-namespace {
-
-wire::Request open_request(const StreamOptions& o) {
-  wire::Request request;
-  auto* open = request.mutable_open_stream();
-  open->set_dataset(o.dataset);
-  open->set_pipeline(o.pipeline);
-  open->set_batch_size(o.batch_size);
-  open->set_shuffle(o.shuffle);
-  open->set_seed(o.seed);
-  open->set_epoch(o.epoch);
-  open->set_num_epochs(o.num_epochs);
-  open->set_rank(o.rank);
-  open->set_world_size(o.world_size);
-  open->set_drop_last(o.drop_last);
-  open->set_depth(o.depth);
-  open->set_start_batch(o.start_batch);
-  open->set_strategy(o.strategy == SharingStrategy::kFileDescriptor ? wire::FILE_DESCRIPTOR
-                     : o.strategy == SharingStrategy::kFileSystem   ? wire::FILE_SYSTEM
-                                                                    : wire::STRATEGY_DEFAULT);
-  open->set_on_error(o.on_error == OnError::kSkip ? wire::ON_ERROR_SKIP : wire::ON_ERROR_FAIL);
-  open->set_crop_size(o.crop_size);
-  open->set_resize_size(o.resize_size);
-  open->set_exact_decode(o.exact_decode);
-  open->set_writable(o.writable);
-  return request;
-}
-
-}  // namespace
-
 Result<StreamInfo> Client::plan_stream(const StreamOptions& o) {
-  wire::Request request = open_request(o);
+  wire::Request request = detail::open_request(o);
   request.mutable_open_stream()->set_dry_run(true);
   auto reply = core_->call(std::move(request));
   if (!reply.ok()) return reply.error();
-  const auto& p = reply->reply.stream_opened();
-  StreamInfo info;
-  info.strategy = p.strategy() == wire::FILE_SYSTEM ? SharingStrategy::kFileSystem : SharingStrategy::kFileDescriptor;
-  info.segment_bytes = p.segment_bytes();
-  info.depth = p.slot_count();
-  info.dataset_size = p.dataset_size();
-  info.samples_per_epoch = p.samples_per_epoch();
-  info.batches_per_epoch = p.batches_per_epoch();
-  info.total_batches = p.batches_per_epoch() * p.num_epochs() - p.start_batch();
-  return info;
+  if (!reply->reply.has_stream_opened()) return Error(ErrorCode::kProtocol, "unexpected reply to a dry-run OpenStream");
+  return detail::stream_info(reply->reply.stream_opened());
 }
 
 Result<Stream> Client::open_stream(const StreamOptions& o) {
-  wire::Request request = open_request(o);
-  auto reply = core_->call(std::move(request));
+  auto reply = core_->call(detail::open_request(o));
   if (!reply.ok()) return reply.error().with_context("cannot open a stream on dataset '" + o.dataset + "'");
   if (!reply->reply.has_stream_opened()) return Error(ErrorCode::kProtocol, "unexpected reply to OpenStream");
   const uint64_t id = reply->reply.stream_opened().stream_id();

@@ -4,18 +4,11 @@
 
 #include "batchd/wire/convert.h"
 #include "batchd/wire/segment_layout.h"
+#include "wire_mapping.h"
 
 namespace batchd::detail {
 
 namespace {
-
-DType from_wire(wire::DType d) {
-  switch (d) {
-    case wire::FLOAT32: return DType::kFloat32;
-    case wire::INT64: return DType::kInt64;
-    default: return DType::kUInt8;
-  }
-}
 
 Status check_opened(const wire::StreamOpened& o, size_t mapped_bytes) {
   auto bad = [&](const std::string& why) {
@@ -35,19 +28,10 @@ Status check_opened(const wire::StreamOpened& o, size_t mapped_bytes) {
 }  // namespace
 
 StreamCore::StreamCore(std::shared_ptr<ClientCore> client, wire::StreamOpened opened, wire::Mapping mapping)
-    : client_(std::move(client)), opened_(std::move(opened)), mapping_(std::move(mapping)) {
-  info_.id = opened_.stream_id();
-  info_.strategy = opened_.strategy() == wire::FILE_SYSTEM ? SharingStrategy::kFileSystem
-                                                           : SharingStrategy::kFileDescriptor;
-  info_.segment_name = opened_.segment_name().empty() ? "" : "/dev/shm/" + opened_.segment_name();
-  info_.segment_bytes = opened_.segment_bytes();
-  info_.depth = opened_.slot_count();
-  info_.batch_size = opened_.batch_size();
-  info_.dataset_size = opened_.dataset_size();
-  info_.samples_per_epoch = opened_.samples_per_epoch();
-  info_.batches_per_epoch = opened_.batches_per_epoch();
-  info_.total_batches = opened_.batches_per_epoch() * opened_.num_epochs() - opened_.start_batch();
-}
+    : client_(std::move(client)),
+      opened_(std::move(opened)),
+      mapping_(std::move(mapping)),
+      info_(stream_info(opened_)) {}
 
 StreamCore::~StreamCore() { (void)close(); }
 
@@ -103,6 +87,11 @@ Result<std::vector<Tensor>> StreamCore::tensors_of(const wire::BatchReady& r) co
   return tensors;
 }
 
+Error StreamCore::fail(Error error) {
+  failed_ = std::move(error);
+  return *failed_;
+}
+
 Result<std::optional<Batch>> StreamCore::next() {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_.load()) return Error(ErrorCode::kInvalidArgument, "stream " + std::to_string(info_.id) + " is closed");
@@ -115,18 +104,12 @@ Result<std::optional<Batch>> StreamCore::next() {
                      "or open the stream with a larger depth");
   }
   auto event = client_->next_event(info_.id);
-  if (!event.ok()) {
-    failed_ = event.error();
-    return *failed_;
-  }
+  if (!event.ok()) return fail(event.error());
   switch (event->body_case()) {
     case wire::Reply::kBatchReady: {
       const wire::BatchReady& r = event->batch_ready();
       auto tensors = tensors_of(r);
-      if (!tensors.ok()) {
-        failed_ = tensors.error();
-        return *failed_;
-      }
+      if (!tensors.ok()) return fail(tensors.error());
       Batch batch;
       batch.core_ = shared_from_this();
       batch.sequence_ = r.sequence();
@@ -142,12 +125,10 @@ Result<std::optional<Batch>> StreamCore::next() {
       ended_ = true;
       return std::optional<Batch>();
     case wire::Reply::kStreamFailed:
-      failed_ = wire::from_wire(event->stream_failed().error())
-                    .with_context("stream " + std::to_string(info_.id) + " failed");
-      return *failed_;
+      return fail(wire::from_wire(event->stream_failed().error())
+                      .with_context("stream " + std::to_string(info_.id) + " failed"));
     default:
-      failed_ = Error(ErrorCode::kProtocol, "unexpected event for stream " + std::to_string(info_.id));
-      return *failed_;
+      return fail(Error(ErrorCode::kProtocol, "unexpected event for stream " + std::to_string(info_.id)));
   }
 }
 

@@ -2,6 +2,8 @@
 //
 // Holds the segment mapping (read-only, mapped once, prefaulted), the tensor layout, and the count of leases
 // outstanding. Kept alive by every Batch, so a Batch's tensors stay readable after its Stream is gone.
+// Thread-safety: next() and close() are serialized by mu_ (which guards the stream's end state); release() may
+// run on any thread at any time (atomics only); the layout and the mapping never change after open().
 #pragma once
 
 #include <atomic>
@@ -36,10 +38,13 @@ class StreamCore final : public std::enable_shared_from_this<StreamCore> {
  private:
   StreamCore(std::shared_ptr<ClientCore> client, wire::StreamOpened opened, wire::Mapping mapping);
 
-  std::shared_ptr<ClientCore> client_;
-  wire::StreamOpened opened_;
-  wire::Mapping mapping_;
-  StreamInfo info_;
+  // Ends the stream with `error`: next() returns it from now on.
+  Error fail(Error error);
+
+  const std::shared_ptr<ClientCore> client_;
+  const wire::StreamOpened opened_;
+  const wire::Mapping mapping_;
+  const StreamInfo info_;
   std::mutex mu_;  // serializes next()/close()
   std::atomic<uint32_t> leased_{0};
   std::atomic<bool> closed_{false};

@@ -12,8 +12,8 @@
 #include <optional>
 #include <vector>
 
+#include "batchd/admin.h"
 #include "batchd/client.h"
-#include "client_core.h"
 #include "spawn.h"
 
 namespace {
@@ -37,28 +37,26 @@ std::string json_escape(const std::string& s) {
 
 // Where the workers' time went, from the daemon's per-stream stage counters (batchctl status --json has them too).
 void print_stages(const std::string& socket, uint64_t stream_id, bool json) {
-  auto core = batchd::detail::ClientCore::connect(socket);
-  if (!core.ok()) return;
-  batchd::wire::Request request;
-  request.mutable_status();
-  auto reply = (*core)->call(std::move(request));
-  if (!reply.ok()) return;
-  for (const auto& s : reply->reply.status().streams()) {
-    if (s.stream_id() != stream_id || s.stages().samples() == 0) continue;
-    const auto& st = s.stages();
-    const double n = static_cast<double>(st.samples());
-    const double read = st.read() / n / 1e3, decode = st.decode() / n / 1e3, resize = st.resize() / n / 1e3,
-                 norm = st.normalize() / n / 1e3;
+  auto admin = batchd::Admin::connect(socket);
+  if (!admin.ok()) return;
+  auto streams = admin->streams();
+  if (!streams.ok()) return;
+  for (const auto& s : *streams) {
+    if (s.stream_id != stream_id || s.stages.samples == 0) continue;
+    const auto& st = s.stages;
+    const double n = static_cast<double>(st.samples);
+    const double read = st.read_nanos / n / 1e3, decode = st.decode_nanos / n / 1e3,
+                 resize = st.resize_nanos / n / 1e3, norm = st.normalize_nanos / n / 1e3;
     if (json) {
       std::printf("{\"system\":\"batchd\",\"stages_us_per_sample\":{\"read\":%.2f,\"decode\":%.2f,"
                   "\"crop_resize\":%.2f,\"normalize_collate\":%.2f,\"total\":%.2f},\"samples\":%llu}\n",
                   read, decode, resize, norm, read + decode + resize + norm,
-                  static_cast<unsigned long long>(st.samples()));
+                  static_cast<unsigned long long>(st.samples));
     } else {
       std::printf("worker time per sample (µs): read %.1f, decode %.1f, crop/resize %.1f, normalize+collate %.1f "
                   "= %.1f over %llu samples\n",
                   read, decode, resize, norm, read + decode + resize + norm,
-                  static_cast<unsigned long long>(st.samples()));
+                  static_cast<unsigned long long>(st.samples));
     }
   }
 }

@@ -61,7 +61,7 @@ TEST_F(CudaClientTest, WithoutADeviceOpenFailsClearlyAndTheStreamIsClosed) {
   EXPECT_EQ(dev.error().code(), ErrorCode::kUnavailable);
   EXPECT_NE(dev.error().message().find("read batches on the host"), std::string::npos) << dev.error().message();
   // The stream given to open() was closed with it: the daemon holds no stream and no segment for it.
-  EXPECT_TRUE(eventually([&] { return daemon_status(daemon().socket_path()).streams_size() == 0; }));
+  EXPECT_TRUE(eventually([&] { return daemon_status(daemon().socket_path()).streams.empty(); }));
   EXPECT_TRUE(eventually([&] { return shm_names_of(daemon().pid()).empty(); }));
   // The CPU path still works on this connection's daemon.
   Stream again = open(fmnist_options());

@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "batchd/wire/convert.h"
-#include "client_core.h"
 #include "daemon_fixture.h"
 
 namespace batchd::testing {

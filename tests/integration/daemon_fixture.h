@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "batchd.pb.h"
+#include "batchd/admin.h"
 #include "batchd/client.h"
 #include "batchd/wire/fd_passing.h"
 #include "batchd/wire/framing.h"
-#include "client_core.h"
 #include "spawn.h"
 
 namespace batchd::testing {
@@ -54,16 +54,14 @@ class SharedDaemonTest : public ::testing::Test {
   static inline tools::SpawnedDaemon* daemon_ = nullptr;
 };
 
-// The daemon's status (what batchctl status --json shows), over a connection of its own.
-inline wire::StatusReply daemon_status(const std::string& socket) {
-  auto core = detail::ClientCore::connect(socket);
-  EXPECT_TRUE(core.ok());
-  if (!core.ok()) return {};
-  wire::Request request;
-  request.mutable_status();
-  auto reply = (*core)->call(std::move(request));
-  EXPECT_TRUE(reply.ok());
-  return reply.ok() ? reply->reply.status() : wire::StatusReply();
+// The daemon's status (what batchctl status shows), over an admin connection of its own (batchd/admin.h).
+inline DaemonStatus daemon_status(const std::string& socket) {
+  auto admin = Admin::connect(socket);
+  EXPECT_TRUE(admin.ok()) << admin.error().message();
+  if (!admin.ok()) return {};
+  auto status = admin->status();
+  EXPECT_TRUE(status.ok()) << status.error().message();
+  return status.ok() ? std::move(status).value() : DaemonStatus();
 }
 
 // Names in /dev/shm that belong to the daemon with this pid ("batchd.<pid>.<stream>").

@@ -2,7 +2,6 @@
 // policy after two crashes; workers are replaced; the daemon keeps serving.
 #include <set>
 
-#include "client_core.h"
 #include "daemon_fixture.h"
 
 namespace batchd::testing {
@@ -37,11 +36,11 @@ TEST(PoisonTest, SkipReplacesACrashingSampleAndCountsIt) {
   }
   EXPECT_EQ(skipped, 2u) << "one replacement per epoch";
   const auto st = daemon_status(daemon.socket_path());
-  ASSERT_EQ(st.streams_size(), 1);
-  EXPECT_EQ(st.streams(0).samples_skipped(), 2u);
-  EXPECT_EQ(st.streams(0).worker_deaths(), 2u) << "two crashes mark the sample bad; epoch 2 skips it up front";
-  EXPECT_EQ(st.batches_redone(), 2u);
-  for (const auto& w : st.workers()) EXPECT_GT(w.pid(), 0);
+  ASSERT_EQ(st.streams.size(), 1u);
+  EXPECT_EQ(st.streams[0].samples_skipped, 2u);
+  EXPECT_EQ(st.streams[0].worker_deaths, 2u) << "two crashes mark the sample bad; epoch 2 skips it up front";
+  EXPECT_EQ(st.batches_redone, 2u);
+  for (const auto& w : st.workers) EXPECT_GT(w.pid, 0);
 }
 
 TEST(PoisonTest, FailEndsTheStreamNamingTheSampleAndTheSignal) {

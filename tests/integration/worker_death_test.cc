@@ -4,7 +4,6 @@
 #include <set>
 
 #include "batchd/wire/convert.h"
-#include "client_core.h"
 #include "daemon_fixture.h"
 
 namespace batchd::testing {
@@ -23,8 +22,8 @@ TEST(WorkerDeathTest, KilledWorkersAreReplacedAndNoSampleIsLostOrDuplicated) {
   for (uint64_t n = 0;; ++n) {
     if (n % 150 == 10) {  // kill both workers, several times over the two epochs
       const auto status = daemon_status(daemon.socket_path());
-      for (const auto& w : status.workers()) {
-        if (w.pid() > 0 && ::kill(w.pid(), SIGKILL) == 0) ++kills;
+      for (const auto& w : status.workers) {
+        if (w.pid > 0 && ::kill(w.pid, SIGKILL) == 0) ++kills;
       }
     }
     auto batch = stream->next();
@@ -39,11 +38,11 @@ TEST(WorkerDeathTest, KilledWorkersAreReplacedAndNoSampleIsLostOrDuplicated) {
     EXPECT_EQ(std::set<int64_t>(e.begin(), e.end()).size(), 60000u);
   }
   uint64_t restarts = 0;
-  const auto workers = daemon_status(daemon.socket_path()).workers();
+  const auto workers = daemon_status(daemon.socket_path()).workers;
   ASSERT_EQ(workers.size(), 2u);
   for (const auto& w : workers) {
-    EXPECT_GT(w.pid(), 0);
-    restarts += w.restarts();
+    EXPECT_GT(w.pid, 0);
+    restarts += w.restarts;
   }
   EXPECT_EQ(restarts, static_cast<uint64_t>(kills));
 }

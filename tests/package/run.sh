@@ -17,6 +17,9 @@ for _ in $(seq 100); do [[ -S "$work/batchd.sock" ]] && break; sleep 0.1; done
 out=$("$work/build/trainer" "$work/batchd.sock")
 echo "$out"
 [[ "$out" == "image float32 [32,1,28,28]" ]]
+out=$("$work/build/admin_probe" "$work/batchd.sock")
+echo "$out"
+[[ "$out" == "admin: 1 workers" ]]
 if [[ -x "$work/build/cuda_probe" ]]; then
   "$work/build/cuda_probe" | grep -E "^cuda(: no CUDA device| devices: [0-9]+)"
 fi

@@ -72,11 +72,48 @@ struct Tensor {
   const T* data_as() const { return static_cast<const T*>(data); }
 };
 
+namespace detail {
+
+// What every kind of batch has: its place in the stream and its tensors (TensorT: Tensor here, cuda::DeviceTensor
+// in batchd/cuda.h). Batch and cuda::DeviceBatch add ownership (a lease, device buffers) on top; not used alone.
+template <typename TensorT>
+class BatchBase {
+ public:
+  uint64_t epoch() const { return epoch_; }
+  uint64_t index() const { return batch_; }        // batch number within the epoch: 0, 1, ...
+  uint64_t sequence() const { return sequence_; }  // batch number within the stream, across epochs
+  size_t size() const { return num_samples_; }     // samples in this batch (the last one may be short)
+  // Samples of this batch that replace bad ones under OnError::kSkip (their `index` entries name the replacement).
+  size_t skipped() const { return skipped_; }
+
+  const std::vector<TensorT>& tensors() const { return tensors_; }
+  // The tensor called `name`, or nullptr.
+  const TensorT* find(std::string_view name) const {
+    for (const auto& t : tensors_) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  }
+
+ protected:
+  BatchBase() = default;
+  BatchBase(BatchBase&&) noexcept = default;
+  BatchBase& operator=(BatchBase&&) noexcept = default;
+  ~BatchBase() = default;
+
+  uint64_t sequence_ = 0, epoch_ = 0, batch_ = 0;
+  size_t num_samples_ = 0, skipped_ = 0;
+  std::vector<TensorT> tensors_;
+};
+
+}  // namespace detail
+
 // A batch on lease. Move-only RAII: destroying (or release()-ing) it tells the daemon the slot may be reused.
-// Every batch has an `index` tensor (int64 [B]): the dataset sample indices, in batch order.
+// Every batch has an `index` tensor (int64 [B]): the dataset sample indices, in batch order. epoch(), index(),
+// sequence(), size(), skipped(), tensors() and find() are detail::BatchBase's (above).
 // A Batch stays valid after its Stream and Client are destroyed (it keeps the segment mapped), but the slot is
 // then only returned to the daemon when the connection closes.
-class Batch {
+class Batch : public detail::BatchBase<Tensor> {
  public:
   Batch() = default;
   Batch(Batch&&) noexcept;
@@ -86,16 +123,6 @@ class Batch {
   ~Batch();
 
   bool valid() const { return core_ != nullptr; }
-  uint64_t epoch() const { return epoch_; }
-  uint64_t index() const { return batch_; }        // batch number within the epoch: 0, 1, ...
-  uint64_t sequence() const { return sequence_; }  // batch number within the stream, across epochs
-  size_t size() const { return num_samples_; }     // samples in this batch (the last one may be short)
-  // Samples of this batch that replace bad ones under OnError::kSkip (their `index` entries name the replacement).
-  size_t skipped() const { return skipped_; }
-
-  const std::vector<Tensor>& tensors() const { return tensors_; }
-  // The tensor called `name`, or nullptr.
-  const Tensor* find(std::string_view name) const;
 
   // Ends the lease now; tensors() must not be used afterwards. Idempotent.
   void release();
@@ -103,10 +130,6 @@ class Batch {
  private:
   friend class detail::StreamCore;
   std::shared_ptr<detail::StreamCore> core_;
-  uint64_t sequence_ = 0, epoch_ = 0, batch_ = 0;
-  size_t num_samples_ = 0;
-  size_t skipped_ = 0;
-  std::vector<Tensor> tensors_;
 };
 
 // What happens to a sample that cannot be read, or that crashes the worker making it (twice).

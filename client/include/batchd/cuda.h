@@ -86,8 +86,9 @@ struct DeviceTensor {
 };
 
 // A batch on the device. Move-only RAII: destroying or release()-ing it returns its buffers to the pool, to be
-// reused once the work enqueued on stream() until then has completed.
-class DeviceBatch {
+// reused once the work enqueued on stream() until then has completed. epoch(), index(), sequence(), size(),
+// skipped(), tensors() and find() are batchd::detail::BatchBase's (batchd/client.h), as for a host Batch.
+class DeviceBatch : public batchd::detail::BatchBase<DeviceTensor> {
  public:
   DeviceBatch() = default;
   DeviceBatch(DeviceBatch&&) noexcept;
@@ -97,13 +98,6 @@ class DeviceBatch {
   ~DeviceBatch();
 
   bool valid() const { return pool_ != nullptr; }
-  uint64_t epoch() const { return epoch_; }
-  uint64_t index() const { return batch_; }
-  uint64_t sequence() const { return sequence_; }
-  size_t size() const { return num_samples_; }
-  size_t skipped() const { return skipped_; }
-  const std::vector<DeviceTensor>& tensors() const { return tensors_; }
-  const DeviceTensor* find(std::string_view name) const;
   // The CUDA stream the batch was delivered on: its data is ready for any work enqueued there afterwards.
   cudaStream_t stream() const { return stream_; }
   // Completes when the batch's copies are done (DeviceStream::next already made its consumer stream wait for it;
@@ -122,9 +116,6 @@ class DeviceBatch {
   int set_ = -1;
   cudaEvent_t ready_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  uint64_t sequence_ = 0, epoch_ = 0, batch_ = 0;
-  size_t num_samples_ = 0, skipped_ = 0;
-  std::vector<DeviceTensor> tensors_;
 };
 
 // Device buffers for the batches of one stream, and the host leases whose copies are still in flight.

@@ -1,17 +1,18 @@
-#include "streams/shm_scan.h"
+#include "batchd/wire/shm_scan.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 
-namespace batchd::daemon {
+namespace batchd::wire {
 
 namespace fs = std::filesystem;
 
@@ -43,6 +44,8 @@ void for_each_pid(F f) {
 }
 
 }  // namespace
+
+bool is_torch_leftover(const std::string& name) { return name.rfind("torch_", 0) == 0; }
 
 bool is_live_batchd(pid_t pid) {
   std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
@@ -122,20 +125,24 @@ int count_segment_mappings(pid_t pid, const std::string& dir) {
   return static_cast<int>(segments.size());
 }
 
-std::vector<ShmEntry> remove_orphan_segments(const std::string& dir) {
-  std::vector<ShmEntry> removed;
-  for (auto& e : scan_shm(dir, /*self_is_daemon=*/true)) {
-    if (e.kind != ShmEntry::Kind::kOrphan) continue;
-    std::error_code ec;
-    if (fs::remove(fs::path(dir) / e.name, ec)) {
-      spdlog::info("removed orphan segment {}/{} ({} bytes) of batchd pid {}, which is gone", dir, e.name, e.bytes,
-                   e.daemon_pid);
-      removed.push_back(std::move(e));
-    } else if (ec) {
-      spdlog::warn("cannot remove orphan segment {}/{}: {}", dir, e.name, ec.message());
-    }
-  }
-  return removed;
+std::optional<ShmSpace> shm_space(const std::string& dir) {
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) return std::nullopt;
+  return ShmSpace{static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize,
+                  static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize};
 }
 
-}  // namespace batchd::daemon
+std::string format_bytes(uint64_t bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace batchd::wire

@@ -1,0 +1,186 @@
+// batchd/admin.h — administering a batchd daemon: what it runs (status, streams, workers, segments), drain and
+// shutdown, and the /dev/shm report. What batchctl, batchd-bench --stages and the tests are built on.
+//
+//   auto admin = batchd::Admin::connect();              // "" = $BATCHD_SOCKET, else /run/batchd/batchd.sock
+//   if (!admin.ok()) { std::cerr << admin.error().message(); ... }
+//   auto status = admin->status();                      // Result<DaemonStatus>
+//   for (const batchd::StreamStatus& s : status->streams) std::cout << s.dataset << " " << s.samples_delivered;
+//   batchd::ShmReport shm = batchd::shm_report({});     // works with the daemon down
+//
+// Every call is one request to the daemon and returns a snapshot: plain values, owned by the caller, valid
+// forever. Units are in the field names (_seconds, _bytes, _nanos); counters count since the stream (or worker
+// process, or daemon) started. Strings the daemon fills in (worker and stream state, on_error) are as documented
+// per field; new values may appear in later versions.
+//
+// Errors: Result/Status as in batchd/client.h; no exception leaves this library. connect() fails as
+// Client::connect does (kUnavailable: no daemon listening, with the socket path and how to start one; kIo:
+// permission); a request fails with kUnavailable when the connection broke (daemon stopped).
+//
+// Thread-safety: an Admin may be used from several threads (requests are serialized on its connection).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "batchd/client.h"
+#include "batchd/result.h"
+
+namespace batchd {
+
+// Time the workers spent per pipeline stage on one stream's batches, summed over `samples` samples.
+struct StageTimes {
+  uint64_t read_nanos = 0;       // reading the file
+  uint64_t decode_nanos = 0;     // JPEG/PNG decode
+  uint64_t resize_nanos = 0;     // crop + resize (+ flip decision)
+  uint64_t normalize_nanos = 0;  // normalize and write into the slot (the collate)
+  uint64_t samples = 0;
+};
+
+// One worker process.
+struct WorkerStatus {
+  pid_t pid = 0;
+  std::string state;          // "idle" or "busy"
+  uint64_t batches_done = 0;
+  uint64_t restarts = 0;      // times this worker slot's process died and was replaced
+  double busy_seconds = 0;    // time spent making batches since this process started
+  double alive_seconds = 0;   // since this process started
+};
+
+// One open stream, as the daemon accounts it.
+struct StreamStatus {
+  uint64_t stream_id = 0;
+  std::string dataset;
+  std::string pipeline;
+  uint32_t batch_size = 0;
+  pid_t client_pid = 0;
+  uint64_t batches_delivered = 0;
+  uint64_t batches_total = 0;
+  std::string state;            // "running", "ended" or "failed"
+  uint64_t samples_skipped = 0; // replaced under OnError::kSkip
+  uint64_t worker_deaths = 0;   // workers that died making this stream's batches (each batch was redone)
+  std::string on_error;         // "fail" or "skip"
+  StageTimes stages;
+  double open_seconds = 0;      // since OpenStream
+  uint64_t samples_delivered = 0;
+  uint64_t bytes_delivered = 0; // tensor bytes of the delivered batches
+  double ahead_seconds = 0;     // every slot held a finished batch: the daemon waited for the client
+  double stall_seconds = 0;     // the client held no batch and none was ready: the client waited for data
+};
+
+// One stream's shared-memory segment; slots_free + slots_working + slots_ready + slots_leased = slots.
+struct SegmentStatus {
+  uint64_t stream_id = 0;
+  std::string name;             // "/dev/shm/batchd.<pid>.<id>" (kFileSystem) or "memfd:batchd.<pid>.<id>"
+  SharingStrategy strategy = SharingStrategy::kDefault;
+  uint64_t bytes = 0;
+  uint32_t slots = 0;
+  uint32_t slots_free = 0;
+  uint32_t slots_working = 0;   // a worker is filling it
+  uint32_t slots_ready = 0;     // filled, waiting to be delivered in order
+  uint32_t slots_leased = 0;    // delivered, not yet released by the client
+  pid_t owner_pid = 0;          // the client process of the stream
+  uid_t owner_uid = 0;
+  double age_seconds = 0;
+};
+
+// The whole daemon.
+struct DaemonStatus {
+  pid_t daemon_pid = 0;
+  std::string version;
+  double uptime_seconds = 0;
+  SharingStrategy default_strategy = SharingStrategy::kDefault;  // the daemon's: kFileDescriptor or kFileSystem
+  uint32_t connections = 0;
+  std::vector<std::string> datasets;  // declared in its configuration
+  uint64_t batches_redone = 0;        // batches given again to a new worker after theirs died
+  bool draining = false;              // new streams are refused (Admin::drain)
+  std::vector<WorkerStatus> workers;
+  std::vector<StreamStatus> streams;
+  std::vector<SegmentStatus> segments;
+};
+
+// A connection for administration. Move-only; holds one socket.
+class Admin {
+ public:
+  // Connects to `socket_path`; "" means $BATCHD_SOCKET, else /run/batchd/batchd.sock. Errors as Client::connect.
+  static Result<Admin> connect(const std::string& socket_path = "");
+
+  Admin(Admin&&) noexcept;
+  Admin& operator=(Admin&&) noexcept;
+  ~Admin();
+
+  const std::string& socket_path() const;
+
+  // Everything at once (one snapshot).
+  Result<DaemonStatus> status();
+  // Parts of status(), each one request.
+  Result<std::vector<StreamStatus>> streams();
+  Result<std::vector<WorkerStatus>> workers();
+  Result<std::vector<SegmentStatus>> segments();
+
+  // Refuse new streams from now on; running streams continue. Returns the daemon's acknowledgement (one line).
+  Result<std::string> drain();
+  // Drain and exit, as SIGTERM does: running streams end with "daemon shutting down". Returns the daemon's
+  // acknowledgement, sent before it starts to drain; the connection closes when the daemon exits.
+  Result<std::string> shutdown();
+
+ private:
+  explicit Admin(std::shared_ptr<detail::ClientCore> core);
+  std::shared_ptr<detail::ClientCore> core_;
+};
+
+// ---------------------------------------------------------------- /dev/shm report (batchctl shm)
+
+// A file in the shm directory that no live daemon owns.
+struct ShmFile {
+  std::string name;          // without the directory
+  uint64_t bytes = 0;
+  double age_seconds = 0;    // since its last modification
+  pid_t daemon_pid = 0;      // batchd.<pid>.<id> files: the daemon that made it; 0 otherwise
+  bool in_use = false;       // some process this user can see has it open or mapped
+};
+
+// A client process holding live segments.
+struct ShmClient {
+  pid_t pid = 0;
+  int32_t segment_fds = 0;       // fds it holds on batchd segments; -1 if its /proc is unreadable
+  int32_t segment_mappings = 0;  // distinct batchd segments it has mapped (a batchd client keeps no fd open)
+};
+
+struct ShmReport {
+  bool daemon_reachable = false;
+  std::string daemon_error;            // why not, when not (the connect or status error's message)
+  pid_t daemon_pid = 0;
+  std::vector<SegmentStatus> segments; // the daemon's live segments
+  std::vector<ShmClient> clients;      // the owners of those segments
+  std::vector<ShmFile> orphans;        // batchd.* whose daemon is gone (not listed when removed)
+  std::vector<ShmFile> foreign;        // everything else: torch_*, sem.*, other programs' files
+  std::vector<std::string> removed;    // names removed by ShmReportOptions::gc
+  uint64_t shm_total_bytes = 0;        // of the filesystem holding shm_dir; 0 if statvfs failed
+  uint64_t shm_free_bytes = 0;
+};
+
+struct ShmReportOptions {
+  std::string socket_path;            // the daemon to ask ("" as Admin::connect); unreachable is not an error
+  std::string shm_dir = "/dev/shm";   // where POSIX shared memory lives
+  bool gc = false;                    // remove the orphans
+  bool include_foreign = false;       // with gc: also remove torch_* files that no process has open or mapped
+};
+
+// Scans shm_dir (and /proc, for who holds what) and asks the daemon for its live segments when it answers.
+// Removes files only with gc; a file that cannot be removed stays listed. Never fails: what could not be read is
+// missing from the report (daemon_error says why the daemon's part is).
+ShmReport shm_report(const ShmReportOptions& options);
+
+// ---------------------------------------------------------------- JSON
+
+// One JSON object (protobuf's canonical mapping of proto/batchd.proto's StatusReply / ShmReport: field names as
+// in the .proto, 64-bit integers as strings, strategies as FILE_DESCRIPTOR / FILE_SYSTEM / STRATEGY_DEFAULT,
+// every field present): what `batchctl ... --json` prints. Errors: kInternal if the encoder fails.
+Result<std::string> to_json(const DaemonStatus& status);
+Result<std::string> to_json(const ShmReport& report);
+
+}  // namespace batchd

@@ -1,0 +1,185 @@
+#include "admin_wire.h"
+
+#include "wire_mapping.h"
+
+namespace batchd::detail {
+
+namespace {
+
+template <typename Out, typename In>
+std::vector<Out> all_from_wire(const google::protobuf::RepeatedPtrField<In>& in) {
+  std::vector<Out> out;
+  out.reserve(in.size());
+  for (const auto& x : in) out.push_back(from_wire(x));
+  return out;
+}
+
+StageTimes stages_from_wire(const wire::StageNanos& s) {
+  return {.read_nanos = s.read(),
+          .decode_nanos = s.decode(),
+          .resize_nanos = s.resize(),
+          .normalize_nanos = s.normalize(),
+          .samples = s.samples()};
+}
+
+void fill_wire(const StageTimes& s, wire::StageNanos* w) {
+  w->set_read(s.read_nanos);
+  w->set_decode(s.decode_nanos);
+  w->set_resize(s.resize_nanos);
+  w->set_normalize(s.normalize_nanos);
+  w->set_samples(s.samples);
+}
+
+void fill_wire(const StreamStatus& s, wire::StreamInfo* w) {
+  w->set_stream_id(s.stream_id);
+  w->set_dataset(s.dataset);
+  w->set_pipeline(s.pipeline);
+  w->set_batch_size(s.batch_size);
+  w->set_client_pid(s.client_pid);
+  w->set_batches_delivered(s.batches_delivered);
+  w->set_batches_total(s.batches_total);
+  w->set_state(s.state);
+  w->set_samples_skipped(s.samples_skipped);
+  w->set_worker_deaths(s.worker_deaths);
+  w->set_on_error(s.on_error);
+  fill_wire(s.stages, w->mutable_stages());
+  w->set_open_seconds(s.open_seconds);
+  w->set_samples_delivered(s.samples_delivered);
+  w->set_bytes_delivered(s.bytes_delivered);
+  w->set_ahead_seconds(s.ahead_seconds);
+  w->set_stall_seconds(s.stall_seconds);
+}
+
+void fill_wire(const WorkerStatus& s, wire::WorkerInfo* w) {
+  w->set_pid(s.pid);
+  w->set_state(s.state);
+  w->set_batches_done(s.batches_done);
+  w->set_restarts(s.restarts);
+  w->set_busy_seconds(s.busy_seconds);
+  w->set_alive_seconds(s.alive_seconds);
+}
+
+void fill_wire(const ShmFile& f, wire::ShmFile* w) {
+  w->set_name(f.name);
+  w->set_bytes(f.bytes);
+  w->set_age_seconds(f.age_seconds);
+  w->set_daemon_pid(f.daemon_pid);
+  w->set_in_use(f.in_use);
+}
+
+}  // namespace
+
+StreamStatus from_wire(const wire::StreamInfo& w) {
+  return {.stream_id = w.stream_id(),
+          .dataset = w.dataset(),
+          .pipeline = w.pipeline(),
+          .batch_size = w.batch_size(),
+          .client_pid = w.client_pid(),
+          .batches_delivered = w.batches_delivered(),
+          .batches_total = w.batches_total(),
+          .state = w.state(),
+          .samples_skipped = w.samples_skipped(),
+          .worker_deaths = w.worker_deaths(),
+          .on_error = w.on_error(),
+          .stages = stages_from_wire(w.stages()),
+          .open_seconds = w.open_seconds(),
+          .samples_delivered = w.samples_delivered(),
+          .bytes_delivered = w.bytes_delivered(),
+          .ahead_seconds = w.ahead_seconds(),
+          .stall_seconds = w.stall_seconds()};
+}
+
+WorkerStatus from_wire(const wire::WorkerInfo& w) {
+  return {.pid = w.pid(),
+          .state = w.state(),
+          .batches_done = w.batches_done(),
+          .restarts = w.restarts(),
+          .busy_seconds = w.busy_seconds(),
+          .alive_seconds = w.alive_seconds()};
+}
+
+SegmentStatus from_wire(const wire::SegmentInfo& w) {
+  return {.stream_id = w.stream_id(),
+          .name = w.name(),
+          .strategy = from_wire(w.strategy()),
+          .bytes = w.bytes(),
+          .slots = w.slots(),
+          .slots_free = w.slots_free(),
+          .slots_working = w.slots_working(),
+          .slots_ready = w.slots_ready(),
+          .slots_leased = w.slots_leased(),
+          .owner_pid = w.owner_pid(),
+          .owner_uid = w.owner_uid(),
+          .age_seconds = w.age_seconds()};
+}
+
+wire::SegmentInfo to_wire(const SegmentStatus& s) {
+  wire::SegmentInfo w;
+  w.set_stream_id(s.stream_id);
+  w.set_name(s.name);
+  w.set_strategy(to_wire(s.strategy));
+  w.set_bytes(s.bytes);
+  w.set_slots(s.slots);
+  w.set_slots_free(s.slots_free);
+  w.set_slots_working(s.slots_working);
+  w.set_slots_ready(s.slots_ready);
+  w.set_slots_leased(s.slots_leased);
+  w.set_owner_pid(s.owner_pid);
+  w.set_owner_uid(s.owner_uid);
+  w.set_age_seconds(s.age_seconds);
+  return w;
+}
+
+DaemonStatus from_wire(const wire::StatusReply& w) {
+  DaemonStatus s;
+  s.daemon_pid = w.daemon_pid();
+  s.version = w.version();
+  s.uptime_seconds = w.uptime_seconds();
+  s.default_strategy = from_wire(w.default_strategy());
+  s.connections = w.connections();
+  s.datasets.assign(w.datasets().begin(), w.datasets().end());
+  s.batches_redone = w.batches_redone();
+  s.draining = w.draining();
+  s.workers = all_from_wire<WorkerStatus>(w.workers());
+  s.streams = all_from_wire<StreamStatus>(w.streams());
+  s.segments = all_from_wire<SegmentStatus>(w.segments());
+  return s;
+}
+
+wire::StatusReply to_wire(const DaemonStatus& s) {
+  wire::StatusReply w;
+  w.set_daemon_pid(s.daemon_pid);
+  w.set_version(s.version);
+  w.set_uptime_seconds(s.uptime_seconds);
+  w.set_default_strategy(to_wire(s.default_strategy));
+  for (const auto& x : s.workers) fill_wire(x, w.add_workers());
+  for (const auto& x : s.streams) fill_wire(x, w.add_streams());
+  for (const auto& x : s.segments) *w.add_segments() = to_wire(x);
+  w.set_connections(s.connections);
+  for (const auto& d : s.datasets) w.add_datasets(d);
+  w.set_batches_redone(s.batches_redone);
+  w.set_draining(s.draining);
+  return w;
+}
+
+wire::ShmReport to_wire(const ShmReport& r) {
+  wire::ShmReport w;
+  w.set_daemon_reachable(r.daemon_reachable);
+  w.set_daemon_error(r.daemon_error);
+  w.set_daemon_pid(r.daemon_pid);
+  for (const auto& x : r.segments) *w.add_segments() = to_wire(x);
+  for (const auto& c : r.clients) {
+    auto* wc = w.add_clients();
+    wc->set_pid(c.pid);
+    wc->set_segment_fds(c.segment_fds);
+    wc->set_segment_mappings(c.segment_mappings);
+  }
+  for (const auto& f : r.orphans) fill_wire(f, w.add_orphans());
+  for (const auto& f : r.foreign) fill_wire(f, w.add_foreign());
+  for (const auto& n : r.removed) w.add_removed(n);
+  w.set_shm_total_bytes(r.shm_total_bytes);
+  w.set_shm_free_bytes(r.shm_free_bytes);
+  return w;
+}
+
+}  // namespace batchd::detail

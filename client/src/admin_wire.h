@@ -1,0 +1,22 @@
+// admin_wire.h — internal: the plain types of batchd/admin.h to and from proto/batchd.proto's StatusReply (and
+// its parts) and ShmReport. Field for field, both ways: from_wire(to_wire(x)) == x, so that the JSON of a status
+// (batchctl --json) is the daemon's reply exactly.
+#pragma once
+
+#include "batchd.pb.h"
+#include "batchd/admin.h"
+
+namespace batchd::detail {
+
+DaemonStatus from_wire(const wire::StatusReply& reply);
+wire::StatusReply to_wire(const DaemonStatus& status);
+
+StreamStatus from_wire(const wire::StreamInfo& stream);
+WorkerStatus from_wire(const wire::WorkerInfo& worker);
+SegmentStatus from_wire(const wire::SegmentInfo& segment);
+wire::SegmentInfo to_wire(const SegmentStatus& segment);
+
+// ShmReport is made by the client (shm_report), never received: one way only.
+wire::ShmReport to_wire(const ShmReport& report);
+
+}  // namespace batchd::detail

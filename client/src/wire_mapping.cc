@@ -1,0 +1,80 @@
+#include "wire_mapping.h"
+
+#include "batchd/wire/convert.h"
+
+namespace batchd::detail {
+
+wire::SharingStrategy to_wire(SharingStrategy strategy) {
+  switch (strategy) {
+    case SharingStrategy::kFileDescriptor: return wire::FILE_DESCRIPTOR;
+    case SharingStrategy::kFileSystem: return wire::FILE_SYSTEM;
+    case SharingStrategy::kDefault: break;
+  }
+  return wire::STRATEGY_DEFAULT;
+}
+
+SharingStrategy from_wire(wire::SharingStrategy strategy) {
+  switch (strategy) {
+    case wire::FILE_DESCRIPTOR: return SharingStrategy::kFileDescriptor;
+    case wire::FILE_SYSTEM: return SharingStrategy::kFileSystem;
+    default: return SharingStrategy::kDefault;
+  }
+}
+
+wire::DType to_wire(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return wire::FLOAT32;
+    case DType::kInt64: return wire::INT64;
+    case DType::kUInt8: break;
+  }
+  return wire::UINT8;
+}
+
+DType from_wire(wire::DType dtype) {
+  switch (dtype) {
+    case wire::FLOAT32: return DType::kFloat32;
+    case wire::INT64: return DType::kInt64;
+    default: return DType::kUInt8;
+  }
+}
+
+wire::Request open_request(const StreamOptions& o) {
+  wire::Request request;
+  auto* open = request.mutable_open_stream();
+  open->set_dataset(o.dataset);
+  open->set_pipeline(o.pipeline);
+  open->set_batch_size(o.batch_size);
+  open->set_shuffle(o.shuffle);
+  open->set_seed(o.seed);
+  open->set_epoch(o.epoch);
+  open->set_num_epochs(o.num_epochs);
+  open->set_rank(o.rank);
+  open->set_world_size(o.world_size);
+  open->set_drop_last(o.drop_last);
+  open->set_depth(o.depth);
+  open->set_start_batch(o.start_batch);
+  open->set_strategy(to_wire(o.strategy));
+  open->set_on_error(o.on_error == OnError::kSkip ? wire::ON_ERROR_SKIP : wire::ON_ERROR_FAIL);
+  open->set_crop_size(o.crop_size);
+  open->set_resize_size(o.resize_size);
+  open->set_exact_decode(o.exact_decode);
+  open->set_writable(o.writable);
+  return request;
+}
+
+StreamInfo stream_info(const wire::StreamOpened& o) {
+  StreamInfo info;
+  info.id = o.stream_id();
+  info.strategy = from_wire(o.strategy());
+  info.segment_name = o.segment_name().empty() ? "" : "/dev/shm/" + o.segment_name();
+  info.segment_bytes = o.segment_bytes();
+  info.depth = o.slot_count();
+  info.batch_size = o.batch_size();
+  info.dataset_size = o.dataset_size();
+  info.samples_per_epoch = o.samples_per_epoch();
+  info.batches_per_epoch = o.batches_per_epoch();
+  info.total_batches = wire::total_batches(o);
+  return info;
+}
+
+}  // namespace batchd::detail

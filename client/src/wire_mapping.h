@@ -1,0 +1,24 @@
+// wire_mapping.h — internal: the public types of batchd/client.h to and from the wire messages of
+// proto/batchd.proto. The one place the client maps each of them (enums, OpenStream, StreamInfo), so that Client,
+// StreamCore and the admin API agree.
+#pragma once
+
+#include "batchd.pb.h"
+#include "batchd/client.h"
+
+namespace batchd::detail {
+
+// Enums, value for value (kDefault <-> STRATEGY_DEFAULT; an unknown wire value maps to the first enumerator).
+wire::SharingStrategy to_wire(SharingStrategy strategy);
+SharingStrategy from_wire(wire::SharingStrategy strategy);
+wire::DType to_wire(DType dtype);
+DType from_wire(wire::DType dtype);
+
+// The OpenStream request for `options` (dry_run unset).
+wire::Request open_request(const StreamOptions& options);
+
+// What the daemon made (or, for a dry run, would make) for a stream. segment_name is "/dev/shm/<name>" for a
+// named segment, "" otherwise (file_descriptor, or a dry run); total_batches is wire::total_batches(opened).
+StreamInfo stream_info(const wire::StreamOpened& opened);
+
+}  // namespace batchd::detail
