@@ -18,7 +18,7 @@ packages=(
   pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
-  clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz)
+  clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz), -Wthread-safety (build-tsa/)
 )
 # (--bench is accepted for compatibility: the benchmark's Python dependencies are always installed now.)
 
@@ -52,4 +52,14 @@ if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control >build-fuzz/build
   echo "setup.sh: the fuzz target failed to build (log above and in build-fuzz/build.log)" >&2
   exit 1
 fi
-echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench (and build-fuzz/bin/fuzz_control)"
+# The client's lock annotations (client/src/mutex.h), checked by clang in its own tree: -Wthread-safety -Werror on
+# batchd_client (and batchd_cuda where the toolkit is found), so a lock that does not guard what it says fails here.
+cmake -S . -B build-tsa -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DBATCHD_THREAD_SAFETY=ON \
+  -DBATCHD_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
+if ! cmake --build build-tsa -j "$jobs" --target thread_safety >build-tsa/build.log 2>&1; then
+  cat build-tsa/build.log
+  echo "setup.sh: clang's thread-safety analysis of the client failed (log above and in build-tsa/build.log)" >&2
+  exit 1
+fi
+echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench (and build-fuzz/bin/fuzz_control;" \
+  "build-tsa/ checked the client's locks)"

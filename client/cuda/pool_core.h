@@ -1,10 +1,11 @@
 // pool_core.h — internal: PoolCore, the state shared by a DevicePool and every DeviceBatch from it (device buffer
 // sets, asynchronous copies, host leases in flight). See batchd/cuda.h for the contract.
+// Thread-safety: mu_ guards all mutable state; every public member function takes it (DeviceBatch::release may
+// run on any thread). wait_oldest() waits on a copy's event without holding it.
 #pragma once
 
 #include <algorithm>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,9 +13,13 @@
 #include "batchd/cuda.h"
 #include "batchd/wire/segment_layout.h"
 #include "cuda_util.h"
+#include "mutex.h"
 
 namespace batchd::cuda {
 namespace detail {
+
+using batchd::detail::Mutex;
+using batchd::detail::MutexLock;
 
 // Shared by the DevicePool handle and every DeviceBatch from it, so buffers outlive whichever goes last.
 class PoolCore final : public std::enable_shared_from_this<PoolCore> {
@@ -35,9 +40,9 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
 
   int device() const { return device_; }
 
-  Result<DeviceBatch> to_device(Batch batch, cudaStream_t stream) {
+  Result<DeviceBatch> to_device(Batch batch, cudaStream_t stream) EXCLUDES(mu_) {
     if (!batch.valid()) return Error(ErrorCode::kInvalidArgument, "to_device: the batch was already released");
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     poll_locked();
     DeviceGuard guard(device_);
     if (layout_.empty()) plan_layout(batch);
@@ -98,8 +103,8 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
   }
 
   // From DeviceBatch::release, on any thread.
-  void give_back(int set, cudaStream_t stream) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void give_back(int set, cudaStream_t stream) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     // Recording on a created stream needs no current device; switching devices here could initialize a context on
     // the releasing thread's device 0 (cudaSetDevice does, since CUDA 12). Only the legacy stream 0 needs it.
     std::optional<DeviceGuard> guard;
@@ -115,31 +120,33 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     s.in_use = false;
   }
 
-  size_t poll() {
-    std::lock_guard<std::mutex> lock(mu_);
+  size_t poll() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     return poll_locked();
   }
 
-  bool has_free_set() {
-    std::lock_guard<std::mutex> lock(mu_);
+  bool has_free_set() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     if (sets_.size() < max_batches_) return true;
     return std::any_of(sets_.begin(), sets_.end(), [](const Set& s) { return !s.in_use; });
   }
 
-  bool wait_oldest() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (in_flight_.empty()) return false;
-    InFlight f = std::move(in_flight_.front());
-    in_flight_.pop_front();
-    lock.unlock();
-    (void)cudaEventSynchronize(f.copied);  // an error (a broken context) also means no copy is running any more
-    f.batch.release();
-    lock.lock();
-    spare_events_.push_back(f.copied);
+  bool wait_oldest() EXCLUDES(mu_) {
+    std::optional<InFlight> f;
+    {
+      MutexLock lock(&mu_);
+      if (in_flight_.empty()) return false;
+      f.emplace(std::move(in_flight_.front()));
+      in_flight_.pop_front();
+    }
+    (void)cudaEventSynchronize(f->copied);  // an error (a broken context) also means no copy is running any more
+    f->batch.release();
+    MutexLock lock(&mu_);
+    spare_events_.push_back(f->copied);
     return true;
   }
 
-  void drain() {
+  void drain() EXCLUDES(mu_) {
     while (wait_oldest()) {
     }
   }
@@ -162,7 +169,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
   };
 
   // One slice per tensor, sized for a full batch (this batch may be the short last one of an epoch).
-  void plan_layout(const Batch& b) {
+  void plan_layout(const Batch& b) REQUIRES(mu_) {
     size_t offset = 0;
     const size_t n = std::max<size_t>(b.size(), 1), full = std::max<size_t>(batch_size_, b.size());
     for (const Tensor& t : b.tensors()) {
@@ -175,7 +182,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
 
   // The free set released longest ago (its reusable event is the likeliest to have completed: a pageable copy
   // waits for it on the host), else a new one while under max_batches.
-  Result<size_t> free_set() {
+  Result<size_t> free_set() REQUIRES(mu_) {
     std::optional<size_t> best;
     for (size_t i = 0; i < sets_.size(); ++i) {
       if (!sets_[i].in_use && (!best || sets_[i].released_at < sets_[*best].released_at)) best = i;
@@ -204,7 +211,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     return sets_.size() - 1;
   }
 
-  cudaError_t take_event(cudaEvent_t* e) {
+  cudaError_t take_event(cudaEvent_t* e) REQUIRES(mu_) {
     if (!spare_events_.empty()) {
       *e = spare_events_.back();
       spare_events_.pop_back();
@@ -213,7 +220,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     return cudaEventCreateWithFlags(e, cudaEventDisableTiming);
   }
 
-  size_t poll_locked() {
+  size_t poll_locked() REQUIRES(mu_) {
     while (!in_flight_.empty()) {
       const cudaError_t q = cudaEventQuery(in_flight_.front().copied);
       if (q == cudaErrorNotReady) break;
@@ -227,13 +234,13 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
   const int device_;
   const uint32_t max_batches_;
   const uint32_t batch_size_;
-  std::mutex mu_;
-  std::vector<Slice> layout_;
-  size_t set_bytes_ = 0;
-  std::vector<Set> sets_;
-  uint64_t release_clock_ = 0;
-  std::deque<InFlight> in_flight_;
-  std::vector<cudaEvent_t> spare_events_;
+  Mutex mu_;
+  std::vector<Slice> layout_ GUARDED_BY(mu_);
+  size_t set_bytes_ GUARDED_BY(mu_) = 0;
+  std::vector<Set> sets_ GUARDED_BY(mu_);
+  uint64_t release_clock_ GUARDED_BY(mu_) = 0;
+  std::deque<InFlight> in_flight_ GUARDED_BY(mu_);  // oldest first
+  std::vector<cudaEvent_t> spare_events_ GUARDED_BY(mu_);
 };
 
 }  // namespace detail

@@ -63,7 +63,7 @@ Error ClientCore::broken(const Error& why) {
 Status ClientCore::send(wire::Request request) {
   auto frame = wire::encode_frame(request);
   if (!frame.ok()) return frame.error();
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   auto st = wire::send_all(fd_.get(), frame->data(), frame->size());
   if (!st.ok()) {
     return Error(ErrorCode::kUnavailable, "lost the connection to batchd at " + path_ + ": " + st.error().message());
@@ -111,7 +111,7 @@ Status ClientCore::read_one_frame() {
 }
 
 Result<Received> ClientCore::call(wire::Request request) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   const uint64_t id = next_request_id_++;
   request.set_request_id(id);
   BATCHD_RETURN_IF_ERROR(send(std::move(request)));
@@ -127,7 +127,7 @@ Result<Received> ClientCore::call(wire::Request request) {
 }
 
 Result<wire::Reply> ClientCore::next_event(uint64_t stream_id) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   for (;;) {
     auto& queue = events_[stream_id];
     if (!queue.empty()) {
@@ -140,7 +140,7 @@ Result<wire::Reply> ClientCore::next_event(uint64_t stream_id) {
 }
 
 void ClientCore::forget_stream(uint64_t stream_id) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   events_.erase(stream_id);
   closed_streams_.insert(stream_id);
 }

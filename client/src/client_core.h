@@ -1,15 +1,15 @@
 // client_core.h — internal: the client's connection to the daemon, shared by Client, Streams and Batches.
 //
-// Requests go out under a write mutex (so a Batch released on any thread never waits behind a reader). Frames
-// come in under the read mutex, one reader at a time; replies are matched to requests by request_id, events
+// Requests go out under write_mu_ (so a Batch released on any thread never waits behind a reader). Frames come in
+// under read_mu_, one reader at a time; replies are matched to requests by request_id, events
 // (BatchReady/StreamEnd/StreamFailed) are queued per stream until that stream's next() takes them. An fd that
-// rides on a frame (SCM_RIGHTS) is handed out with that frame.
+// rides on a frame (SCM_RIGHTS) is handed out with that frame. Lock order: read_mu_, then write_mu_ (call() sends
+// its request while it holds read_mu_). Thread-safe: every member function may be called from any thread.
 #pragma once
 
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +19,7 @@
 #include "batchd/result.h"
 #include "batchd/wire/framing.h"
 #include "batchd/wire/unique_fd.h"
+#include "mutex.h"
 
 namespace batchd::detail {
 
@@ -34,32 +35,32 @@ class ClientCore final {
   const std::string& socket_path() const { return path_; }
 
   // Sends a request that gets no reply (Release).
-  Status send(wire::Request request);
+  Status send(wire::Request request) EXCLUDES(write_mu_);
   // Sends a request and waits for its reply; an Error reply becomes the returned Error.
-  Result<Received> call(wire::Request request);
+  Result<Received> call(wire::Request request) EXCLUDES(read_mu_, write_mu_);
   // Waits for the next event of `stream_id`.
-  Result<wire::Reply> next_event(uint64_t stream_id);
+  Result<wire::Reply> next_event(uint64_t stream_id) EXCLUDES(read_mu_);
   // Drops queued events of a closed stream.
-  void forget_stream(uint64_t stream_id);
+  void forget_stream(uint64_t stream_id) EXCLUDES(read_mu_);
 
  private:
   ClientCore(wire::UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
-  Status read_one_frame();  // requires read_mu_
-  Error broken(const Error& why);
+  Status read_one_frame() REQUIRES(read_mu_);
+  Error broken(const Error& why) REQUIRES(read_mu_);
 
-  wire::UniqueFd fd_;
-  std::string path_;
-  std::mutex write_mu_;
-  std::mutex read_mu_;  // guards everything below
-  uint64_t next_request_id_ = 1;
-  wire::FrameDecoder decoder_;
-  std::vector<char> buffer_ = std::vector<char>(1 << 16);
-  std::deque<wire::UniqueFd> fds_;
-  std::vector<wire::UniqueFd> fds_scratch_;
-  std::map<uint64_t, Received> replies_;
-  std::map<uint64_t, std::deque<wire::Reply>> events_;
-  std::set<uint64_t> closed_streams_;  // events that still arrive for these are dropped
-  std::optional<Error> broken_;
+  const wire::UniqueFd fd_;  // the socket: written under write_mu_, read under read_mu_
+  const std::string path_;
+  Mutex read_mu_;
+  Mutex write_mu_ ACQUIRED_AFTER(read_mu_);
+  uint64_t next_request_id_ GUARDED_BY(read_mu_) = 1;
+  wire::FrameDecoder decoder_ GUARDED_BY(read_mu_);
+  std::vector<char> buffer_ GUARDED_BY(read_mu_) = std::vector<char>(1 << 16);
+  std::deque<wire::UniqueFd> fds_ GUARDED_BY(read_mu_);
+  std::vector<wire::UniqueFd> fds_scratch_ GUARDED_BY(read_mu_);
+  std::map<uint64_t, Received> replies_ GUARDED_BY(read_mu_);
+  std::map<uint64_t, std::deque<wire::Reply>> events_ GUARDED_BY(read_mu_);
+  std::set<uint64_t> closed_streams_ GUARDED_BY(read_mu_);  // events that still arrive for these are dropped
+  std::optional<Error> broken_ GUARDED_BY(read_mu_);
 };
 
 }  // namespace batchd::detail

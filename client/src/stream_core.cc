@@ -93,7 +93,7 @@ Error StreamCore::fail(Error error) {
 }
 
 Result<std::optional<Batch>> StreamCore::next() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_.load()) return Error(ErrorCode::kInvalidArgument, "stream " + std::to_string(info_.id) + " is closed");
   if (failed_) return *failed_;
   if (ended_) return std::optional<Batch>();
@@ -133,7 +133,7 @@ Result<std::optional<Batch>> StreamCore::next() {
 }
 
 Status StreamCore::close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_.exchange(true)) return ok_status();
   wire::Request request;
   request.mutable_close_stream()->set_stream_id(info_.id);

@@ -8,13 +8,13 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 #include "batchd.pb.h"
 #include "batchd/client.h"
 #include "batchd/wire/shared_memory.h"
 #include "client_core.h"
+#include "mutex.h"
 
 namespace batchd::detail {
 
@@ -27,8 +27,8 @@ class StreamCore final : public std::enable_shared_from_this<StreamCore> {
   const StreamInfo& info() const { return info_; }
   MappedSegment segment() { return {mapping_.data(), mapping_.size(), shared_from_this()}; }
   // See Stream::next().
-  Result<std::optional<Batch>> next();
-  Status close();
+  Result<std::optional<Batch>> next() EXCLUDES(mu_);
+  Status close() EXCLUDES(mu_);
   // Ends the lease of `sequence` (from Batch::release on any thread).
   void release(uint64_t sequence);
 
@@ -39,17 +39,17 @@ class StreamCore final : public std::enable_shared_from_this<StreamCore> {
   StreamCore(std::shared_ptr<ClientCore> client, wire::StreamOpened opened, wire::Mapping mapping);
 
   // Ends the stream with `error`: next() returns it from now on.
-  Error fail(Error error);
+  Error fail(Error error) REQUIRES(mu_);
 
   const std::shared_ptr<ClientCore> client_;
   const wire::StreamOpened opened_;
   const wire::Mapping mapping_;
   const StreamInfo info_;
-  std::mutex mu_;  // serializes next()/close()
+  Mutex mu_;  // serializes next()/close()
   std::atomic<uint32_t> leased_{0};
   std::atomic<bool> closed_{false};
-  bool ended_ = false;
-  std::optional<Error> failed_;
+  bool ended_ GUARDED_BY(mu_) = false;
+  std::optional<Error> failed_ GUARDED_BY(mu_);
 };
 
 }  // namespace batchd::detail
