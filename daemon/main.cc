@@ -108,19 +108,14 @@ int main(int argc, char** argv) {
   }
 
   boost::asio::io_context io(1);
-  StreamManager streams(*config, datasets);
-  auto pool = WorkerPool::start(io, config->workers, datasets, config->limits.max_frame_bytes,
-                                {[&](const wire::WorkerDone& d, wire::WorkerTask t) { streams.on_done(d, std::move(t)); },
-                                 [&](std::optional<wire::WorkerTask> t, int64_t culprit, const std::string& cause) {
-                                   streams.on_lost(std::move(t), culprit, cause);
-                                 }},
-                                fault_crash_on_sample);
+  auto pool = WorkerPool::start(io, config->workers, datasets, config->limits.max_frame_bytes, fault_crash_on_sample);
   if (!pool.ok()) {
     spdlog::critical("cannot start workers: {}", pool.error().message());
     return 1;
   }
-  streams.set_pool(pool->get());
-  auto server = Server::create(io, *config, streams, pool->get(), datasets);
+  StreamManager streams(*config, datasets, **pool);
+  (*pool)->serve(streams);  // worker events go to the stream manager from here on
+  auto server = Server::create(io, *config, streams, datasets);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message());
     return 1;

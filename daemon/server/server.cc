@@ -43,15 +43,15 @@ Status prepare_socket_path(boost::asio::io_context& io, const std::string& path)
 
 }  // namespace
 
-Server::Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool* pool,
+Server::Server(boost::asio::io_context& io, const Config& config, StreamManager& streams,
                const DatasetRegistry& datasets)
-    : io_(io), config_(config), streams_(streams), pool_(pool), datasets_(datasets), acceptor_(io), accept_retry_(io) {}
+    : io_(io), config_(config), streams_(streams), datasets_(datasets), acceptor_(io), accept_retry_(io) {}
 
 Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, const Config& config,
-                                               StreamManager& streams, const WorkerPool* pool,
+                                               StreamManager& streams,
                                                const DatasetRegistry& datasets) {
   BATCHD_RETURN_IF_ERROR(prepare_socket_path(io, config.socket));
-  std::unique_ptr<Server> server(new Server(io, config, streams, pool, datasets));
+  std::unique_ptr<Server> server(new Server(io, config, streams, datasets));
   boost::system::error_code ec;
   const local::stream_protocol::endpoint endpoint(config.socket);
   server->acceptor_.open(endpoint.protocol(), ec);
@@ -138,12 +138,7 @@ void Server::fill_status(wire::StatusReply* status) const {
   status->set_version(BATCHD_VERSION);
   status->set_uptime_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   status->set_default_strategy(config_.shm_strategy);
-  if (pool_ != nullptr) {
-    for (const auto& w : pool_->describe()) *status->add_workers() = w;
-  }
   streams_.fill_status(status);
-  status->set_batches_redone(streams_.batches_redone());
-  status->set_draining(streams_.draining());
   status->set_connections(static_cast<uint32_t>(connections_.size()));
   for (const auto& [name, why] : datasets_.describe()) {
     status->add_datasets(why.empty() ? name : name + " (unavailable: " + why + ")");

@@ -19,14 +19,13 @@
 #include "server/connection.h"
 #include "data/dataset.h"
 #include "streams/stream_manager.h"
-#include "workers/worker_pool.h"
 
 namespace batchd::daemon {
 
 class Server final {
  public:
   static Result<std::unique_ptr<Server>> create(boost::asio::io_context& io, const Config& config,
-                                                StreamManager& streams, const WorkerPool* pool,
+                                                StreamManager& streams,
                                                 const DatasetRegistry& datasets);
   ~Server();
 
@@ -49,14 +48,13 @@ class Server final {
   size_t connections() const { return connections_.size(); }
 
  private:
-  Server(boost::asio::io_context& io, const Config& config, StreamManager& streams, const WorkerPool* pool,
+  Server(boost::asio::io_context& io, const Config& config, StreamManager& streams,
          const DatasetRegistry& datasets);
   void accept();
 
   boost::asio::io_context& io_;
   const Config& config_;
   StreamManager& streams_;
-  const WorkerPool* pool_;
   const DatasetRegistry& datasets_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;

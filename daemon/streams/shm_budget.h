@@ -33,7 +33,4 @@ class ShmBudget final {
   uint64_t in_use_ = 0;
 };
 
-// "1.5 GiB"-style rendering used in messages.
-std::string format_bytes(uint64_t bytes);
-
 }  // namespace batchd::daemon

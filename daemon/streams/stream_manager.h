@@ -1,24 +1,24 @@
-// stream_manager.h — opens and closes streams, schedules their batches on the worker pool and delivers them.
+// stream_manager.h — opens and closes streams, turns worker events into stream events, and delivers batches.
 //
-// open() validates every option and limit *before* allocating anything, then creates the stream's segment
-// (file_descriptor: memfd; file_system: /dev/shm/batchd.<daemon-pid>.<stream-id>), reserves it with
-// posix_fallocate and prefaults it once. Scheduling is round-robin over streams with a free slot, one batch per
-// idle worker; a batch lost with a dead worker is redone first. Events (BatchReady, StreamEnd, StreamFailed) go to
-// the owning connection's EventSink.
+// open() is plan() (validation, pipeline options, layout: plan.h), then the segment pool (admission, creation:
+// segment_pool.h), then a Stream registered with the Scheduler (scheduler.h), which hands its tasks to the
+// Workers. As the WorkerEvents of the pool it applies each stream's error policy to lost tasks and bad samples
+// and sends BatchReady / StreamEnd / StreamFailed to the owning connection's EventSink, in order.
 //
 // Not thread-safe: everything runs on the daemon's io_context thread.
 #pragma once
 
-#include <deque>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 
 #include "config.h"
 #include "data/dataset.h"
-#include "streams/shm_budget.h"
+#include "streams/plan.h"
+#include "streams/scheduler.h"
+#include "streams/segment_pool.h"
 #include "streams/stream.h"
-#include "workers/worker_pool.h"
+#include "workers/workers.h"
 
 namespace batchd::daemon {
 
@@ -29,17 +29,16 @@ class EventSink {
   virtual void send_event(const wire::Reply& event) = 0;
 };
 
-class StreamManager final {
+class StreamManager final : public WorkerEvents {
  public:
-  static constexpr uint32_t kMaxWorldSize = 1u << 20;
-
-  StreamManager(const Config& config, const DatasetRegistry& datasets);
-  void set_pool(WorkerPool* pool) { pool_ = pool; }
+  // `workers` must outlive the manager; the manager must be the pool's WorkerEvents before any event arrives.
+  StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers);
 
   struct Opened {
     wire::StreamOpened reply;
     wire::UniqueFd client_fd;  // FILE_DESCRIPTOR: the segment's fd for the client (read-write only if it asked)
   };
+  // Plans the stream (a dry run stops there), creates its segment and starts scheduling its batches.
   Result<Opened> open(const wire::OpenStream& request, const Peer& owner, EventSink* sink);
   Status close(uint64_t stream_id, uint64_t connection_id);
   Status release(uint64_t stream_id, uint64_t sequence, uint64_t connection_id);
@@ -57,11 +56,14 @@ class StreamManager final {
   void set_draining(bool draining) { draining_ = draining; }
   bool draining() const { return draining_; }
 
-  // Worker pool callbacks.
-  void on_done(const wire::WorkerDone& done, wire::WorkerTask task);
-  void on_lost(std::optional<wire::WorkerTask> task, int64_t culprit, const std::string& cause);
-  uint64_t batches_redone() const { return batches_redone_; }
+  // WorkerEvents.
+  void on_task_done(size_t w, const wire::WorkerDone& done, Task task) override;
+  void on_task_lost(size_t w, Task task, int64_t culprit, const std::string& cause) override;
+  void on_worker_ready(size_t w) override { scheduler_.pump(); }
 
+  uint64_t batches_redone() const { return batches_redone_; }
+  uint64_t shm_bytes_in_use() const { return segments_.bytes_in_use(); }
+  // Workers, streams, segments, batches_redone, draining.
   void fill_status(wire::StatusReply* status) const;
 
  private:
@@ -69,19 +71,18 @@ class StreamManager final {
     std::unique_ptr<Stream> stream;
     EventSink* sink;
   };
-  void pump();
+  PlanContext plan_context(uint64_t connection_id) const;
+  // A redo from the stream's error policy: queued first, or the stream fails at that batch.
+  void redo_or_fail(Entry& entry, uint64_t sequence, Result<Task> redo);
   void deliver(Entry& entry);
   void fail(Entry& entry, const Error& error);
   void erase(std::map<uint64_t, Entry>::iterator it);
 
   const Config& config_;
   const DatasetRegistry& datasets_;
-  WorkerPool* pool_ = nullptr;
+  SegmentPool segments_;  // before streams_: outlives every Segment
+  Scheduler scheduler_;
   std::map<uint64_t, Entry> streams_;
-  std::deque<wire::WorkerTask> redo_;
-  ShmBudget budget_;
-  uint64_t next_id_ = 1;
-  uint64_t last_served_ = 0;
   uint64_t batches_redone_ = 0;
   bool draining_ = false;
 };

@@ -1,5 +1,7 @@
 #include "transforms/pipeline.h"
 
+#include "batchd/wire/convert.h"
+
 #include <csignal>
 #include <cstdlib>
 
@@ -14,34 +16,75 @@ void SampleProgress::crash() {
   std::abort();
 }
 
-size_t dtype_size(wire::DType dtype) {
-  switch (dtype) {
-    case wire::UINT8: return 1;
-    case wire::FLOAT32: return 4;
-    case wire::INT64: return 8;
-    default: return 0;
-  }
-}
-
 uint64_t TensorDesc::sample_bytes() const {
-  uint64_t n = dtype_size(dtype);
+  uint64_t n = wire::dtype_size(dtype);
   for (int64_t d : sample_shape) n *= static_cast<uint64_t>(d);
   return n;
 }
 
-Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
-                                                const PipelineOptions& options) {
-  if (name == "fmnist" || name == "fmnist_u8") {
-    return make_fmnist_pipeline(name == "fmnist" ? FmnistOutput::kNormalizedFloat : FmnistOutput::kRawUint8,
-                                std::move(dataset));
+namespace {
+
+// Every pipeline, once: its names, the family of options it takes, and how it is built.
+enum class Family { kFmnist, kVision };
+struct Entry {
+  const char* name;
+  const char* alias;  // "" = none
+  Family family;
+  VisionMode mode;    // vision only
+  bool normalize;     // fmnist: float32 normalized (else raw uint8); vision: ToTensor + Normalize (else uint8)
+};
+constexpr Entry kPipelines[] = {
+    {"fmnist", "", Family::kFmnist, VisionMode::kTrain, true},
+    {"fmnist_u8", "", Family::kFmnist, VisionMode::kTrain, false},
+    {"train224", "train", Family::kVision, VisionMode::kTrain, true},
+    {"train224_u8", "train_u8", Family::kVision, VisionMode::kTrain, false},
+    {"val224", "val", Family::kVision, VisionMode::kVal, true},
+};
+
+Result<const Entry*> find_entry(const std::string& name) {
+  for (const Entry& e : kPipelines) {
+    if (name == e.name || (*e.alias != '\0' && name == e.alias)) return &e;
   }
-  if (name == "train224" || name == "train") return make_vision_pipeline(VisionMode::kTrain, true, dataset, options);
-  if (name == "train224_u8" || name == "train_u8") {
-    return make_vision_pipeline(VisionMode::kTrain, false, dataset, options);
-  }
-  if (name == "val224" || name == "val") return make_vision_pipeline(VisionMode::kVal, true, dataset, options);
   return Error(ErrorCode::kNotFound, "unknown pipeline '" + name +
                                          "' (known: fmnist, fmnist_u8, train224, train224_u8, val224)");
+}
+
+}  // namespace
+
+Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name,
+                                                       const wire::PipelineOptions& requested) {
+  auto entry = find_entry(name);
+  if (!entry.ok()) return entry.error();
+  wire::PipelineOptions resolved;
+  switch ((*entry)->family) {
+    case Family::kFmnist:
+      if (requested.has_vision()) {
+        return Error(ErrorCode::kInvalidArgument, "pipeline '" + name + "' takes no vision options (crop_size, "
+                                                  "resize_size, exact_decode); leave them unset");
+      }
+      break;
+    case Family::kVision: {
+      auto vision = resolve_vision_options((*entry)->mode, requested.vision());
+      if (!vision.ok()) return vision.error().with_context("pipeline '" + name + "'");
+      *resolved.mutable_vision() = std::move(vision).value();
+      break;
+    }
+  }
+  return resolved;
+}
+
+Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
+                                                const wire::PipelineOptions& options) {
+  auto entry = find_entry(name);
+  if (!entry.ok()) return entry.error();
+  switch ((*entry)->family) {
+    case Family::kFmnist:
+      return make_fmnist_pipeline((*entry)->normalize ? FmnistOutput::kNormalizedFloat : FmnistOutput::kRawUint8,
+                                  std::move(dataset));
+    case Family::kVision:
+      return make_vision_pipeline((*entry)->mode, (*entry)->normalize, std::move(dataset), options.vision());
+  }
+  return Error(ErrorCode::kInternal, "pipeline '" + name + "' has no builder");
 }
 
 }  // namespace batchd::daemon

@@ -38,8 +38,6 @@ struct TensorDesc {
   uint64_t sample_bytes() const;
 };
 
-size_t dtype_size(wire::DType dtype);
-
 // Pipelines call at(index) before they touch each sample. It records the sample in the worker's progress page
 // (worker_progress.h), so that if the sample crashes the worker the daemon knows which one it was; and, only when
 // the daemon runs with --fault-crash-on-sample (tests), it crashes the worker on that sample.
@@ -70,14 +68,6 @@ struct StageTimes {
   uint64_t read_ns = 0, decode_ns = 0, resize_ns = 0, normalize_ns = 0;
 };
 
-// Options of a stream that shape its pipeline.
-struct PipelineOptions {
-  uint32_t crop_size = 224;   // vision pipelines: output side (RandomResizedCrop / CenterCrop size)
-  uint32_t resize_size = 256; // val: Resize(resize_size) before CenterCrop(crop_size)
-  bool fast_decode = true;    // JPEG: decode at a reduced DCT scale when the crop allows it, with libjpeg-turbo's
-                              // fast IDCT and upsampling (false: as PIL decodes, bit-exact)
-};
-
 // One Pipeline object per worker and stream; run() is not thread-safe (it reuses scratch buffers).
 class Pipeline {
  public:
@@ -92,9 +82,15 @@ class Pipeline {
   virtual StageTimes take_stage_times() { return {}; }
 };
 
-// Builds pipeline `name` for `dataset`: kNotFound for an unknown name (lists the known ones), kInvalidArgument if
-// the pipeline does not fit the dataset's format.
+// The options of pipeline `name` with every default applied and every range checked (OpenStream's plan calls this
+// once; workers receive the result in WorkerAttach). kNotFound for an unknown name (lists the known ones);
+// kInvalidArgument for an option out of range or options of another pipeline family (e.g. vision options for
+// fmnist), naming the option.
+Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name, const wire::PipelineOptions& requested);
+
+// Builds pipeline `name` for `dataset` with `options` (as resolve_pipeline_options returns them): kNotFound for an
+// unknown name, kInvalidArgument if the pipeline does not fit the dataset's format.
 Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
-                                                const PipelineOptions& options = {});
+                                                const wire::PipelineOptions& options = {});
 
 }  // namespace batchd::daemon

@@ -24,10 +24,10 @@ uint64_t since(Clock::time_point& t) {
 class VisionPipeline final : public Pipeline {
  public:
   VisionPipeline(VisionMode mode, bool normalize, std::shared_ptr<const ImageFolderDataset> dataset,
-                 const PipelineOptions& options, std::unique_ptr<ImageDecoder> decoder)
+                 const wire::VisionOptions& options, std::unique_ptr<ImageDecoder> decoder)
       : mode_(mode), normalize_(normalize), dataset_(std::move(dataset)), options_(options),
         decoder_(std::move(decoder)) {
-    const int64_t c = options.crop_size;
+    const int64_t c = options.crop_size();
     tensors_ = {{"image", normalize ? wire::FLOAT32 : wire::UINT8, {3, c, c}}, {"label", wire::INT64, {}}};
     for (int ch = 0; ch < 3; ++ch) {
       for (int v = 0; v < 256; ++v) lut_[ch][v] = (static_cast<float>(v) / 255.0f - kImagenetMean[ch]) / kImagenetStd[ch];
@@ -41,7 +41,7 @@ class VisionPipeline final : public Pipeline {
 
   Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
              const BatchContext& context) override {
-    const int c = static_cast<int>(options_.crop_size);
+    const int c = static_cast<int>(options_.crop_size());
     const size_t plane = static_cast<size_t>(c) * c;
     auto* labels = reinterpret_cast<int64_t*>(slot + offsets[1]);
     for (size_t i = 0; i < indices.size(); ++i) {
@@ -75,7 +75,7 @@ class VisionPipeline final : public Pipeline {
     times_.read_ns += since(t);
     auto header = decoder_->header(bytes_, path);
     if (!header.ok()) return header.error();
-    const int w = header->width, h = header->height, c = static_cast<int>(options_.crop_size);
+    const int w = header->width, h = header->height, c = static_cast<int>(options_.crop_size());
 
     ResampleAxis ax{}, ay{};
     Scale scale;
@@ -84,7 +84,7 @@ class VisionPipeline final : public Pipeline {
       const CropBox box = random_resized_crop_params(w, h, rng);
       *flip = rng.uniform(0.0, 1.0) < 0.5;
       // The crop box in the (possibly DCT-scaled) image; crop first, then resize, as torchvision does.
-      if (options_.fast_decode) scale = decoder_->choose_scale(*header, box.width, box.height, c, c);
+      if (fast_decode()) scale = decoder_->choose_scale(*header, box.width, box.height, c, c);
       const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
       const double sx = static_cast<double>(sw) / w, sy = static_cast<double>(sh) / h;
       const double x0 = box.left * sx, x1 = (box.left + box.width) * sx;
@@ -100,8 +100,8 @@ class VisionPipeline final : public Pipeline {
       resample_bilinear(image_, rx - origin.x, ry - origin.y, ax, ay, rgb_.data(), &scratch_, order());
     } else {
       int nw = 0, nh = 0;
-      resize_shorter_side(w, h, static_cast<int>(options_.resize_size), &nw, &nh);
-      if (options_.fast_decode) scale = decoder_->choose_scale(*header, w, h, nw, nh);
+      resize_shorter_side(w, h, static_cast<int>(options_.resize_size()), &nw, &nh);
+      if (fast_decode()) scale = decoder_->choose_scale(*header, w, h, nw, nh);
       const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
       ax = {sw, 0.0, static_cast<double>(sw), nw, center_crop_offset(nw, c), c};
       ay = {sh, 0.0, static_cast<double>(sh), nh, center_crop_offset(nh, c), c};
@@ -119,17 +119,17 @@ class VisionPipeline final : public Pipeline {
   // Decodes the current file into image_ at `scale`: with fast decoding only `want` (widened to iMCU columns),
   // else all of it, exactly as PIL does. *origin: where image_'s top-left pixel lies in the scaled image.
   Status decode(const std::string& path, const ImageHeader& header, Scale scale, PixelRect want, PixelRect* origin) {
-    if (options_.fast_decode) return decoder_->decode_region(bytes_, path, header, scale, want, &image_, origin, true);
+    if (fast_decode()) return decoder_->decode_region(bytes_, path, header, scale, want, &image_, origin, true);
     *origin = {};
     return decoder_->decode(bytes_, path, header, scale, &image_, false);
   }
 
-  ResampleOrder order() const { return options_.fast_decode ? ResampleOrder::kFast : ResampleOrder::kPillow; }
+  ResampleOrder order() const { return fast_decode() ? ResampleOrder::kFast : ResampleOrder::kPillow; }
 
   // rgb_ (HWC) -> dst (CHW), mirrored if `flip`, each value through `f(channel, value)`; one pass over each row.
   template <typename T, typename F>
   void write_chw(T* dst, bool flip, F f) const {
-    const int c = static_cast<int>(options_.crop_size);
+    const int c = static_cast<int>(options_.crop_size());
     const size_t plane = static_cast<size_t>(c) * c;
     for (int y = 0; y < c; ++y) {
       const uint8_t* row = rgb_.data() + static_cast<size_t>(y) * c * 3;
@@ -155,7 +155,9 @@ class VisionPipeline final : public Pipeline {
   VisionMode mode_;
   bool normalize_;
   std::shared_ptr<const ImageFolderDataset> dataset_;
-  PipelineOptions options_;
+  bool fast_decode() const { return !options_.exact_decode(); }
+
+  wire::VisionOptions options_;
   std::unique_ptr<ImageDecoder> decoder_;
   std::vector<TensorDesc> tensors_;
   std::array<std::array<float, 256>, 3> lut_{};
@@ -166,28 +168,38 @@ class VisionPipeline final : public Pipeline {
 
 }  // namespace
 
+Result<wire::VisionOptions> resolve_vision_options(VisionMode mode, const wire::VisionOptions& requested) {
+  wire::VisionOptions o = requested;
+  if (o.crop_size() == 0) o.set_crop_size(kDefaultCropSize);
+  if (o.resize_size() == 0) o.set_resize_size(kDefaultResizeSize);
+  if (o.crop_size() < 8 || o.crop_size() > 4096) {
+    return Error(ErrorCode::kInvalidArgument, "crop_size " + std::to_string(o.crop_size()) +
+                                                  " is out of range [8, 4096]");
+  }
+  if (mode == VisionMode::kVal && (o.resize_size() < o.crop_size() || o.resize_size() > 8192)) {
+    return Error(ErrorCode::kInvalidArgument, "resize_size " + std::to_string(o.resize_size()) +
+                                                  " must be at least crop_size (" + std::to_string(o.crop_size()) +
+                                                  ") and at most 8192");
+  }
+  if (mode == VisionMode::kTrain) o.clear_resize_size();  // unused by RandomResizedCrop: not part of the stream
+  return o;
+}
+
 Result<std::unique_ptr<Pipeline>> make_vision_pipeline(VisionMode mode, bool normalize,
                                                        std::shared_ptr<const Dataset> dataset,
-                                                       const PipelineOptions& options) {
+                                                       const wire::VisionOptions& options) {
   auto folder = std::dynamic_pointer_cast<const ImageFolderDataset>(dataset);
   if (!folder) {
     return Error(ErrorCode::kInvalidArgument, "the vision pipelines (train224, train224_u8, val224) need an "
                                               "imagefolder dataset; '" + dataset->name() + "' is " +
                                                   dataset->format());
   }
-  if (options.crop_size < 8 || options.crop_size > 4096) {
-    return Error(ErrorCode::kInvalidArgument, "crop_size " + std::to_string(options.crop_size) +
-                                                  " is out of range [8, 4096]");
-  }
-  if (mode == VisionMode::kVal && (options.resize_size < options.crop_size || options.resize_size > 8192)) {
-    return Error(ErrorCode::kInvalidArgument, "resize_size " + std::to_string(options.resize_size) +
-                                                  " must be at least crop_size (" + std::to_string(options.crop_size) +
-                                                  ") and at most 8192");
-  }
+  auto resolved = resolve_vision_options(mode, options);  // idempotent: a resolved message passes unchanged
+  if (!resolved.ok()) return resolved.error();
   auto decoder = ImageDecoder::create();
   if (!decoder.ok()) return decoder.error();
   return std::unique_ptr<Pipeline>(
-      new VisionPipeline(mode, normalize, std::move(folder), options, std::move(decoder).value()));
+      new VisionPipeline(mode, normalize, std::move(folder), *resolved, std::move(decoder).value()));
 }
 
 }  // namespace batchd::daemon

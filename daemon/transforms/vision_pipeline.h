@@ -14,8 +14,17 @@ enum class VisionMode { kTrain, kVal };
 inline constexpr float kImagenetMean[3] = {0.485f, 0.456f, 0.406f};
 inline constexpr float kImagenetStd[3] = {0.229f, 0.224f, 0.225f};
 
+inline constexpr uint32_t kDefaultCropSize = 224;    // torchvision's ImageNet recipes
+inline constexpr uint32_t kDefaultResizeSize = 256;  // val: Resize(256) then CenterCrop(224)
+
+// Applies the defaults (crop_size 224, resize_size 256; exact_decode false) and checks the ranges: crop_size in
+// [8, 4096]; val: resize_size in [crop_size, 8192]. kInvalidArgument names the option. Idempotent.
+Result<wire::VisionOptions> resolve_vision_options(VisionMode mode, const wire::VisionOptions& requested);
+
+// `options` as resolve_vision_options returns them (unresolved ones are resolved here). kInvalidArgument if the
+// dataset is not an imagefolder or an option is out of range.
 Result<std::unique_ptr<Pipeline>> make_vision_pipeline(VisionMode mode, bool normalize,
                                                        std::shared_ptr<const Dataset> dataset,
-                                                       const PipelineOptions& options);
+                                                       const wire::VisionOptions& options);
 
 }  // namespace batchd::daemon

@@ -17,18 +17,11 @@ namespace batchd::daemon {
 
 namespace {
 
-PipelineOptions pipeline_options(const wire::WorkerAttach& a) {
-  PipelineOptions o;
-  if (a.crop_size() != 0) o.crop_size = a.crop_size();
-  if (a.resize_size() != 0) o.resize_size = a.resize_size();
-  o.fast_decode = !a.exact_decode();
-  return o;
-}
-
 struct AttachedStream {
   wire::Mapping mapping;
   std::unique_ptr<Pipeline> pipeline;
-  std::vector<uint64_t> offsets;  // pipeline tensors, then `index`
+  std::vector<uint64_t> offsets;       // pipeline tensors, then `index`
+  std::vector<uint64_t> sample_bytes;  // per tensor, same order
   uint64_t slot_offset = 0, slot_stride = 0;
   uint32_t slot_count = 0, batch_size = 0;
   uint64_t seed = 0;
@@ -100,13 +93,16 @@ class Worker {
     fds_.erase(fds_.begin());
     auto dataset = datasets_.find_key(a.dataset_key());
     if (!dataset.ok()) return dataset.error();
-    auto pipeline = make_pipeline(a.pipeline(), *dataset, pipeline_options(a));
+    auto pipeline = make_pipeline(a.pipeline(), *dataset, a.pipeline_options());
     if (!pipeline.ok()) return pipeline.error();
     auto mapping = wire::Mapping::map(fd.get(), a.segment_bytes(), /*writable=*/true, /*populate=*/true);
     if (!mapping.ok()) return mapping.error().with_context("worker mapping stream " + std::to_string(a.stream_id()));
-    AttachedStream s{std::move(mapping).value(), std::move(pipeline).value(), {}, a.slot_offset(), a.slot_stride(),
+    AttachedStream s{std::move(mapping).value(), std::move(pipeline).value(), {}, {}, a.slot_offset(), a.slot_stride(),
                      a.slot_count(), a.batch_size(), a.seed()};
-    for (const auto& t : a.tensors()) s.offsets.push_back(t.offset());
+    for (const auto& t : a.tensors()) {
+      s.offsets.push_back(t.offset());
+      s.sample_bytes.push_back(t.sample_bytes());
+    }
     streams_[a.stream_id()] = std::move(s);
     return ok_status();
   }
@@ -117,23 +113,28 @@ class Worker {
     done.set_stream_id(task.stream_id());
     done.set_sequence(task.sequence());
     done.set_slot(task.slot());
+    done.set_begin(task.begin());
     if (auto e = attach_errors_.find(task.stream_id()); e != attach_errors_.end()) {
       *done.mutable_error() = wire::to_wire(e->second);
       return done;
     }
     auto it = streams_.find(task.stream_id());
     const auto n = static_cast<size_t>(task.indices_size());
-    if (it == streams_.end() || task.slot() >= it->second.slot_count || n > it->second.batch_size ||
-        it->second.offsets.size() != it->second.pipeline->tensors().size() + 1) {
+    const uint64_t batch_samples = task.batch_samples() != 0 ? task.batch_samples() : n;
+    if (it == streams_.end() || task.slot() >= it->second.slot_count || batch_samples > it->second.batch_size ||
+        task.begin() + n > batch_samples || it->second.offsets.size() != it->second.pipeline->tensors().size() + 1) {
       *done.mutable_error() = wire::to_wire(Error(ErrorCode::kInternal, "task for an unknown stream or slot"));
       return done;
     }
     AttachedStream& s = it->second;
     char* slot = s.mapping.data() + s.slot_offset + task.slot() * s.slot_stride;
     std::span<const int64_t> indices(task.indices().data(), n);
+    // Rows [begin, begin + n) of every tensor: the chunk's place in the batch.
+    chunk_offsets_.resize(s.offsets.size());
+    for (size_t i = 0; i < s.offsets.size(); ++i) chunk_offsets_[i] = s.offsets[i] + task.begin() * s.sample_bytes[i];
     progress_->stream_id.store(task.stream_id(), std::memory_order_relaxed);
     progress_->sequence.store(task.sequence(), std::memory_order_relaxed);
-    const Status st = s.pipeline->run(indices, slot, s.offsets, BatchContext{s.seed, task.epoch(), sample_progress_});
+    const Status st = s.pipeline->run(indices, slot, chunk_offsets_, BatchContext{s.seed, task.epoch(), sample_progress_});
     const int64_t failed_sample = progress_->sample.load(std::memory_order_relaxed);
     progress_->sample.store(-1, std::memory_order_relaxed);
     const StageTimes times = s.pipeline->take_stage_times();
@@ -151,9 +152,10 @@ class Worker {
       }
       return done;
     }
-    std::memcpy(slot + s.offsets.back(), indices.data(), n * sizeof(int64_t));  // the `index` tensor
+    std::memcpy(slot + chunk_offsets_.back(), indices.data(), n * sizeof(int64_t));  // the `index` tensor
+    // Every chunk of a batch writes the same header (the whole batch's sample count).
     wire::SlotHeader header{wire::kSlotMagic, task.stream_id(), task.sequence(), task.epoch(), task.batch(),
-                            static_cast<uint32_t>(n), 0};
+                            static_cast<uint32_t>(batch_samples), 0};
     std::memcpy(slot, &header, sizeof(header));
     done.set_nanos(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()));
@@ -173,6 +175,7 @@ class Worker {
   std::vector<wire::UniqueFd> fds_;
   std::map<uint64_t, AttachedStream> streams_;
   std::map<uint64_t, Error> attach_errors_;
+  std::vector<uint64_t> chunk_offsets_;  // scratch: the task's rows in each tensor
   WorkerProgress* progress_;
   SampleProgress sample_progress_;
 };

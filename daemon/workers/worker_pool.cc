@@ -3,8 +3,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,42 +10,14 @@
 #include <thread>
 
 #include "batchd/wire/fd_passing.h"
-#include "workers/worker.h"
+#include "workers/worker_process.h"
 
 namespace batchd::daemon {
 
-namespace {
-
-// Runs in the child right after fork(): a clean slate, then the worker loop; never returns.
-[[noreturn]] void become_worker(int channel, pid_t parent, const DatasetRegistry& datasets, uint32_t max_frame,
-                                WorkerProgress* progress, int64_t crash_on_sample) {
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the daemon
-  if (::getppid() != parent) ::_exit(0);
-  ::prctl(PR_SET_NAME, "batchd-worker");
-  // Keep stdio and the channel (as fd 3); drop every other inherited fd: the listening socket, clients, the
-  // other workers' channels, segments.
-  if (::dup2(channel, 3) < 0) ::_exit(3);
-  ::close_range(4, ~0u, 0);
-  ::_exit(run_worker(3, datasets, max_frame, progress, crash_on_sample));
-}
-
-std::string describe_exit(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("killed by signal ") + ::strsignal(WTERMSIG(status));
-  return "stopped";
-}
-
-}  // namespace
-
 Result<std::unique_ptr<WorkerPool>> WorkerPool::start(boost::asio::io_context& io, size_t count,
                                                       const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-                                                      Callbacks callbacks, int64_t crash_on_sample) {
-  std::unique_ptr<WorkerPool> pool(new WorkerPool(io, datasets, max_frame_bytes, std::move(callbacks)));
+                                                      int64_t crash_on_sample) {
+  std::unique_ptr<WorkerPool> pool(new WorkerPool(io, datasets, max_frame_bytes));
   pool->crash_on_sample_ = crash_on_sample;
   pool->workers_.resize(count);
   for (auto& worker : pool->workers_) {
@@ -64,30 +34,27 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::start(boost::asio::io_context& i
 WorkerPool::~WorkerPool() { stop(); }
 
 Status WorkerPool::spawn(size_t w) {
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-    return posix_error("socketpair for worker " + std::to_string(w), errno);
-  }
-  wire::UniqueFd ours(sv[0]), theirs(sv[1]);
   Worker& worker = workers_[w];
-  worker.progress->get()->sample.store(-1);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) return posix_error("fork of worker " + std::to_string(w), errno);
-  if (pid == 0) {
-    become_worker(theirs.get(), parent, datasets_, max_frame_bytes_, worker.progress->get(), crash_on_sample_);
-  }
-  worker.pid = pid;
-  worker.channel = std::make_unique<boost::asio::posix::stream_descriptor>(io_, ours.release());
+  auto forked = fork_worker(w, datasets_, max_frame_bytes_, worker.progress->get(), crash_on_sample_);
+  if (!forked.ok()) return forked.error();
+  worker.pid = forked->pid;
+  worker.channel = std::make_unique<boost::asio::posix::stream_descriptor>(io_, forked->channel.release());
   worker.decoder = wire::FrameDecoder(max_frame_bytes_);
   worker.read_buffer.resize(1 << 16);
   worker.task.reset();
   worker.streams.clear();
   worker.started = std::chrono::steady_clock::now();
   worker.busy = {};
-  spdlog::info("worker {} started (pid {})", w, pid);
-  read_some(w);
+  spdlog::info("worker {} started (pid {})", w, worker.pid);
+  if (events_ != nullptr) read_some(w);
   return ok_status();
+}
+
+void WorkerPool::serve(WorkerEvents& events) {
+  events_ = &events;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (workers_[w].pid > 0) read_some(w);
+  }
 }
 
 void WorkerPool::read_some(size_t w) {
@@ -122,48 +89,44 @@ void WorkerPool::handle_frame(size_t w, const std::string& payload) {
     spdlog::error("worker {} (pid {}): {}", w, worker.pid, st.error().message());
     return;
   }
-  if (!worker.task || worker.task->sequence() != done.sequence() || worker.task->stream_id() != done.stream_id()) {
+  if (!worker.task || worker.task->sequence() != done.sequence() || worker.task->stream_id() != done.stream_id() ||
+      worker.task->begin() != done.begin()) {
     spdlog::error("worker {} (pid {}) answered a task it was not given (stream {}, batch {})", w, worker.pid,
                   done.stream_id(), done.sequence());
     return;
   }
-  wire::WorkerTask task = std::move(*worker.task);
+  Task task = std::move(*worker.task);
   worker.task.reset();
   worker.busy += std::chrono::steady_clock::now() - worker.task_started;
   ++worker.batches_done;
   if (worker.restart_pending) replace(w);  // before on_done can give it the next batch
-  callbacks_.on_done(done, std::move(task));
+  events_->on_task_done(w, done, std::move(task));
 }
 
 void WorkerPool::on_death(size_t w, const std::string& why) {
   Worker& worker = workers_[w];
-  int status = 0;
   ::kill(worker.pid, SIGKILL);  // a worker whose channel broke is of no further use
-  while (::waitpid(worker.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = reap(worker.pid);
   // Which sample was it on? Only trusted if the progress page describes the task it was given.
   const WorkerProgress* p = worker.progress->get();
   int64_t culprit = -1;
-  // A crash signal raised by the worker itself blames the sample; SIGKILL/SIGTERM (an operator, the OOM killer,
-  // a chaos test) does not.
-  const bool crashed = WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS ||
-                                               WTERMSIG(status) == SIGFPE || WTERMSIG(status) == SIGILL ||
-                                               WTERMSIG(status) == SIGABRT);
-  if (crashed && worker.task && p->stream_id.load() == worker.task->stream_id() &&
+  if (died_of_crash(status) && worker.task && p->stream_id.load() == worker.task->stream_id() &&
       p->sequence.load() == worker.task->sequence()) {
     culprit = p->sample.load();
   }
   const std::string cause = describe_exit(status);
   spdlog::warn("worker {} (pid {}) died ({}; {}){}; starting a replacement", w, worker.pid, cause, why,
-               worker.task ? " while making batch " + std::to_string(worker.task->batch()) + " of stream " +
+               worker.task ? " while making batch " + std::to_string(worker.task->work.batch()) + " of stream " +
                                  std::to_string(worker.task->stream_id()) +
                                  (culprit >= 0 ? ", on sample " + std::to_string(culprit) : "")
                            : "");
-  std::optional<wire::WorkerTask> lost = std::move(worker.task);
+  std::optional<Task> lost = std::move(worker.task);
+  worker.task.reset();
   worker.channel.reset();
   ++worker.restarts;
   respawn(w);
-  callbacks_.on_lost(std::move(lost), culprit, cause);
+  if (lost) events_->on_task_lost(w, std::move(*lost), culprit, cause);
+  if (workers_[w].pid > 0 && !workers_[w].task) events_->on_worker_ready(w);
 }
 
 void WorkerPool::respawn(size_t w) {
@@ -177,7 +140,7 @@ void WorkerPool::respawn(size_t w) {
   worker.retry->async_wait([this, w](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
     respawn(w);
-    if (workers_[w].pid > 0) callbacks_.on_lost(std::nullopt, -1, "");  // a worker is back: schedule work on it
+    if (workers_[w].pid > 0) events_->on_worker_ready(w);
   });
 }
 
@@ -219,9 +182,7 @@ void WorkerPool::replace(size_t w) {
   const pid_t old = worker.pid;
   worker.channel.reset();  // EOF: the worker exits by itself
   ::kill(old, SIGTERM);
-  int status = 0;
-  while (::waitpid(old, &status, 0) < 0 && errno == EINTR) {
-  }
+  reap(old);
   spdlog::info("worker {} (pid {}) replaced after a reload", w, old);
   respawn(w);
 }
@@ -233,22 +194,21 @@ std::optional<size_t> WorkerPool::idle_worker() const {
   return std::nullopt;
 }
 
-void WorkerPool::assign(size_t w, const wire::WorkerTask& task, const wire::WorkerAttach& attach, int segment_fd) {
+void WorkerPool::assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) {
   Worker& worker = workers_[w];
-  worker.task = task;  // recorded first: if the send fails, the death handler redoes it
+  const uint64_t stream_id = task.stream_id();
+  wire::WorkerCommand command;
+  *command.mutable_task() = task.work;
+  worker.task = std::move(task);  // recorded first: if the send fails, the death handler redoes it
   worker.task_started = std::chrono::steady_clock::now();
   bool sent = true;
-  if (!worker.streams.count(task.stream_id())) {
-    wire::WorkerCommand command;
-    *command.mutable_attach() = attach;
-    sent = send(w, command, segment_fd);
-    worker.streams.insert(task.stream_id());
+  if (!worker.streams.count(stream_id)) {
+    wire::WorkerCommand attach_command;
+    *attach_command.mutable_attach() = attach;
+    sent = send(w, attach_command, segment_fd);
+    worker.streams.insert(stream_id);
   }
-  if (sent) {
-    wire::WorkerCommand command;
-    *command.mutable_task() = task;
-    sent = send(w, command);
-  }
+  if (sent) sent = send(w, command);
   // A half-sent command leaves the channel unusable: replace the worker (its EOF redoes the task).
   if (!sent) ::kill(worker.pid, SIGKILL);
 }

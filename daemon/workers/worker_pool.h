@@ -4,10 +4,12 @@
 // after the datasets are loaded so the workers share those pages copy-on-write. Each worker talks to the main
 // process over its own socketpair with the same length-prefixed protobuf frames as clients use.
 //
-// A worker whose channel reaches EOF has died (SIGKILL, crash in a decoder, OOM): it is reaped, a replacement is
-// forked at once and on_lost() hands back the task it was running so the caller can redo it. Workers are generic:
-// any stream's batch can go to any worker; a worker is told about a stream (WorkerAttach + segment fd) the first
-// time it gets one of its tasks.
+// serve() starts reading the channels and reporting to a WorkerEvents (the StreamManager): the pool is forked first
+// (before threads and before the manager exists), then served. A worker whose channel reaches EOF has died
+// (SIGKILL, crash in a decoder, OOM): it is reaped, a replacement is forked at once, and on_task_lost() hands back
+// the task it was running so the caller can redo it; on_worker_ready() says the replacement runs. Workers are
+// generic: any stream's task can go to any worker; a worker is told about a stream (WorkerAttach + segment fd) the
+// first time it gets one of its tasks.
 //
 // Not thread-safe: used from the daemon's single io_context thread.
 #pragma once
@@ -16,7 +18,6 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -27,46 +28,39 @@
 #include "batchd/wire/unique_fd.h"
 #include "data/dataset.h"
 #include "workers/worker_progress.h"
+#include "workers/workers.h"
 
 namespace batchd::daemon {
 
-class WorkerPool final {
+class WorkerPool final : public Workers {
  public:
-  struct Callbacks {
-    // A worker finished `task` (successfully or with done.error).
-    std::function<void(const wire::WorkerDone& done, wire::WorkerTask task)> on_done;
-    // A worker died; `task` is what it was running (if anything), to be redone elsewhere. `culprit` is the sample
-    // it was on when it died (-1 if none or unknown); `cause` says how it died ("killed by signal ...").
-    std::function<void(std::optional<wire::WorkerTask> task, int64_t culprit, const std::string& cause)> on_lost;
-  };
-
-  // Forks `count` workers and starts reading their channels on `io`. Must be called before the process creates
-  // any thread (the io_context itself creates none).
-  // `crash_on_sample` >= 0 is fault injection for tests (--fault-crash-on-sample): workers crash on that sample.
+  // Forks `count` workers. Must be called before the process creates any thread (the io_context itself creates
+  // none). `crash_on_sample` >= 0 is fault injection for tests (--fault-crash-on-sample): workers crash on that
+  // sample.
   static Result<std::unique_ptr<WorkerPool>> start(boost::asio::io_context& io, size_t count,
                                                    const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-                                                   Callbacks callbacks, int64_t crash_on_sample = -1);
+                                                   int64_t crash_on_sample = -1);
 
-  ~WorkerPool();  // stops the workers (see stop())
+  ~WorkerPool() override;  // stops the workers (see stop())
 
-  // An idle worker's slot number, if any.
-  std::optional<size_t> idle_worker() const;
+  // Starts reading the workers' channels on the io_context; events go to `events`, which must outlive the pool's
+  // service (until stop()). Called once.
+  void serve(WorkerEvents& events);
 
-  // Sends `task` to worker `w` (idle), preceded by `attach` + `segment_fd` if the worker does not know the stream.
-  // A send failure means the worker is gone; its death is handled when its channel reports EOF.
-  void assign(size_t w, const wire::WorkerTask& task, const wire::WorkerAttach& attach, int segment_fd);
+  // Workers. A send failure in assign() means the worker is gone: it is killed and replaced, and its task comes
+  // back through on_task_lost.
+  std::optional<size_t> idle_worker() const override;
+  void assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) override;
+  void detach_stream(uint64_t stream_id) override;
+  std::vector<wire::WorkerInfo> describe() const override;
 
   // Replaces every worker with a fresh fork of the daemon as it is now (after a reload: with the new datasets).
   // Idle workers are replaced at once, busy ones as soon as their batch is done: nothing is lost or redone.
   void restart_all();
 
-  // Tells every worker that knows `stream_id` to unmap it.
-  void detach_stream(uint64_t stream_id);
-
   // SIGTERM to every worker, then SIGKILL after `grace`; reaps them all. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
-  std::vector<wire::WorkerInfo> describe() const;
   size_t size() const { return workers_.size(); }
 
  private:
@@ -75,7 +69,7 @@ class WorkerPool final {
     std::unique_ptr<boost::asio::posix::stream_descriptor> channel;
     wire::FrameDecoder decoder;
     std::vector<char> read_buffer;
-    std::optional<wire::WorkerTask> task;  // in flight
+    std::optional<Task> task;  // in flight
     std::set<uint64_t> streams;            // attached
     uint64_t batches_done = 0;
     uint64_t restarts = 0;
@@ -87,9 +81,8 @@ class WorkerPool final {
   };
   void replace(size_t w);  // planned replacement of an idle worker
 
-  WorkerPool(boost::asio::io_context& io, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-             Callbacks callbacks)
-      : datasets_(datasets), max_frame_bytes_(max_frame_bytes), io_(io), callbacks_(std::move(callbacks)) {}
+  WorkerPool(boost::asio::io_context& io, const DatasetRegistry& datasets, uint32_t max_frame_bytes)
+      : datasets_(datasets), max_frame_bytes_(max_frame_bytes), io_(io) {}
   Status spawn(size_t w);  // forks worker slot w (fresh channel)
   void respawn(size_t w);  // spawn, retried every second while fork/socketpair fail
   void read_some(size_t w);
@@ -101,7 +94,7 @@ class WorkerPool final {
   const DatasetRegistry& datasets_;
   uint32_t max_frame_bytes_;
   boost::asio::io_context& io_;
-  Callbacks callbacks_;
+  WorkerEvents* events_ = nullptr;  // set by serve()
   std::vector<Worker> workers_;
   int64_t crash_on_sample_ = -1;
   bool stopped_ = false;

@@ -24,10 +24,20 @@ namespace {
 
 using namespace batchd::daemon;
 
+// The fuzz target runs no worker processes: streams open, and no task is ever assigned.
+class NoWorkers final : public Workers {
+ public:
+  std::optional<size_t> idle_worker() const override { return std::nullopt; }
+  void assign(size_t, Task, const batchd::wire::WorkerAttach&, int) override {}
+  void detach_stream(uint64_t) override {}
+  std::vector<batchd::wire::WorkerInfo> describe() const override { return {}; }
+};
+
 struct Daemon {
   Config config;
   DatasetRegistry datasets;
   boost::asio::io_context io{1};
+  NoWorkers workers;
   std::unique_ptr<StreamManager> streams;
   std::unique_ptr<Server> server;
 
@@ -52,8 +62,8 @@ labels = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"
     config = *parsed;
     config.socket = "/tmp/batchd-fuzz-" + std::to_string(::getpid()) + ".sock";
     datasets = DatasetRegistry::open_all(config.datasets);
-    streams = std::make_unique<StreamManager>(config, datasets);
-    auto s = Server::create(io, config, *streams, nullptr, datasets);
+    streams = std::make_unique<StreamManager>(config, datasets, workers);
+    auto s = Server::create(io, config, *streams, datasets);
     if (!s.ok()) std::abort();
     server = std::move(s).value();
   }

@@ -12,22 +12,27 @@ class StreamTest : public ::testing::Test {
  protected:
   void SetUp() override { sut_ = make(0); }
 
-  std::unique_ptr<Stream> make(uint64_t start_batch) {
-    wire::OpenStream request;
-    request.set_dataset("d");
-    request.set_batch_size(4);
-    auto sampler = Sampler::make({10, 4, false, 0, 0, 1, false});
-    auto memory = wire::SharedMemory::create_anonymous("stream-test", 4096);
+  std::unique_ptr<Stream> make(uint64_t start_batch, wire::OnError on_error = wire::ON_ERROR_FAIL) {
     wire::StreamOpened opened;
-    opened.set_stream_id(1);
     opened.set_slot_count(2);
+    opened.set_segment_bytes(4096);
+    opened.set_strategy(wire::FILE_DESCRIPTOR);
     opened.set_first_epoch(5);
     opened.set_num_epochs(2);
     opened.set_start_batch(start_batch);
-    return std::make_unique<Stream>(1, Peer{}, request, std::move(sampler).value(), std::move(memory).value(),
-                                    wire::WorkerAttach{}, opened);
+    opened.set_dataset_size(10);
+    opened.set_batch_size(4);
+    auto sampler = Sampler::make({10, 4, false, 0, 0, 1, false});
+    opened.set_batches_per_epoch(sampler->batches_per_epoch());
+    wire::WorkerAttach attach;
+    attach.set_dataset("d");
+    StreamPlan plan{opened, attach, std::move(sampler).value(), on_error, false, false};
+    auto segment = pool_.create(&plan);
+    EXPECT_TRUE(segment.ok()) << segment.error().message();
+    return std::make_unique<Stream>(Peer{}, std::move(plan), std::move(segment).value());
   }
 
+  SegmentPool pool_{1 << 20};
   std::unique_ptr<Stream> sut_;
 };
 
@@ -35,16 +40,16 @@ TEST_F(StreamTest, AtMostDepthBatchesAreInFlight) {
   auto a = sut_->next_task();
   auto b = sut_->next_task();
   ASSERT_TRUE(a && b);
-  EXPECT_NE(a->slot(), b->slot());
+  EXPECT_NE(a->work.slot(), b->work.slot());
   EXPECT_FALSE(sut_->next_task()) << "a third batch with only two slots";
 }
 
 TEST_F(StreamTest, DeliversInSequenceOrderEvenWhenWorkersFinishOutOfOrder) {
   auto a = sut_->next_task();
   auto b = sut_->next_task();
-  sut_->on_done(b->sequence(), b->slot());
+  sut_->on_done(*b);
   EXPECT_TRUE(sut_->take_deliverable().empty()) << "batch 1 must wait for batch 0";
-  sut_->on_done(a->sequence(), a->slot());
+  sut_->on_done(*a);
   auto ready = sut_->take_deliverable();
   ASSERT_EQ(ready.size(), 2u);
   EXPECT_EQ(ready[0].sequence(), 0u);
@@ -53,7 +58,7 @@ TEST_F(StreamTest, DeliversInSequenceOrderEvenWhenWorkersFinishOutOfOrder) {
   ASSERT_TRUE(sut_->release(0).ok());
   auto c = sut_->next_task();
   ASSERT_TRUE(c);
-  EXPECT_EQ(c->slot(), a->slot()) << "the released slot is reused";
+  EXPECT_EQ(c->work.slot(), a->work.slot()) << "the released slot is reused";
   EXPECT_FALSE(sut_->release(0).ok()) << "a double release is refused";
 }
 
@@ -63,8 +68,8 @@ TEST_F(StreamTest, WalksEpochsWithShortLastBatchesAndEnds) {
   while (!sut_->all_delivered()) {
     auto t = sut_->next_task();
     ASSERT_TRUE(t);
-    for (int64_t i : t->indices()) indices.insert(i);
-    sut_->on_done(t->sequence(), t->slot());
+    for (int64_t i : t->work.indices()) indices.insert(i);
+    sut_->on_done(*t);
     for (const auto& r : sut_->take_deliverable()) {
       seen.emplace_back(r.epoch(), r.batch(), r.num_samples());
       ASSERT_TRUE(sut_->release(r.sequence()).ok());
@@ -81,17 +86,17 @@ TEST_F(StreamTest, StartBatchResumesMidEpoch) {
   sut_ = make(2);
   auto t = sut_->next_task();
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->epoch(), 5u);
-  EXPECT_EQ(t->batch(), 2u);
-  EXPECT_EQ(t->indices_size(), 2);
-  EXPECT_EQ(t->indices(0), 8);
+  EXPECT_EQ(t->work.epoch(), 5u);
+  EXPECT_EQ(t->work.batch(), 2u);
+  EXPECT_EQ(t->work.indices_size(), 2);
+  EXPECT_EQ(t->work.indices(0), 8);
   EXPECT_EQ(sut_->info().batches_total(), 4u);  // 2 epochs * 3 batches - 2 skipped
 }
 
 TEST_F(StreamTest, FailedStreamDispatchesAndDeliversNothingMore) {
   auto a = sut_->next_task();
   sut_->mark_failed();
-  sut_->on_done(a->sequence(), a->slot());
+  sut_->on_done(*a);
   EXPECT_TRUE(sut_->take_deliverable().empty());
   EXPECT_FALSE(sut_->next_task());
 }
@@ -106,7 +111,7 @@ TEST_F(StreamTest, UnblamedDeathsAreRetriedThenFailTheStream) {
   auto t = sut_->next_task();
   auto redo = sut_->after_worker_death(*t, -1, "killed by signal Killed");
   ASSERT_TRUE(redo.ok());
-  EXPECT_EQ(redo->attempt(), 1u);
+  EXPECT_EQ(redo->work.attempt(), 1u);
   redo = sut_->after_worker_death(*redo, -1, "killed by signal Killed");
   ASSERT_TRUE(redo.ok());
   auto failed = sut_->after_worker_death(*redo, -1, "killed by signal Killed");
@@ -118,7 +123,7 @@ TEST_F(StreamTest, SampleThatCrashesTwiceFailsTheStreamUnderOnErrorFail) {
   auto t = sut_->next_task();  // indices 0..3
   auto redo = sut_->after_worker_death(*t, 2, "killed by signal Segmentation fault");
   ASSERT_TRUE(redo.ok()) << "one crash may be bad luck";
-  EXPECT_EQ(redo->indices(2), 2);
+  EXPECT_EQ(redo->work.indices(2), 2);
   auto failed = sut_->after_worker_death(*redo, 2, "killed by signal Segmentation fault");
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error().code(), ErrorCode::kDataError);
@@ -127,25 +132,14 @@ TEST_F(StreamTest, SampleThatCrashesTwiceFailsTheStreamUnderOnErrorFail) {
 }
 
 TEST_F(StreamTest, SkipReplacesABadSampleNowAndInLaterBatches) {
-  wire::OpenStream request;
-  request.set_dataset("d");
-  request.set_batch_size(4);
-  request.set_on_error(wire::ON_ERROR_SKIP);
-  wire::StreamOpened opened;
-  opened.set_stream_id(1);
-  opened.set_slot_count(2);
-  opened.set_num_epochs(2);
-  opened.set_dataset_size(10);
-  sut_ = std::make_unique<Stream>(1, Peer{}, request, std::move(Sampler::make({10, 4, false, 0, 0, 1, false})).value(),
-                                  std::move(wire::SharedMemory::create_anonymous("t", 4096)).value(),
-                                  wire::WorkerAttach{}, opened);
+  sut_ = make(0, wire::ON_ERROR_SKIP);
   auto t = sut_->next_task();
   auto redo = sut_->after_worker_death(*t, 3, "signal");
   redo = sut_->after_worker_death(*redo, 3, "signal");
   ASSERT_TRUE(redo.ok());
-  EXPECT_EQ(redo->indices(3), 4) << "replaced by the next sample in dataset order";
-  EXPECT_EQ(redo->skipped(), 1u);
-  sut_->on_done(redo->sequence(), redo->slot());
+  EXPECT_EQ(redo->work.indices(3), 4) << "replaced by the next sample in dataset order";
+  EXPECT_EQ(redo->work.skipped(), 1u);
+  sut_->on_done(*redo);
   auto ready = sut_->take_deliverable();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].skipped(), 1u);
@@ -154,11 +148,11 @@ TEST_F(StreamTest, SkipReplacesABadSampleNowAndInLaterBatches) {
   for (int i = 0; i < 3; ++i) {
     auto next = sut_->next_task();
     ASSERT_TRUE(next);
-    sut_->on_done(next->sequence(), next->slot());
+    sut_->on_done(*next);
     for (const auto& r : sut_->take_deliverable()) ASSERT_TRUE(sut_->release(r.sequence()).ok());
-    if (next->epoch() == 1 && next->batch() == 0) {
-      EXPECT_EQ(next->indices(3), 4);
-      EXPECT_EQ(next->skipped(), 1u);
+    if (next->work.epoch() == 6 && next->work.batch() == 0) {
+      EXPECT_EQ(next->work.indices(3), 4);
+      EXPECT_EQ(next->work.skipped(), 1u);
     }
   }
   EXPECT_EQ(sut_->info().samples_skipped(), 2u);
@@ -176,7 +170,7 @@ TEST_F(StreamTest, AFailedBatchFailsTheStreamOnlyAfterEveryEarlierBatchIsDeliver
   sut_->fail_at(b->sequence(), Error(ErrorCode::kDataError, "bad file"));
   EXPECT_FALSE(sut_->due_failure()) << "batch 0 is still being made";
   EXPECT_FALSE(sut_->next_task()) << "nothing after the failing batch is dispatched";
-  sut_->on_done(a->sequence(), a->slot());
+  sut_->on_done(*a);
   auto ready = sut_->take_deliverable();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].sequence(), 0u);

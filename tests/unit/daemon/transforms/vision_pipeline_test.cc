@@ -28,7 +28,7 @@ TEST(VisionPipelineTest, RegionDecodedBatchesEqualWholeImageComputation) {
   const int c = 224, n = 12;
   auto dec = std::move(ImageDecoder::create().value());
   for (VisionMode mode : {VisionMode::kTrain, VisionMode::kVal}) {
-    auto pipeline = make_vision_pipeline(mode, /*normalize=*/false, *dataset, PipelineOptions{});
+    auto pipeline = make_vision_pipeline(mode, /*normalize=*/false, *dataset, wire::VisionOptions{});
     ASSERT_TRUE(pipeline.ok()) << pipeline.error().message();
     const size_t plane = size_t{c} * c;
     std::vector<char> slot(n * 3 * plane + 4096);

@@ -1,0 +1,146 @@
+#include "streams/plan.h"
+
+#include "batchd/wire/segment_layout.h"
+#include "config.h"
+#include "transforms/pipeline.h"
+#include "transforms/vision_pipeline.h"
+
+namespace batchd::daemon {
+
+namespace {
+
+Error invalid(const std::string& what) { return Error(ErrorCode::kInvalidArgument, what); }
+Error exhausted(const std::string& what) { return Error(ErrorCode::kResourceExhausted, what); }
+
+// pipeline_options as the request means them: the nested message, or the legacy top-level vision fields of
+// clients older than pipeline_options (never both). Those clients sent their defaults (224, 256, false) with every
+// stream, whatever the pipeline: such values mean "unset"; any other value is mapped into pipeline_options.vision
+// (and so refused by a pipeline that takes no vision options, rather than ignored).
+Result<wire::PipelineOptions> requested_pipeline_options(const wire::OpenStream& req) {
+  const bool legacy = (req.crop_size() != 0 && req.crop_size() != kDefaultCropSize) ||
+                      (req.resize_size() != 0 && req.resize_size() != kDefaultResizeSize) || req.exact_decode();
+  if (!legacy) return req.pipeline_options();
+  if (req.pipeline_options().has_vision()) {
+    return invalid("both the top-level crop_size/resize_size/exact_decode (clients before 0.2) and "
+                   "pipeline_options.vision are set; set only pipeline_options.vision");
+  }
+  wire::PipelineOptions options = req.pipeline_options();
+  auto* vision = options.mutable_vision();
+  vision->set_crop_size(req.crop_size());
+  vision->set_resize_size(req.resize_size());
+  vision->set_exact_decode(req.exact_decode());
+  return options;
+}
+
+void set_layout(const std::vector<TensorDesc>& tensors, const std::vector<uint64_t>& sample_bytes,
+                const wire::SegmentLayout& layout, uint32_t depth, wire::StreamOpened* opened) {
+  opened->set_segment_bytes(layout.segment_bytes);
+  opened->set_slot_count(depth);
+  opened->set_slot_offset(layout.slot_offset);
+  opened->set_slot_stride(layout.slot_stride);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    auto* t = opened->add_tensors();
+    t->set_name(tensors[i].name);
+    t->set_dtype(tensors[i].dtype);
+    for (int64_t d : tensors[i].sample_shape) t->add_sample_shape(d);
+    t->set_offset(layout.tensor_offsets[i]);
+    t->set_sample_bytes(sample_bytes[i]);
+  }
+}
+
+}  // namespace
+
+Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context, const DatasetRegistry& datasets) {
+  const Limits& limits = context.limits;
+  if (context.draining) {
+    return Error(ErrorCode::kUnavailable, "the daemon is draining (batchctl drain): it finishes the running streams "
+                                          "and accepts no new ones; use another daemon or wait for its restart");
+  }
+  if (context.connection_streams >= limits.max_streams_per_connection) {
+    return exhausted("this connection already has " + std::to_string(limits.max_streams_per_connection) +
+                     " open streams (limits.max_streams_per_connection); close some");
+  }
+  auto dataset = datasets.find(req.dataset());
+  if (!dataset.ok()) return dataset.error();
+  auto requested = requested_pipeline_options(req);
+  if (!requested.ok()) return requested.error();
+  auto options = resolve_pipeline_options(req.pipeline(), *requested);
+  if (!options.ok()) return options.error();
+  auto pipeline = make_pipeline(req.pipeline(), *dataset, *options);
+  if (!pipeline.ok()) return pipeline.error();
+  if (req.batch_size() == 0 || req.batch_size() > limits.max_batch_size) {
+    return invalid("batch_size " + std::to_string(req.batch_size()) + " is out of range [1, " +
+                   std::to_string(limits.max_batch_size) + "] (limits.max_batch_size)");
+  }
+  const uint32_t depth = req.depth() == 0 ? limits.default_depth : req.depth();
+  if (depth > limits.max_depth) {
+    return exhausted("depth " + std::to_string(depth) + " exceeds limits.max_depth (" +
+                     std::to_string(limits.max_depth) + ")");
+  }
+  if (req.world_size() > kMaxWorldSize) {
+    return invalid("world_size " + std::to_string(req.world_size()) + " is over the supported " +
+                   std::to_string(kMaxWorldSize) + " ranks");
+  }
+  auto sampler = Sampler::make({(*dataset)->size(), req.batch_size(), req.shuffle(), req.seed(), req.rank(),
+                                req.world_size() == 0 ? 1u : req.world_size(), req.drop_last()});
+  if (!sampler.ok()) return sampler.error().with_context("dataset '" + req.dataset() + "'");
+  if (req.start_batch() >= sampler->batches_per_epoch()) {
+    return invalid("start_batch " + std::to_string(req.start_batch()) + " is past the end of the epoch (" +
+                   std::to_string(sampler->batches_per_epoch()) + " batches)");
+  }
+  if (req.epoch() > (uint64_t{1} << 62)) return invalid("epoch is out of range");
+  // The indices of one task must fit in one worker frame (varint int64: at most 10 bytes each).
+  const uint64_t task_frame = uint64_t{req.batch_size()} * 10 + 256;
+  if (task_frame > limits.max_frame_bytes) {
+    return exhausted("batch_size " + std::to_string(req.batch_size()) + " needs frames of up to " +
+                     std::to_string(task_frame) + " bytes, over limits.max_frame_bytes (" +
+                     std::to_string(limits.max_frame_bytes) + "); lower batch_size or raise the limit");
+  }
+
+  // Layout: the pipeline's tensors, then `index`.
+  std::vector<TensorDesc> tensors = (*pipeline)->tensors();
+  tensors.push_back({"index", wire::INT64, {}});
+  std::vector<uint64_t> sample_bytes;
+  for (const auto& t : tensors) sample_bytes.push_back(t.sample_bytes());
+  auto layout = wire::compute_layout(sample_bytes, req.batch_size(), depth);
+  if (!layout || layout->segment_bytes > limits.max_segment_bytes) {
+    return exhausted("a segment of " + std::to_string(depth) + " slots of " + std::to_string(req.batch_size()) +
+                     " samples would exceed limits.max_segment_bytes (" + std::to_string(limits.max_segment_bytes) +
+                     " bytes); lower batch_size or depth");
+  }
+  const wire::SharingStrategy strategy =
+      req.strategy() == wire::STRATEGY_DEFAULT ? context.default_strategy : req.strategy();
+  if (strategy != wire::FILE_DESCRIPTOR && strategy != wire::FILE_SYSTEM) return invalid("unknown sharing strategy");
+  if (req.on_error() != wire::ON_ERROR_FAIL && req.on_error() != wire::ON_ERROR_SKIP) {
+    return invalid("on_error " + std::to_string(req.on_error()) + " is not a policy (0 = fail, 1 = skip)");
+  }
+
+  wire::StreamOpened opened;
+  opened.set_strategy(strategy);
+  set_layout(tensors, sample_bytes, *layout, depth, &opened);
+  opened.set_dataset_size((*dataset)->size());
+  opened.set_samples_per_epoch(sampler->samples_per_epoch());
+  opened.set_batches_per_epoch(sampler->batches_per_epoch());
+  opened.set_batch_size(req.batch_size());
+  opened.set_first_epoch(req.epoch());
+  opened.set_num_epochs(req.num_epochs() == 0 ? 1 : req.num_epochs());
+  opened.set_start_batch(req.start_batch());
+
+  wire::WorkerAttach attach;
+  attach.set_dataset(req.dataset());
+  attach.set_dataset_key(datasets.key(req.dataset()));
+  attach.set_pipeline(req.pipeline());
+  attach.set_segment_bytes(opened.segment_bytes());
+  attach.set_slot_offset(opened.slot_offset());
+  attach.set_slot_stride(opened.slot_stride());
+  attach.set_slot_count(opened.slot_count());
+  attach.set_batch_size(opened.batch_size());
+  *attach.mutable_tensors() = opened.tensors();
+  attach.set_seed(req.seed());
+  *attach.mutable_pipeline_options() = std::move(options).value();
+
+  return StreamPlan{std::move(opened), std::move(attach), std::move(sampler).value(), req.on_error(),
+                    req.writable(), req.dry_run()};
+}
+
+}  // namespace batchd::daemon

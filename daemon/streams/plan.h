@@ -1,0 +1,52 @@
+// plan.h — everything OpenStream decides, decided in one pure function before anything is allocated.
+//
+// plan() validates the request against the limits and the datasets, resolves the pipeline's options once (with
+// every default applied), sizes the sampler and computes the segment layout. It is the only builder of the
+// StreamOpened reply and of the WorkerAttach that workers receive; the segment pool later stamps the stream id and
+// segment name into both (segment_pool.h). A dry-run OpenStream stops after plan().
+//
+// Pure: no allocation of shared memory, no clock, no I/O beyond reading the (already loaded) datasets' sizes;
+// unit-tested without a daemon (tests/unit/daemon/streams/plan_test.cc).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "batchd.pb.h"
+#include "batchd/result.h"
+#include "config.h"
+#include "data/dataset.h"
+#include "streams/sampler.h"
+
+namespace batchd::daemon {
+
+// What plan() needs to know besides the request and the datasets.
+struct PlanContext {
+  Limits limits;
+  wire::SharingStrategy default_strategy = wire::FILE_DESCRIPTOR;  // for strategy = STRATEGY_DEFAULT
+  bool draining = false;          // batchctl drain: every OpenStream is refused (kUnavailable)
+  size_t connection_streams = 0;  // streams already open on the requesting connection
+};
+
+struct StreamPlan {
+  wire::StreamOpened opened;  // the reply (without stream_id, segment_name, fd_attached: the segment pool's)
+  wire::WorkerAttach attach;  // what a worker needs to make the stream's batches (without stream_id)
+  Sampler sampler;            // this rank's sample order, batch by batch
+  wire::OnError on_error = wire::ON_ERROR_FAIL;
+  bool writable = false;  // the client maps the segment read-write
+  bool dry_run = false;   // size only: create nothing
+
+  uint64_t segment_bytes() const { return opened.segment_bytes(); }
+  const std::string& dataset() const { return attach.dataset(); }
+};
+
+inline constexpr uint32_t kMaxWorldSize = 1u << 20;
+
+// The plan for `request`, or the first problem with it: kUnavailable while draining; kResourceExhausted for a
+// limit (streams per connection, depth, segment size, frame size), naming the limit's config key; kNotFound for
+// an unknown dataset or pipeline; kInvalidArgument for a malformed option (naming it and its valid range).
+// Legacy top-level vision fields (crop_size, resize_size, exact_decode) are mapped into
+// pipeline_options.vision; setting both is refused.
+Result<StreamPlan> plan(const wire::OpenStream& request, const PlanContext& context, const DatasetRegistry& datasets);
+
+}  // namespace batchd::daemon

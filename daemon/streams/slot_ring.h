@@ -1,0 +1,68 @@
+// slot_ring.h — the slot state machine of one stream's segment, and the order in which its batches are made and
+// delivered.
+//
+// Slot life cycle:  free --claim()--> working --finish()--> ready --take_in_order()--> leased --release()--> free.
+// Batches are numbered by `sequence` (0, 1, ... across all the stream's epochs, `total` in all). claim() hands out
+// sequences in order, at most one per slot, so at most `slots` batches are working, ready or leased at once
+// (back-pressure). take_in_order() hands ready batches over strictly in sequence order, even when workers finish
+// out of order. A slot is reused only after its lease is released.
+//
+// Plain value type; not thread-safe (the daemon's io_context thread).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "batchd/result.h"
+
+namespace batchd::daemon {
+
+class SlotRing final {
+ public:
+  enum class State { kFree = 0, kWorking = 1, kReady = 2, kLeased = 3 };
+  struct Claim {
+    uint64_t sequence;
+    uint32_t slot;
+  };
+  struct Ready {
+    uint64_t sequence;
+    uint32_t slot;
+    uint32_t skipped;  // samples of the batch replaced under on_error = skip
+  };
+
+  SlotRing(uint32_t slots, uint64_t total_batches) : slots_(slots), total_(total_batches) {}
+
+  // The next sequence and a free slot for it; nullopt if no slot is free or every sequence below `limit` (and
+  // below total()) was claimed.
+  std::optional<Claim> claim(uint64_t limit);
+  // The batch in `slot` is made (ignored unless that slot is working on `sequence`).
+  void finish(uint64_t sequence, uint32_t slot);
+  // Ready batches from next_deliver() on, in order, stopping before sequence `limit`; their slots become leased.
+  std::vector<Ready> take_in_order(uint64_t limit);
+  // Ends the lease of `sequence`; kInvalidArgument if it is not leased (released twice?).
+  Status release(uint64_t sequence);
+  // Records how many samples of the batch in `slot` were replaced (shown with its BatchReady).
+  void set_skipped(uint32_t slot, uint32_t skipped);
+
+  uint64_t next_claim() const { return next_claim_; }
+  uint64_t next_deliver() const { return next_deliver_; }
+  uint64_t total() const { return total_; }
+  uint32_t size() const { return static_cast<uint32_t>(slots_.size()); }
+  // Slots per state, indexed by State.
+  std::array<uint32_t, 4> counts() const;
+
+ private:
+  struct Slot {
+    State state = State::kFree;
+    uint64_t sequence = 0;
+    uint32_t skipped = 0;
+  };
+  std::vector<Slot> slots_;
+  uint64_t total_;
+  uint64_t next_claim_ = 0;
+  uint64_t next_deliver_ = 0;
+};
+
+}  // namespace batchd::daemon

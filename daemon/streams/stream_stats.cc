@@ -1,0 +1,40 @@
+#include "streams/stream_stats.h"
+
+namespace batchd::daemon {
+
+void StreamStats::observe(const std::array<uint32_t, 4>& counts, bool work_left, bool delivery_left, bool running) {
+  const auto now = Clock::now();
+  const double dt = std::chrono::duration<double>(now - last_change_).count();
+  last_change_ = now;
+  if (!running) return;
+  if (counts[0] == 0 && counts[1] == 0 && work_left) ahead_seconds_ += dt;      // all ready or leased
+  if (counts[2] == 0 && counts[3] == 0 && delivery_left) stall_seconds_ += dt;  // nothing to read
+}
+
+void StreamStats::delivered(uint64_t samples, uint32_t skipped) {
+  samples_delivered_ += samples;
+  bytes_delivered_ += samples * bytes_per_sample_;
+  skipped_ += skipped;
+}
+
+void StreamStats::add_stage_times(const wire::StageNanos& s) {
+  stages_.set_read(stages_.read() + s.read());
+  stages_.set_decode(stages_.decode() + s.decode());
+  stages_.set_resize(stages_.resize() + s.resize());
+  stages_.set_normalize(stages_.normalize() + s.normalize());
+  stages_.set_samples(stages_.samples() + s.samples());
+}
+
+double StreamStats::open_seconds() const { return std::chrono::duration<double>(Clock::now() - created_).count(); }
+
+void StreamStats::fill(wire::StreamInfo* info) const {
+  info->set_samples_skipped(skipped_);
+  *info->mutable_stages() = stages_;
+  info->set_open_seconds(open_seconds());
+  info->set_samples_delivered(samples_delivered_);
+  info->set_bytes_delivered(bytes_delivered_);
+  info->set_ahead_seconds(ahead_seconds_);
+  info->set_stall_seconds(stall_seconds_);
+}
+
+}  // namespace batchd::daemon

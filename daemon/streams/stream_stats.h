@@ -1,0 +1,43 @@
+// stream_stats.h — one stream's accounting for status and metrics: delivered samples and bytes, skipped samples,
+// per-stage worker times, and where the time went (the daemon ahead of the client, or the client stalled).
+//
+// observe() is called before every slot state change with the slot counts as they were since the last call:
+//   ahead: every slot was ready or leased and batches were left to make (the client is the bottleneck);
+//   stall: no batch was ready or leased and batches were left to deliver (the client waited for data).
+//
+// Plain value type; not thread-safe (the daemon's io_context thread).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+
+#include "batchd.pb.h"
+
+namespace batchd::daemon {
+
+class StreamStats final {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit StreamStats(uint64_t bytes_per_sample) : bytes_per_sample_(bytes_per_sample) {}
+
+  // Charges the time since the last call; `counts` are slots per SlotRing::State (free, working, ready, leased).
+  void observe(const std::array<uint32_t, 4>& counts, bool work_left, bool delivery_left, bool running);
+  void delivered(uint64_t samples, uint32_t skipped);
+  void add_stage_times(const wire::StageNanos& s);
+
+  // Fills the accounting fields of a StreamInfo row (stages, open time, delivered, ahead/stall, skipped).
+  void fill(wire::StreamInfo* info) const;
+  double open_seconds() const;
+
+ private:
+  Clock::time_point created_ = Clock::now();
+  Clock::time_point last_change_ = created_;
+  double ahead_seconds_ = 0, stall_seconds_ = 0;
+  uint64_t samples_delivered_ = 0, bytes_delivered_ = 0, skipped_ = 0;
+  uint64_t bytes_per_sample_;
+  wire::StageNanos stages_;
+};
+
+}  // namespace batchd::daemon

@@ -1,0 +1,30 @@
+// task.h — the unit of work the scheduler hands to a worker: samples [begin, end) of one batch, with a deadline.
+//
+// Today a task covers a whole batch (begin 0, end = the batch's sample count); the interface already speaks in
+// sample ranges so that splitting a batch into chunks changes the scheduling policy, not this type or the worker
+// protocol. The deadline is when the task is overdue (time_point::max(): none); the pool stamps it when it assigns
+// the task and reports it in status.
+//
+// Plain value type.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "batchd.pb.h"
+
+namespace batchd::daemon {
+
+struct Task {
+  using Clock = std::chrono::steady_clock;
+
+  wire::WorkerTask work;  // stream, sequence, epoch, batch, slot, begin, indices of [begin, end), attempt, skipped
+  Clock::time_point deadline = Clock::time_point::max();
+
+  uint64_t stream_id() const { return work.stream_id(); }
+  uint64_t sequence() const { return work.sequence(); }
+  uint32_t begin() const { return work.begin(); }
+  uint32_t end() const { return work.begin() + static_cast<uint32_t>(work.indices_size()); }
+};
+
+}  // namespace batchd::daemon

@@ -1,0 +1,36 @@
+// worker_process.h — one worker process as the daemon sees it from outside: fork it, learn how it ended.
+//
+// fork_worker() makes a socketpair and forks; the child resets signals, asks for SIGKILL when the daemon dies
+// (PR_SET_PDEATHSIG), keeps stdio and its end of the channel (as fd 3), closes every other inherited fd (the
+// listening socket, clients, other workers' channels, segments) and runs the worker loop (worker.h); it never
+// returns. The parent gets the pid and its end of the channel.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "batchd/wire/unique_fd.h"
+#include "data/dataset.h"
+#include "workers/worker_progress.h"
+
+namespace batchd::daemon {
+
+struct ForkedWorker {
+  pid_t pid = -1;
+  wire::UniqueFd channel;  // the daemon's end (close-on-exec, blocking)
+};
+
+// kIo naming socketpair or fork (and errno) on failure. `crash_on_sample` >= 0: fault injection for tests.
+Result<ForkedWorker> fork_worker(size_t slot, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
+                                 WorkerProgress* progress, int64_t crash_on_sample);
+
+// waitpid(pid) retried on EINTR; the wait status.
+int reap(pid_t pid);
+// "exited with status 3", "killed by signal Killed", ...
+std::string describe_exit(int status);
+// A crash signal the process raised itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): blames the sample it was
+// on. SIGKILL/SIGTERM (an operator, the OOM killer, a chaos test) blame nothing.
+bool died_of_crash(int status);
+
+}  // namespace batchd::daemon

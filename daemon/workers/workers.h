@@ -1,0 +1,54 @@
+// workers.h — the boundary between scheduling (streams/) and the worker processes (workers/), in both directions.
+//
+//   Workers       what the scheduler asks of the pool: an idle worker, run this task there, forget a stream.
+//                 WorkerPool implements it with forked processes; unit tests with a fake pool
+//                 (tests/unit/daemon/streams/fake_workers.h).
+//   WorkerEvents  what the pool reports: a task done, a task lost with its worker, a worker ready for work.
+//                 StreamManager implements it.
+//
+// Both are called on the daemon's io_context thread only. An event handler may call back into Workers (assign
+// the next task) before it returns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "batchd.pb.h"
+#include "streams/task.h"
+
+namespace batchd::daemon {
+
+class Workers {
+ public:
+  virtual ~Workers() = default;
+
+  // A worker that runs no task, if any (the lowest number).
+  virtual std::optional<size_t> idle_worker() const = 0;
+  // Runs `task` on idle worker `w`. The first task of a stream on a worker is preceded by `attach` and the
+  // stream's segment fd (the worker maps it once). A worker that cannot be reached is replaced: its task comes
+  // back through WorkerEvents::on_task_lost.
+  virtual void assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) = 0;
+  // Every worker that knows the stream unmaps its segment (the stream is closed).
+  virtual void detach_stream(uint64_t stream_id) = 0;
+  // One row per worker, for status.
+  virtual std::vector<wire::WorkerInfo> describe() const = 0;
+};
+
+class WorkerEvents {
+ public:
+  virtual ~WorkerEvents() = default;
+
+  // Worker `w` finished `task`: successfully, or with done.error (done.sample_failed: one sample was bad).
+  virtual void on_task_done(size_t w, const wire::WorkerDone& done, Task task) = 0;
+  // Worker `w` died while it ran `task`; `culprit` is the sample it was on when a crash signal of its own killed
+  // it (-1: unknown, or killed from outside), `cause` says how it died ("killed by signal Killed"). The worker is
+  // being replaced (on_worker_ready follows once its replacement runs).
+  virtual void on_task_lost(size_t w, Task task, int64_t culprit, const std::string& cause) = 0;
+  // Worker `w` is running and idle: a replacement after a death, or after a failed fork was retried.
+  virtual void on_worker_ready(size_t w) = 0;
+};
+
+}  // namespace batchd::daemon

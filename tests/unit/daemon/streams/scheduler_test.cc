@@ -1,0 +1,104 @@
+// Scheduler with a fake pool: round-robin fairness across streams, redo first, removal.
+#include "streams/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "fake_workers.h"
+#include "streams/plan.h"
+#include "streams/segment_pool.h"
+
+namespace batchd::daemon {
+namespace {
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  Stream* add_stream(uint32_t depth) {
+    wire::OpenStream r;
+    r.set_dataset("fmnist");
+    r.set_pipeline("fmnist_u8");
+    r.set_batch_size(500);
+    r.set_depth(depth);
+    auto p = plan(r, PlanContext{}, datasets_);
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    auto segment = segments_.create(&*p);
+    EXPECT_TRUE(segment.ok()) << segment.error().message();
+    streams_.push_back(std::make_unique<Stream>(Peer{}, std::move(p).value(), std::move(segment).value()));
+    sut_.add(streams_.back().get());
+    return streams_.back().get();
+  }
+  Stream& stream_of(const Task& t) {
+    for (auto& s : streams_) {
+      if (s->id() == t.stream_id()) return *s;
+    }
+    throw std::runtime_error("no such stream");
+  }
+  // Worker `w` finishes its task; the client reads and releases the batch at once.
+  uint64_t finish_and_release(size_t w) {
+    Task t = workers_.take(w);
+    Stream& s = stream_of(t);
+    s.on_done(t);
+    for (const auto& ready : s.take_deliverable()) EXPECT_TRUE(s.release(ready.sequence()).ok());
+    return t.stream_id();
+  }
+
+  DatasetRegistry datasets_ = testing::fmnist_registry();
+  SegmentPool segments_{1ull << 30};
+  testing::FakeWorkers workers_{1};
+  Scheduler sut_{workers_};
+  std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+TEST_F(SchedulerTest, StreamsTakeTurnsWhateverTheirBacklog) {
+  const uint64_t a = add_stream(8)->id(), b = add_stream(1)->id(), c = add_stream(4)->id();
+  std::vector<uint64_t> served;
+  for (int i = 0; i < 9; ++i) {
+    sut_.pump();
+    ASSERT_TRUE(workers_.busy(0));
+    served.push_back(finish_and_release(0));
+  }
+  EXPECT_EQ(served, (std::vector<uint64_t>{a, b, c, a, b, c, a, b, c}));
+}
+
+TEST_F(SchedulerTest, AStreamWithAFreeSlotIsServedNextEvenIfAnotherHasMore) {
+  Stream* busy = add_stream(8);
+  Stream* one_slot = add_stream(1);
+  sut_.pump();  // busy's batch 0
+  EXPECT_EQ(finish_and_release(0), busy->id());
+  sut_.pump();  // one_slot's batch 0, which its client keeps leased
+  Task held = workers_.take(0);
+  ASSERT_EQ(held.stream_id(), one_slot->id());
+  one_slot->on_done(held);
+  auto leased = one_slot->take_deliverable();
+  ASSERT_EQ(leased.size(), 1u);
+  for (int i = 0; i < 3; ++i) {  // one_slot has no free slot: busy gets every turn
+    sut_.pump();
+    EXPECT_EQ(finish_and_release(0), busy->id());
+  }
+  ASSERT_TRUE(one_slot->release(leased[0].sequence()).ok());
+  sut_.pump();
+  EXPECT_EQ(workers_.task(0).stream_id(), one_slot->id()) << "the freed slot is filled at the next turn";
+}
+
+TEST_F(SchedulerTest, RequeuedTasksGoFirstAndRemovedStreamsAreForgotten) {
+  Stream* a = add_stream(2);
+  Stream* b = add_stream(2);
+  sut_.pump();
+  Task lost = workers_.take(0);  // a's batch 0: its worker died
+  ASSERT_EQ(lost.stream_id(), a->id());
+  sut_.requeue(lost);
+  sut_.pump();
+  EXPECT_EQ(workers_.task(0).sequence(), lost.sequence());
+  EXPECT_EQ(workers_.task(0).stream_id(), a->id()) << "the redo goes before b's first batch";
+  sut_.requeue(workers_.take(0));
+  sut_.remove(a->id());
+  EXPECT_EQ(workers_.detached, (std::vector<uint64_t>{a->id()}));
+  EXPECT_EQ(sut_.queued(), 0u) << "a removed stream's queued tasks are dropped";
+  sut_.pump();
+  EXPECT_EQ(workers_.task(0).stream_id(), b->id());
+}
+
+}  // namespace
+}  // namespace batchd::daemon
