@@ -59,9 +59,9 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
     else if (k == "drop_last") o.drop_last = v.cast<bool>();
     else if (k == "depth") o.depth = v.cast<uint32_t>();
     else if (k == "start_batch") o.start_batch = v.cast<uint64_t>();
-    else if (k == "crop_size") o.crop_size = v.cast<uint32_t>();
-    else if (k == "resize_size") o.resize_size = v.cast<uint32_t>();
-    else if (k == "exact_decode") o.exact_decode = v.cast<bool>();
+    else if (k == "crop_size") o.vision.crop_size = v.cast<uint32_t>();
+    else if (k == "resize_size") o.vision.resize_size = v.cast<uint32_t>();
+    else if (k == "exact_decode") o.vision.exact_decode = v.cast<bool>();
     else if (k == "writable") o.writable = v.cast<bool>();
     else if (k == "on_error") {
       const auto s = v.cast<std::string>();

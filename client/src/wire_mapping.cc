@@ -55,9 +55,12 @@ wire::Request open_request(const StreamOptions& o) {
   open->set_start_batch(o.start_batch);
   open->set_strategy(to_wire(o.strategy));
   open->set_on_error(o.on_error == OnError::kSkip ? wire::ON_ERROR_SKIP : wire::ON_ERROR_FAIL);
-  open->set_crop_size(o.crop_size);
-  open->set_resize_size(o.resize_size);
-  open->set_exact_decode(o.exact_decode);
+  if (o.vision.any_set()) {
+    auto* vision = open->mutable_pipeline_options()->mutable_vision();
+    vision->set_crop_size(o.vision.crop_size);
+    vision->set_resize_size(o.vision.resize_size);
+    vision->set_exact_decode(o.vision.exact_decode);
+  }
   open->set_writable(o.writable);
   return request;
 }

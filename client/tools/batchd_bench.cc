@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
                "epoch's first batch). Compare with ../shared/bench/torch_peer.py via bench/compare_fmnist.py.",
                "batchd-bench");
   bool spawn = false, json = false, touch = false, no_shuffle = false, exact_decode = false, stages = false;
-  uint32_t crop_size = 224, resize_size = 256;
+  uint32_t crop_size = 0, resize_size = 0;
   std::string socket, dataset = "fashion-mnist", pipeline, strategy, log_level = "warn", config;
   uint32_t batch_size = 256, epochs = 2, workers = 2, depth = 0;
   uint64_t seed = 0;
@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
   app.add_option("--config", config, "configuration file of the spawned daemon (with --spawn; default: embedded)")
       ->needs(spawn_opt)
       ->check(CLI::ExistingFile);
-  app.add_option("--crop-size", crop_size, "vision pipelines: output side in pixels")->capture_default_str();
-  app.add_option("--resize-size", resize_size, "val224: shorter side before the center crop")->capture_default_str();
+  app.add_option("--crop-size", crop_size, "vision pipelines: output side in pixels (default: 224)");
+  app.add_option("--resize-size", resize_size, "val224: shorter side before the center crop (default: 256)");
   app.add_flag("--exact-decode", exact_decode, "vision pipelines: decode JPEGs at full size (no DCT scaling)");
   app.add_flag("--stages", stages, "at the end, print where the workers' time went per sample (read, decode, "
                                    "crop/resize, normalize + write)");
@@ -134,9 +134,7 @@ int main(int argc, char** argv) {
   opts.shuffle = !no_shuffle;
   opts.seed = seed;
   opts.depth = depth;
-  opts.crop_size = crop_size;
-  opts.resize_size = resize_size;
-  opts.exact_decode = exact_decode;
+  opts.vision = {crop_size, resize_size, exact_decode};
   opts.strategy = strategy == "file_system"       ? batchd::SharingStrategy::kFileSystem
                   : strategy == "file_descriptor" ? batchd::SharingStrategy::kFileDescriptor
                                                   : batchd::SharingStrategy::kDefault;

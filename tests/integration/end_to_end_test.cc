@@ -203,10 +203,40 @@ TEST_F(EndToEndTest, BadOptionsAreRefusedWithTheReason) {
   o.start_batch = 100;
   EXPECT_NE(open_error(o).message().find("past the end of the epoch"), std::string::npos);
 
+  o = fmnist_options();
+  o.vision.crop_size = 128;  // options of another pipeline are refused, never ignored
+  EXPECT_NE(open_error(o).message().find("takes no vision options"), std::string::npos);
+
   // The connection is still good after refusals.
   Stream stream = open(fmnist_options());
   auto batch = stream.next();
   EXPECT_TRUE(batch.ok() && *batch);
+}
+
+// A client from before pipeline_options (0.1) sent the vision options as top-level OpenStream fields, with its
+// defaults (224, 256) for every pipeline: such a stream still opens, and other values reach the vision options.
+TEST_F(EndToEndTest, LegacyTopLevelVisionFieldsOfOlderClientsAreAcceptedAndMapped) {
+  RawConnection raw(daemon().socket_path());
+  wire::Request request;
+  request.set_request_id(1);
+  auto* open = request.mutable_open_stream();
+  open->set_dataset("fashion-mnist-test");
+  open->set_pipeline("fmnist");
+  open->set_batch_size(64);
+  open->set_crop_size(224);
+  open->set_resize_size(256);
+  open->set_dry_run(true);
+  raw.send_request(request);
+  auto reply = raw.read_reply();
+  ASSERT_TRUE(reply && reply->has_stream_opened()) << (reply && reply->has_error() ? reply->error().message() : "");
+  EXPECT_EQ(reply->stream_opened().batches_per_epoch(), 157u);
+
+  open->set_crop_size(96);
+  request.set_request_id(2);
+  raw.send_request(request);
+  reply = raw.read_reply();
+  ASSERT_TRUE(reply && reply->has_error());
+  EXPECT_NE(reply->error().message().find("takes no vision options"), std::string::npos) << reply->error().message();
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST_F(ImageFolderTest, Val224MatchesTorchvisionWithinTolerance) {
   for (bool exact : {true, false}) {
     auto c = client();
     auto o = photos("val224", n);
-    o.exact_decode = exact;
+    o.vision.exact_decode = exact;
     auto stream = c.open_stream(o);
     ASSERT_TRUE(stream.ok()) << stream.error().message();
     EXPECT_EQ(stream->info().dataset_size, labels.size()) << "same number of samples as torchvision's ImageFolder";
@@ -147,7 +147,7 @@ TEST_F(ImageFolderTest, TrainBatchesAreIdenticalWhicheverWorkersMakeThem) {
 TEST_F(ImageFolderTest, TrainCropsDifferAcrossEpochsAndShapesFollowCropSize) {
   auto c = client();
   auto o = photos("train224", 4);
-  o.crop_size = 96;
+  o.vision.crop_size = 96;
   o.num_epochs = 2;
   auto stream = c.open_stream(o);
   ASSERT_TRUE(stream.ok()) << stream.error().message();
@@ -203,8 +203,8 @@ TEST_F(ImageFolderTest, SkipReplacesBadFilesCountsThemAndNeverDeliversThem) {
   auto c = client();
   auto o = photos("val224", 16, "photos-bad");
   o.on_error = OnError::kSkip;
-  o.crop_size = 64;
-  o.resize_size = 64;
+  o.vision.crop_size = 64;
+  o.vision.resize_size = 64;
   auto stream = c.open_stream(o);
   ASSERT_TRUE(stream.ok());
   size_t skipped = 0, samples = 0;

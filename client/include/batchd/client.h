@@ -138,6 +138,17 @@ enum class OnError {
   kSkip,  // the sample is replaced by the next good one in dataset order, counted in Batch::skipped()
 };
 
+// Options of the vision pipelines (train224, train224_u8, val224). 0 / false = the daemon's default. Setting one
+// for a pipeline that takes no vision options (fmnist, fmnist_u8) is refused at open with kInvalidArgument.
+struct VisionOptions {
+  uint32_t crop_size = 0;    // output side in pixels (RandomResizedCrop / CenterCrop size), 8..4096; 0 = 224
+  uint32_t resize_size = 0;  // val224: shorter side after Resize, before CenterCrop, crop_size..8192; 0 = 256
+  bool exact_decode = false; // true: decode JPEGs as PIL does (full size, accurate IDCT, fancy upsampling):
+                             // slower; val224 is then bit-identical to torchvision's. false: DCT-domain
+                             // downscaling when the crop allows it and libjpeg-turbo's fast IDCT/upsampling
+  bool any_set() const { return crop_size != 0 || resize_size != 0 || exact_decode; }
+};
+
 // What to read. The sampler follows torch.utils.data's RandomSampler / DistributedSampler + BatchSampler:
 // with `shuffle` a permutation of the dataset fixed by (seed, epoch); rank/world_size shard it so every index is
 // read exactly once per epoch across ranks (padded by repeating the head, or with drop_last truncated);
@@ -160,12 +171,8 @@ struct StreamOptions {
   // Map the segment read-write, so the client may modify its own leased batches in place (Tensor::data stays
   // const; cast it). Default: read-only; a write then faults.
   bool writable = false;
-  // Vision pipelines (train224, train224_u8, val224):
-  uint32_t crop_size = 224;     // output side in pixels (RandomResizedCrop / CenterCrop size)
-  uint32_t resize_size = 256;   // val224: shorter side after Resize, before CenterCrop; >= crop_size
-  bool exact_decode = false;    // true: decode JPEGs as PIL does (full size, accurate IDCT, fancy upsampling):
-                                // slower; val224 is then bit-identical to torchvision's. false: DCT-domain
-                                // downscaling when the crop allows it and libjpeg-turbo's fast IDCT/upsampling
+  // Pipeline-specific options (each pipeline family has its own struct; set only your pipeline's).
+  VisionOptions vision;         // train224, train224_u8, val224
 };
 
 // What the daemon made for a stream.

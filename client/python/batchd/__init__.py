@@ -46,7 +46,8 @@ class Loader:
             (batchd built without CUDA, or its runtime finds no usable driver), a warning says why and each batch
             is copied with .to(device, non_blocking=True) instead. Needs torch with CUDA and a GPU.
         on_error: "fail" (a bad sample raises BatchdError naming the file) or "skip" (it is replaced and counted).
-        crop_size, resize_size, exact_decode: options of the vision pipelines.
+        crop_size, resize_size, exact_decode: options of the vision pipelines (train224, train224_u8, val224);
+            None = the daemon's default (224, 256, False). Refused for the other pipelines.
 
     Epochs: with set_epoch(e) before iterating, that epoch's order is used (DistributedSampler); without it, each
     complete pass advances to the next epoch, so the order changes every pass (RandomSampler).
@@ -55,7 +56,7 @@ class Loader:
 
     def __init__(self, dataset, *, pipeline, batch_size=1, shuffle=True, seed=0, rank=0, world_size=1,
                  drop_last=False, depth=None, socket=None, as_tuple=False, device="cpu", on_error="fail",
-                 crop_size=224, resize_size=256, exact_decode=False, strategy=None):
+                 crop_size=None, resize_size=None, exact_decode=None, strategy=None):
         self.device = torch.device(device)
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
@@ -67,8 +68,10 @@ class Loader:
         self.as_tuple = as_tuple
         self._options = dict(dataset=dataset, pipeline=pipeline, batch_size=batch_size, shuffle=shuffle,
                              seed=seed, rank=rank, world_size=world_size, drop_last=drop_last, on_error=on_error,
-                             crop_size=crop_size, resize_size=resize_size, exact_decode=exact_decode,
                              writable=True)
+        for key, value in (("crop_size", crop_size), ("resize_size", resize_size), ("exact_decode", exact_decode)):
+            if value is not None:
+                self._options[key] = value
         if depth is not None:
             self._options["depth"] = depth
         if strategy is not None:
