@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
       spdlog::error("unexpected exception in the event loop: {}", e.what());
     }
   }
+  (*pool)->stop();  // idempotent; no worker event may reach `streams` after this point
   streams.shutdown("daemon shutting down");
   spdlog::info("batchd stopped");
   return 0;

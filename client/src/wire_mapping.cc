@@ -60,6 +60,10 @@ wire::Request open_request(const StreamOptions& o) {
     vision->set_crop_size(o.vision.crop_size);
     vision->set_resize_size(o.vision.resize_size);
     vision->set_exact_decode(o.vision.exact_decode);
+    // The same values at the top level, where daemons before 0.2 read them (newer ones check that they agree).
+    open->set_crop_size(o.vision.crop_size);
+    open->set_resize_size(o.vision.resize_size);
+    open->set_exact_decode(o.vision.exact_decode);
   }
   open->set_writable(o.writable);
   return request;

@@ -12,23 +12,29 @@ namespace {
 Error invalid(const std::string& what) { return Error(ErrorCode::kInvalidArgument, what); }
 Error exhausted(const std::string& what) { return Error(ErrorCode::kResourceExhausted, what); }
 
-// pipeline_options as the request means them: the nested message, or the legacy top-level vision fields of
-// clients older than pipeline_options (never both). Those clients sent their defaults (224, 256, false) with every
-// stream, whatever the pipeline: such values mean "unset"; any other value is mapped into pipeline_options.vision
-// (and so refused by a pipeline that takes no vision options, rather than ignored).
+// pipeline_options as the request means them. Clients before 0.2 sent the vision options only as top-level fields,
+// with their defaults (224, 256, false) for every stream whatever the pipeline: such values mean "unset", and any
+// other value is mapped into pipeline_options.vision (so a pipeline that takes no vision options refuses it rather
+// than ignoring it). Clients from 0.2 send pipeline_options.vision and, for daemons before 0.2, the same values at
+// the top level: the two must agree.
 Result<wire::PipelineOptions> requested_pipeline_options(const wire::OpenStream& req) {
   const bool legacy = (req.crop_size() != 0 && req.crop_size() != kDefaultCropSize) ||
                       (req.resize_size() != 0 && req.resize_size() != kDefaultResizeSize) || req.exact_decode();
   if (!legacy) return req.pipeline_options();
+  wire::VisionOptions mapped;
+  mapped.set_crop_size(req.crop_size());
+  mapped.set_resize_size(req.resize_size());
+  mapped.set_exact_decode(req.exact_decode());
   if (req.pipeline_options().has_vision()) {
-    return invalid("both the top-level crop_size/resize_size/exact_decode (clients before 0.2) and "
-                   "pipeline_options.vision are set; set only pipeline_options.vision");
+    if (req.pipeline_options().vision().SerializeAsString() == mapped.SerializeAsString()) {
+      return req.pipeline_options();
+    }
+    return invalid("the top-level crop_size/resize_size/exact_decode (" + mapped.ShortDebugString() +
+                   ") and pipeline_options.vision (" + req.pipeline_options().vision().ShortDebugString() +
+                   ") disagree; set them to the same values, or only pipeline_options.vision");
   }
   wire::PipelineOptions options = req.pipeline_options();
-  auto* vision = options.mutable_vision();
-  vision->set_crop_size(req.crop_size());
-  vision->set_resize_size(req.resize_size());
-  vision->set_exact_decode(req.exact_decode());
+  *options.mutable_vision() = mapped;
   return options;
 }
 

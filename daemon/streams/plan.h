@@ -5,8 +5,9 @@
 // StreamOpened reply and of the WorkerAttach that workers receive; the segment pool later stamps the stream id and
 // segment name into both (segment_pool.h). A dry-run OpenStream stops after plan().
 //
-// Pure: no allocation of shared memory, no clock, no I/O beyond reading the (already loaded) datasets' sizes;
-// unit-tested without a daemon (tests/unit/daemon/streams/plan_test.cc).
+// Pure in effect: no shared memory, no clock, no I/O beyond the (already loaded) datasets; it builds the pipeline
+// object once to read its tensors and check that it fits the dataset, and drops it. Unit-tested without a daemon
+// (tests/unit/daemon/streams/plan_test.cc).
 #pragma once
 
 #include <cstddef>

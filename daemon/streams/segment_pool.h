@@ -56,6 +56,8 @@ class SegmentPool final {
  public:
   // max_shm_bytes: limits.max_shm_bytes (0 = half of physical memory); shm_dir: where file_system names live.
   explicit SegmentPool(uint64_t max_shm_bytes, std::string shm_dir = "/dev/shm");
+  SegmentPool(const SegmentPool&) = delete;  // every Segment points at this pool's budget
+  SegmentPool& operator=(const SegmentPool&) = delete;
 
   // Admits, creates and stamps as described above. kResourceExhausted (naming the budget or /dev/shm's free space
   // and how to raise it) before anything is created; kIo if creation fails (the message names the segment).

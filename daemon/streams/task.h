@@ -2,8 +2,8 @@
 //
 // Today a task covers a whole batch (begin 0, end = the batch's sample count); the interface already speaks in
 // sample ranges so that splitting a batch into chunks changes the scheduling policy, not this type or the worker
-// protocol. The deadline is when the task is overdue (time_point::max(): none); the pool stamps it when it assigns
-// the task and reports it in status.
+// protocol. The deadline is when the task is overdue; today nothing sets one (time_point::max(): none) and nothing
+// enforces it: a task watchdog (kill the worker, log, requeue) is the policy that will stamp and check it.
 //
 // Plain value type.
 #pragma once

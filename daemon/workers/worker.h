@@ -2,8 +2,10 @@
 //
 // A worker serves commands from the daemon over its end of a socketpair, one at a time:
 //   WorkerAttach (+ the segment fd): map the stream's segment once (MAP_POPULATE) and build its pipeline;
-//   WorkerTask: transform + collate the batch's samples straight into the slot, write the `index` tensor and the
-//     slot header, answer WorkerDone (with an error naming the sample if one failed);
+//   WorkerTask: samples [begin, begin + n) of one batch of batch_samples: transform + collate them straight into
+//     rows begin .. begin+n-1 of the slot's tensors, write those rows of the `index` tensor and the slot header
+//     (the whole batch's count: every chunk writes the same), answer WorkerDone with the task's begin (and an error
+//     naming the sample if one failed);
 //   WorkerDetach: unmap the segment (the stream was closed).
 // It touches no CUDA, no threads and no sockets other than its channel. It exits when the channel closes (the
 // daemon went away) or on SIGTERM/SIGKILL.

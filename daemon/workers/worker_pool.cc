@@ -70,6 +70,7 @@ void WorkerPool::read_some(size_t w) {
 
 void WorkerPool::on_readable(size_t w, size_t bytes) {
   Worker& worker = workers_[w];
+  const pid_t pid = worker.pid;
   worker.decoder.feed(worker.read_buffer.data(), bytes);
   std::string payload;
   for (;;) {
@@ -77,7 +78,8 @@ void WorkerPool::on_readable(size_t w, size_t bytes) {
     if (!more.ok()) return on_death(w, more.error().message());
     if (!*more) break;
     handle_frame(w, payload);
-    if (stopped_) return;
+    // Stopped, or replaced after a reload (the replacement's read is already armed by spawn()).
+    if (stopped_ || worker.pid != pid) return;
   }
   read_some(w);
 }

@@ -45,7 +45,7 @@ class WorkerEvents {
   virtual void on_task_done(size_t w, const wire::WorkerDone& done, Task task) = 0;
   // Worker `w` died while it ran `task`; `culprit` is the sample it was on when a crash signal of its own killed
   // it (-1: unknown, or killed from outside), `cause` says how it died ("killed by signal Killed"). The worker is
-  // being replaced (on_worker_ready follows once its replacement runs).
+  // being replaced; if its replacement runs and this handler gave it no task, on_worker_ready(w) follows.
   virtual void on_task_lost(size_t w, Task task, int64_t culprit, const std::string& cause) = 0;
   // Worker `w` is running and idle: a replacement after a death, or after a failed fork was retried.
   virtual void on_worker_ready(size_t w) = 0;

@@ -43,7 +43,7 @@ struct StageTimes {
 // One worker process.
 struct WorkerStatus {
   pid_t pid = 0;
-  std::string state;          // "idle" or "busy"
+  std::string state;          // "idle", "busy", or "down" (its replacement could not be started yet)
   uint64_t batches_done = 0;
   uint64_t restarts = 0;      // times this worker slot's process died and was replaced
   double busy_seconds = 0;    // time spent making batches since this process started

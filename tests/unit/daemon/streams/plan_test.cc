@@ -90,7 +90,11 @@ TEST_F(PlanTest, LegacyVisionFieldsAreMappedIntoPipelineOptions) {
   r.set_resize_size(90);
   expect_error(r, ErrorCode::kInvalidArgument, "resize_size 90 must be at least crop_size (100)");
   r.mutable_pipeline_options()->mutable_vision()->set_crop_size(100);
-  expect_error(r, ErrorCode::kInvalidArgument, "set only pipeline_options.vision");
+  expect_error(r, ErrorCode::kInvalidArgument, "disagree");
+  r.mutable_pipeline_options()->mutable_vision()->set_resize_size(90);
+  r.mutable_pipeline_options()->mutable_vision()->set_exact_decode(true);
+  // Both, agreeing (as clients from 0.2 send them): accepted, and checked as vision options.
+  expect_error(r, ErrorCode::kInvalidArgument, "resize_size 90 must be at least crop_size (100)");
 }
 
 TEST_F(PlanTest, LegacyDefaultsOfOldClientsMeanUnsetForEveryPipeline) {

@@ -18,7 +18,11 @@ struct RecordingSink final : EventSink {
 
 class StreamManagerTest : public ::testing::Test {
  protected:
-  StreamManagerTest() { config_.limits.max_shm_bytes = 1ull << 30; }
+  static Config config() {
+    Config c;
+    c.limits.max_shm_bytes = 1ull << 30;
+    return c;
+  }
 
   uint64_t open(uint32_t batch_size, uint32_t depth, wire::OnError on_error = wire::ON_ERROR_FAIL) {
     wire::OpenStream r;
@@ -46,7 +50,7 @@ class StreamManagerTest : public ::testing::Test {
     return out;
   }
 
-  Config config_;
+  Config config_ = config();
   DatasetRegistry datasets_ = testing::fmnist_registry();
   testing::FakeWorkers workers_{2};
   StreamManager sut_{config_, datasets_, workers_};
