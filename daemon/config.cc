@@ -60,11 +60,13 @@ Status read_string(const toml::table& t, const char* key, const std::string& pre
 
 Status parse_daemon(const toml::table& t, const std::string& source, Config* config) {
   BATCHD_RETURN_IF_ERROR(
-      reject_unknown(t, {"socket", "socket_mode", "socket_group", "workers", "shm_strategy", "log_level"}, "daemon.",
-                     source));
+      reject_unknown(t, {"socket", "socket_mode", "socket_group", "workers", "min_chunk_us", "shm_strategy",
+                         "log_level"},
+                     "daemon.", source));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket_group", "daemon.", source, &config->socket_group));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket", "daemon.", source, &config->socket));
   BATCHD_RETURN_IF_ERROR(read_int(t, "workers", "daemon.", source, 0, 1024, &config->workers));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "min_chunk_us", "daemon.", source, 0, 1000000, &config->min_chunk_us));
   std::string mode, strategy, level;
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket_mode", "daemon.", source, &mode));
   if (!mode.empty()) {

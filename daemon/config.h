@@ -32,11 +32,15 @@ struct Limits {
   uint64_t max_shm_bytes = 0;               // bytes of all segments together; 0 = half of physical memory
 };
 
+// daemon.min_chunk_us's default: see deploy/batchd.toml for how it was measured.
+inline constexpr uint32_t kDefaultMinChunkUs = 200;
+
 struct Config {
   std::string socket = "/run/batchd/batchd.sock";
   uint32_t socket_mode = 0660;
   std::string socket_group;  // "" = the daemon's primary group
   uint32_t workers = 0;  // 0 = one per CPU core
+  uint32_t min_chunk_us = kDefaultMinChunkUs;  // no chunk of a batch shorter than this (streams/chunking.h)
   wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;
   std::string log_level = "info";
   Limits limits;

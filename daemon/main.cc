@@ -47,7 +47,7 @@ which file, key or resource and what to do).)";
 int main(int argc, char** argv) {
   CLI::App app(kDescription, "batchd");
   std::string config_path, socket, strategy, log_level;
-  uint32_t workers = 0;
+  uint32_t workers = 0, min_chunk_us = 0;
   bool print_default = false;
   int64_t fault_crash_on_sample = -1;
   app.add_option("-c,--config", config_path, "TOML configuration file (default: the embedded configuration)")
@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
   app.add_option("-s,--socket", socket, "Unix socket to serve (default: daemon.socket, /run/batchd/batchd.sock)");
   app.add_option("-w,--workers", workers, "worker processes to fork (default: daemon.workers; 0 = one per core)")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--min-chunk-us", min_chunk_us,
+                 "no chunk of a batch shorter than this much work, in µs of the stream's measured time per sample "
+                 "(default: daemon.min_chunk_us, 200; 0 = split every batch into ceil(workers / depth) chunks)")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--shm-strategy", strategy,
                  "default sharing strategy: file_descriptor (memfd passed over the socket; nothing can leak) or "
                  "file_system (named /dev/shm/batchd.<pid>.<stream>)")
@@ -81,6 +85,7 @@ int main(int argc, char** argv) {
   }
   if (!socket.empty()) config->socket = socket;
   if (app.count("--workers")) config->workers = workers;
+  if (app.count("--min-chunk-us")) config->min_chunk_us = min_chunk_us;
   if (!strategy.empty()) config->shm_strategy = *parse_strategy(strategy);
   if (!log_level.empty()) config->log_level = log_level;
   spdlog::set_level(spdlog::level::from_str(config->log_level));
@@ -202,6 +207,12 @@ int main(int argc, char** argv) {
       spdlog::error("unexpected exception in the event loop: {}", e.what());
     }
   }
+  // Drained. A second SIGTERM (systemd's, a supervisor's) from here on must not turn the clean exit into "killed by
+  // signal": asio's handlers go with the signal_sets below, so block these signals for the rest of the exit.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int sig : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) sigaddset(&stop_signals, sig);
+  ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
   (*pool)->stop();  // idempotent; no worker event may reach `streams` after this point
   streams.shutdown("daemon shutting down");
   spdlog::info("batchd stopped");

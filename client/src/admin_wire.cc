@@ -48,6 +48,7 @@ void fill_wire(const StreamStatus& s, wire::StreamInfo* w) {
   w->set_bytes_delivered(s.bytes_delivered);
   w->set_ahead_seconds(s.ahead_seconds);
   w->set_stall_seconds(s.stall_seconds);
+  for (uint64_t n : s.chunks_by_worker) w->add_chunks_by_worker(n);
 }
 
 void fill_wire(const WorkerStatus& s, wire::WorkerInfo* w) {
@@ -86,7 +87,8 @@ StreamStatus from_wire(const wire::StreamInfo& w) {
           .samples_delivered = w.samples_delivered(),
           .bytes_delivered = w.bytes_delivered(),
           .ahead_seconds = w.ahead_seconds(),
-          .stall_seconds = w.stall_seconds()};
+          .stall_seconds = w.stall_seconds(),
+          .chunks_by_worker = {w.chunks_by_worker().begin(), w.chunks_by_worker().end()}};
 }
 
 WorkerStatus from_wire(const wire::WorkerInfo& w) {

@@ -4,20 +4,21 @@
 
 namespace batchd::daemon {
 
-std::optional<SlotRing::Claim> SlotRing::claim(uint64_t limit) {
+std::optional<SlotRing::Claim> SlotRing::claim(uint64_t limit, const std::vector<uint32_t>& chunk_begins) {
   if (next_claim_ >= total_ || next_claim_ >= limit) return std::nullopt;
   for (uint32_t s = 0; s < slots_.size(); ++s) {
     if (slots_[s].state != State::kFree) continue;
-    slots_[s] = {State::kWorking, next_claim_, 0};
+    slots_[s] = {State::kWorking, next_claim_, {chunk_begins.begin(), chunk_begins.end()}, {}};
     return Claim{next_claim_++, s};
   }
   return std::nullopt;
 }
 
-void SlotRing::finish(uint64_t sequence, uint32_t slot) {
-  if (slot < slots_.size() && slots_[slot].state == State::kWorking && slots_[slot].sequence == sequence) {
-    slots_[slot].state = State::kReady;
-  }
+void SlotRing::finish(uint64_t sequence, uint32_t slot, uint32_t begin) {
+  if (slot >= slots_.size()) return;
+  Slot& s = slots_[slot];
+  if (s.state != State::kWorking || s.sequence != sequence || s.pending.erase(begin) == 0) return;
+  if (s.pending.empty()) s.state = State::kReady;
 }
 
 std::vector<SlotRing::Ready> SlotRing::take_in_order(uint64_t limit) {
@@ -26,7 +27,9 @@ std::vector<SlotRing::Ready> SlotRing::take_in_order(uint64_t limit) {
     progress = false;
     for (uint32_t s = 0; s < slots_.size() && next_deliver_ < limit; ++s) {
       if (slots_[s].state != State::kReady || slots_[s].sequence != next_deliver_) continue;
-      out.push_back({next_deliver_++, s, slots_[s].skipped});
+      uint32_t skipped = 0;
+      for (const auto& [begin, n] : slots_[s].skipped) skipped += n;
+      out.push_back({next_deliver_++, s, skipped});
       slots_[s].state = State::kLeased;
       progress = true;
     }
@@ -44,8 +47,8 @@ Status SlotRing::release(uint64_t sequence) {
   return Error(ErrorCode::kInvalidArgument, "no leased batch " + std::to_string(sequence) + " (released twice?)");
 }
 
-void SlotRing::set_skipped(uint32_t slot, uint32_t skipped) {
-  if (slot < slots_.size()) slots_[slot].skipped = skipped;
+void SlotRing::set_skipped(uint32_t slot, uint32_t begin, uint32_t skipped) {
+  if (slot < slots_.size()) slots_[slot].skipped[begin] = skipped;
 }
 
 std::array<uint32_t, 4> SlotRing::counts() const {

@@ -1,7 +1,10 @@
 // slot_ring.h — the slot state machine of one stream's segment, and the order in which its batches are made and
 // delivered.
 //
-// Slot life cycle:  free --claim()--> working --finish()--> ready --take_in_order()--> leased --release()--> free.
+// Slot life cycle:  free --claim()--> working --finish() of its last chunk--> ready --take_in_order()--> leased
+//                   --release()--> free.
+// A claimed batch is made in chunks (consecutive samples [begin, end), filled by different workers at once): the
+// slot is ready when every chunk it was claimed with has finished.
 // Batches are numbered by `sequence` (0, 1, ... across all the stream's epochs, `total` in all). claim() hands out
 // sequences in order, at most one per slot, so at most `slots` batches are working, ready or leased at once
 // (back-pressure). take_in_order() hands ready batches over strictly in sequence order, even when workers finish
@@ -11,6 +14,8 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <set>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -34,17 +39,19 @@ class SlotRing final {
 
   SlotRing(uint32_t slots, uint64_t total_batches) : slots_(slots), total_(total_batches) {}
 
-  // The next sequence and a free slot for it; nullopt if no slot is free or every sequence below `limit` (and
-  // below total()) was claimed.
-  std::optional<Claim> claim(uint64_t limit);
-  // The batch in `slot` is made (ignored unless that slot is working on `sequence`).
-  void finish(uint64_t sequence, uint32_t slot);
+  // The next sequence and a free slot for it, to be made in chunks starting at `chunk_begins`; nullopt if no slot
+  // is free or every sequence below `limit` (and below total()) was claimed.
+  std::optional<Claim> claim(uint64_t limit, const std::vector<uint32_t>& chunk_begins);
+  // The chunk at `begin` of the batch in `slot` is made (ignored unless that slot is working on `sequence` and the
+  // chunk is pending); the slot is ready after its last chunk.
+  void finish(uint64_t sequence, uint32_t slot, uint32_t begin);
   // Ready batches from next_deliver() on, in order, stopping before sequence `limit`; their slots become leased.
   std::vector<Ready> take_in_order(uint64_t limit);
   // Ends the lease of `sequence`; kInvalidArgument if it is not leased (released twice?).
   Status release(uint64_t sequence);
-  // Records how many samples of the batch in `slot` were replaced (shown with its BatchReady).
-  void set_skipped(uint32_t slot, uint32_t skipped);
+  // Records how many samples of the chunk at `begin` of the batch in `slot` were replaced (their sum is shown with
+  // its BatchReady).
+  void set_skipped(uint32_t slot, uint32_t begin, uint32_t skipped);
 
   uint64_t next_claim() const { return next_claim_; }
   uint64_t next_deliver() const { return next_deliver_; }
@@ -57,7 +64,8 @@ class SlotRing final {
   struct Slot {
     State state = State::kFree;
     uint64_t sequence = 0;
-    uint32_t skipped = 0;
+    std::set<uint32_t> pending;              // begins of the chunks not finished yet
+    std::map<uint32_t, uint32_t> skipped;    // begin -> samples of that chunk replaced under on_error = skip
   };
   std::vector<Slot> slots_;
   uint64_t total_;

@@ -14,13 +14,14 @@ uint64_t bytes_per_sample(const wire::StreamOpened& opened) {
 
 }  // namespace
 
-Stream::Stream(Peer owner, StreamPlan plan, Segment segment)
+Stream::Stream(Peer owner, StreamPlan plan, Segment segment, ChunkPolicy chunk_policy)
     : owner_(owner),
       plan_(std::move(plan)),
       segment_(std::move(segment)),
       ring_(plan_.opened.slot_count(), wire::total_batches(plan_.opened)),
       policy_(plan_.on_error, plan_.dataset(), plan_.opened.dataset_size()),
-      stats_(bytes_per_sample(plan_.opened)) {}
+      stats_(bytes_per_sample(plan_.opened)),
+      chunk_policy_(chunk_policy) {}
 
 void Stream::observe() {
   stats_.observe(ring_.counts(), ring_.next_claim() < ring_.total(), ring_.next_deliver() < ring_.total(),
@@ -39,30 +40,45 @@ std::span<const int64_t> Stream::sampler_indices(uint64_t epoch, uint64_t batch,
 std::optional<Task> Stream::next_task() {
   observe();
   if (!running()) return std::nullopt;
-  auto claim = ring_.claim(policy_.failing_sequence());
-  if (!claim) return std::nullopt;
+  // Chunks of a batch already claimed go first (none at or after a failing batch).
+  while (!chunks_.empty() && chunks_.front().sequence() >= policy_.failing_sequence()) chunks_.pop_front();
+  if (chunks_.empty()) claim_next_batch();
+  if (chunks_.empty()) return std::nullopt;
+  Task task = std::move(chunks_.front());
+  chunks_.pop_front();
+  return task;
+}
+
+void Stream::claim_next_batch() {
   const uint64_t per_epoch = plan_.sampler.batches_per_epoch();
-  const uint64_t global = claim->sequence + plan_.opened.start_batch();
+  const uint64_t global = ring_.next_claim() + plan_.opened.start_batch();
   const uint64_t batch = global % per_epoch;
   const auto [first, last] = plan_.sampler.batch_range(batch);
   const auto samples = static_cast<uint32_t>(last - first);
-  Task task;
-  task.work.set_stream_id(id());
-  task.work.set_sequence(claim->sequence);
-  task.work.set_epoch(plan_.opened.first_epoch() + global / per_epoch);
-  task.work.set_batch(batch);
-  task.work.set_slot(claim->slot);
-  task.work.set_begin(0);
-  task.work.set_batch_samples(samples);
-  policy_.substitute(sampler_indices(task.work.epoch(), batch, 0, samples), &task.work);
-  ring_.set_skipped(claim->slot, task.work.skipped());
-  return task;
+  const std::vector<uint32_t> begins =
+      chunk_begins(samples, plan_.opened.slot_count(), chunk_policy_, stats_.per_sample_ns());
+  auto claim = ring_.claim(policy_.failing_sequence(), begins);
+  if (!claim) return;
+  for (size_t c = 0; c < begins.size(); ++c) {
+    const uint32_t begin = begins[c], end = c + 1 < begins.size() ? begins[c + 1] : samples;
+    Task task;
+    task.work.set_stream_id(id());
+    task.work.set_sequence(claim->sequence);
+    task.work.set_epoch(plan_.opened.first_epoch() + global / per_epoch);
+    task.work.set_batch(batch);
+    task.work.set_slot(claim->slot);
+    task.work.set_begin(begin);
+    task.work.set_batch_samples(samples);
+    policy_.substitute(sampler_indices(task.work.epoch(), batch, begin, end), &task.work);
+    ring_.set_skipped(claim->slot, begin, task.work.skipped());
+    chunks_.push_back(std::move(task));
+  }
 }
 
 Result<Task> Stream::redo(Task task, Status decision) {
   if (!decision.ok()) return decision.error();
   policy_.substitute(sampler_indices(task.work.epoch(), task.work.batch(), task.begin(), task.end()), &task.work);
-  ring_.set_skipped(task.work.slot(), task.work.skipped());
+  ring_.set_skipped(task.work.slot(), task.begin(), task.work.skipped());
   task.deadline = Task::Clock::time_point::max();
   return task;
 }
@@ -79,7 +95,7 @@ Result<Task> Stream::after_bad_sample(Task task, int64_t sample, const Error& er
 
 void Stream::on_done(const Task& task) {
   observe();
-  ring_.finish(task.sequence(), task.work.slot());
+  ring_.finish(task.sequence(), task.work.slot(), task.begin());
 }
 
 std::vector<wire::BatchReady> Stream::take_deliverable() {

@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "batchd.pb.h"
+#include "streams/chunking.h"
 #include "streams/error_policy.h"
 #include "streams/plan.h"
 #include "streams/segment_pool.h"
@@ -35,7 +37,8 @@ class Stream final {
  public:
   enum class State { kRunning, kEnded, kFailed };
 
-  Stream(Peer owner, StreamPlan plan, Segment segment);
+  // `chunk_policy` decides how many chunks (tasks) each batch is made in (chunking.h).
+  Stream(Peer owner, StreamPlan plan, Segment segment, ChunkPolicy chunk_policy = {});
 
   uint64_t id() const { return segment_.stream_id(); }
   const Peer& owner() const { return owner_; }
@@ -46,10 +49,12 @@ class Stream final {
   int segment_fd() const { return segment_.fd(); }
   uint64_t segment_bytes() const { return segment_.bytes(); }
 
-  // The next batch to make, claiming a free slot; nullopt if no slot is free, all batches were dispatched, the
-  // stream is not running, or the next batch is at or after a failed one.
+  // The next chunk to make: of a batch already claimed, else of the next batch, claiming a free slot; nullopt if no
+  // slot is free, all batches were dispatched, the stream is not running, or the next batch is at or after a
+  // failed one.
   std::optional<Task> next_task();
-  // A worker finished `task` (ignored unless its slot is working on that batch).
+  // A worker finished `task` (ignored unless its slot is working on that batch and the chunk is pending); the
+  // slot is ready once its last chunk is done.
   void on_done(const Task& task);
   // The batches now deliverable in order; their slots become leased.
   std::vector<wire::BatchReady> take_deliverable();
@@ -67,13 +72,17 @@ class Stream final {
   void fail_at(uint64_t sequence, Error error) { policy_.fail_at(sequence, std::move(error)); }
   std::optional<Error> due_failure() const { return policy_.due_failure(ring_.next_deliver()); }
 
-  void add_stage_times(const wire::StageNanos& s) { stats_.add_stage_times(s); }
+  // A worker (number `worker`) made a chunk of `samples` in `nanos`: stage times, the measured time per sample
+  // (chunk sizes follow it), and which workers made the stream's chunks.
+  void add_work(size_t worker, const wire::WorkerDone& done, uint32_t samples) { stats_.add_work(worker, done, samples); }
   wire::StreamInfo info() const;
   wire::SegmentInfo segment_info() const;
 
  private:
   // The sampler's indices of positions [begin, end) of batch `batch` of `epoch` (the epoch's order is cached).
   std::span<const int64_t> sampler_indices(uint64_t epoch, uint64_t batch, uint32_t begin, uint32_t end);
+  // Claims a slot for the next batch and queues its chunks in chunks_.
+  void claim_next_batch();
   Result<Task> redo(Task task, Status decision);
   void observe();
 
@@ -84,6 +93,8 @@ class Stream final {
   SlotRing ring_;
   ErrorPolicy policy_;
   StreamStats stats_;
+  ChunkPolicy chunk_policy_;
+  std::deque<Task> chunks_;  // chunks of claimed batches not handed out yet, in order
   uint64_t indices_epoch_ = ~0ull;
   std::vector<int64_t> indices_;  // this rank's indices for indices_epoch_
 };

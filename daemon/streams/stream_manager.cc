@@ -28,7 +28,8 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
     client_fd = std::move(fd).value();
   }
   wire::StreamOpened reply = planned->opened;
-  auto stream = std::make_unique<Stream>(owner, std::move(planned).value(), std::move(segment).value());
+  const ChunkPolicy chunks{static_cast<uint32_t>(scheduler_.workers().size()), config_.min_chunk_us};
+  auto stream = std::make_unique<Stream>(owner, std::move(planned).value(), std::move(segment).value(), chunks);
   const uint64_t id = stream->id();
   spdlog::info("stream {} opened: dataset={} pipeline={} batch_size={} depth={} strategy={} segment={} bytes "
                "client pid={} uid={}",
@@ -102,7 +103,7 @@ void StreamManager::on_task_done(size_t w, const wire::WorkerDone& done, Task ta
   if (it != streams_.end()) {
     Entry& entry = it->second;
     Stream& stream = *entry.stream;
-    stream.add_stage_times(done.stages());
+    stream.add_work(w, done, static_cast<uint32_t>(task.work.indices_size()));
     if (done.has_error() && done.sample_failed() && stream.running()) {
       // One bad sample: the stream's on_error policy decides (fail, or replace it and make the batch again).
       const uint64_t sequence = task.sequence();

@@ -17,7 +17,14 @@ void StreamStats::delivered(uint64_t samples, uint32_t skipped) {
   skipped_ += skipped;
 }
 
-void StreamStats::add_stage_times(const wire::StageNanos& s) {
+void StreamStats::add_work(size_t worker, const wire::WorkerDone& done, uint32_t samples) {
+  const wire::StageNanos& s = done.stages();
+  if (!done.has_error()) {
+    work_ns_ += done.nanos();
+    work_samples_ += samples;
+    if (chunks_by_worker_.size() <= worker) chunks_by_worker_.resize(worker + 1);
+    ++chunks_by_worker_[worker];
+  }
   stages_.set_read(stages_.read() + s.read());
   stages_.set_decode(stages_.decode() + s.decode());
   stages_.set_resize(stages_.resize() + s.resize());
@@ -35,6 +42,7 @@ void StreamStats::fill(wire::StreamInfo* info) const {
   info->set_bytes_delivered(bytes_delivered_);
   info->set_ahead_seconds(ahead_seconds_);
   info->set_stall_seconds(stall_seconds_);
+  for (uint64_t n : chunks_by_worker_) info->add_chunks_by_worker(n);
 }
 
 }  // namespace batchd::daemon

@@ -134,6 +134,7 @@ class Worker {
     for (size_t i = 0; i < s.offsets.size(); ++i) chunk_offsets_[i] = s.offsets[i] + task.begin() * s.sample_bytes[i];
     progress_->stream_id.store(task.stream_id(), std::memory_order_relaxed);
     progress_->sequence.store(task.sequence(), std::memory_order_relaxed);
+    progress_->begin.store(task.begin(), std::memory_order_relaxed);
     const Status st = s.pipeline->run(indices, slot, chunk_offsets_, BatchContext{s.seed, task.epoch(), sample_progress_});
     const int64_t failed_sample = progress_->sample.load(std::memory_order_relaxed);
     progress_->sample.store(-1, std::memory_order_relaxed);

@@ -113,7 +113,7 @@ void WorkerPool::on_death(size_t w, const std::string& why) {
   const WorkerProgress* p = worker.progress->get();
   int64_t culprit = -1;
   if (died_of_crash(status) && worker.task && p->stream_id.load() == worker.task->stream_id() &&
-      p->sequence.load() == worker.task->sequence()) {
+      p->sequence.load() == worker.task->sequence() && p->begin.load() == worker.task->begin()) {
     culprit = p->sample.load();
   }
   const std::string cause = describe_exit(status);

@@ -61,7 +61,7 @@ class WorkerPool final : public Workers {
   // SIGTERM to every worker, then SIGKILL after `grace`; reaps them all. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
-  size_t size() const { return workers_.size(); }
+  size_t size() const override { return workers_.size(); }
 
  private:
   struct Worker {

@@ -16,6 +16,7 @@ namespace batchd::daemon {
 struct WorkerProgress {
   std::atomic<uint64_t> stream_id{0};
   std::atomic<uint64_t> sequence{0};
+  std::atomic<uint32_t> begin{0};   // the chunk: its first position in the batch
   std::atomic<int64_t> sample{-1};  // -1: between samples
 };
 

@@ -35,6 +35,8 @@ class Workers {
   virtual void detach_stream(uint64_t stream_id) = 0;
   // One row per worker, for status.
   virtual std::vector<wire::WorkerInfo> describe() const = 0;
+  // The number of workers (W), busy, idle or being replaced.
+  virtual size_t size() const = 0;
 };
 
 class WorkerEvents {

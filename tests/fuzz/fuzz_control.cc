@@ -31,6 +31,7 @@ class NoWorkers final : public Workers {
   void assign(size_t, Task, const batchd::wire::WorkerAttach&, int) override {}
   void detach_stream(uint64_t) override {}
   std::vector<batchd::wire::WorkerInfo> describe() const override { return {}; }
+  size_t size() const override { return 0; }
 };
 
 struct Daemon {

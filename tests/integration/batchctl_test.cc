@@ -220,7 +220,9 @@ TEST(BatchctlTest, DrainRefusesNewStreamsAndShutdownStopsTheDaemon) {
   EXPECT_NE(next.error().message().find("shutting down"), std::string::npos) << next.error().message();
   auto status = daemon.stop();
   ASSERT_TRUE(status.ok());
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << (WIFSIGNALED(*status) ? "killed by signal " + std::to_string(WTERMSIG(*status))
+                               : "exit status " + std::to_string(WEXITSTATUS(*status)));
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ StreamOptions chaos_options(uint64_t seed, const std::string& dataset = "fashion
   auto o = fmnist_options(dataset, kBatch);
   o.seed = seed;
   o.num_epochs = kEpochs;
+  o.depth = 1;  // with 2 workers and --min-chunk-us 0: every batch in 2 chunks, so kills land mid-chunk
   return o;
 }
 
@@ -53,7 +54,7 @@ std::vector<int64_t> read_indices(int fd) {
 }
 
 TEST(ChaosTest, ExactlyOnceAndNoLeaksWhileWorkersAndAClientAreKilled) {
-  auto daemon = start_daemon("file_system", 2);
+  auto daemon = start_daemon("file_system", 2, {"--min-chunk-us", "0"});
   const std::string socket = daemon.socket_path();
   std::atomic<bool> done{false};
   std::atomic<int> kills{0};

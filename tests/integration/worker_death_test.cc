@@ -10,11 +10,13 @@ namespace batchd::testing {
 namespace {
 
 
-TEST(WorkerDeathTest, KilledWorkersAreReplacedAndNoSampleIsLostOrDuplicated) {
-  auto daemon = start_daemon("", 2);
+// Reads two epochs of Fashion-MNIST while killing every worker now and then; checks exactly-once and restarts.
+void read_while_killing_workers(uint32_t workers, uint32_t depth, std::vector<std::string> daemon_args) {
+  auto daemon = start_daemon("", workers, std::move(daemon_args));
   auto client = Client::connect(daemon.socket_path());
   auto o = fmnist_options("fashion-mnist", 64);
   o.num_epochs = 2;
+  o.depth = depth;
   auto stream = client->open_stream(o);
   ASSERT_TRUE(stream.ok());
   std::vector<std::multiset<int64_t>> epochs(2);
@@ -38,13 +40,23 @@ TEST(WorkerDeathTest, KilledWorkersAreReplacedAndNoSampleIsLostOrDuplicated) {
     EXPECT_EQ(std::set<int64_t>(e.begin(), e.end()).size(), 60000u);
   }
   uint64_t restarts = 0;
-  const auto workers = daemon_status(daemon.socket_path()).workers;
-  ASSERT_EQ(workers.size(), 2u);
-  for (const auto& w : workers) {
+  const auto rows = daemon_status(daemon.socket_path()).workers;
+  ASSERT_EQ(rows.size(), workers);
+  for (const auto& w : rows) {
     EXPECT_GT(w.pid, 0);
     restarts += w.restarts;
   }
   EXPECT_EQ(restarts, static_cast<uint64_t>(kills));
+}
+
+TEST(WorkerDeathTest, KilledWorkersAreReplacedAndNoSampleIsLostOrDuplicated) {
+  read_while_killing_workers(2, 0, {});
+}
+
+// Depth 1 with 3 workers and no lower bound on chunks: every batch is made in 3 chunks at once, so each kill lands
+// in the middle of a chunk; the chunk is redone, the batch delivered once.
+TEST(WorkerDeathTest, WorkersKilledMidChunkHaveOnlyTheirChunkRedone) {
+  read_while_killing_workers(3, 1, {"--min-chunk-us", "0"});
 }
 
 }  // namespace

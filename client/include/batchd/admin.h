@@ -69,6 +69,9 @@ struct StreamStatus {
   uint64_t bytes_delivered = 0; // tensor bytes of the delivered batches
   double ahead_seconds = 0;     // every slot held a finished batch: the daemon waited for the client
   double stall_seconds = 0;     // the client held no batch and none was ready: the client waited for data
+  // Chunks of this stream's batches each worker made, index = worker number (as in workers()); a batch is split
+  // into chunks that several workers fill at once (daemon.min_chunk_us).
+  std::vector<uint64_t> chunks_by_worker;
 };
 
 // One stream's shared-memory segment; slots_free + slots_working + slots_ready + slots_leased = slots.

@@ -39,6 +39,8 @@ class FakeWorkers final : public Workers {
     return rows;
   }
 
+  size_t size() const override { return running_.size(); }
+
   // The task worker `w` runs (it stays running until take()).
   const Task& task(size_t w) const { return *running_.at(w); }
   bool busy(size_t w) const { return running_.at(w).has_value(); }

@@ -102,8 +102,8 @@ TEST_F(StreamManagerTest, AWorkerLostMidTaskHasItsTaskRedoneFirst) {
   EXPECT_EQ(workers_.task(0).sequence(), 2u);
 }
 
-TEST_F(StreamManagerTest, ABadSampleIsReplacedUnderSkipAndFailsTheStreamUnderFail) {
-  const uint64_t skip = open(1000, 1, wire::ON_ERROR_SKIP);
+TEST_F(StreamManagerTest, ABadSampleIsReplacedUnderSkip) {
+  const uint64_t skip = open(1000, 2, wire::ON_ERROR_SKIP);
   Task t = workers_.take(0);
   ASSERT_EQ(t.stream_id(), skip);
   const int64_t bad = t.work.indices(3);
@@ -118,14 +118,17 @@ TEST_F(StreamManagerTest, ABadSampleIsReplacedUnderSkipAndFailsTheStreamUnderFai
   EXPECT_EQ(redo.work.indices(3), (bad + 1) % 10000) << "replaced by the next sample in dataset order";
   EXPECT_EQ(redo.work.skipped(), 1u);
 
-  const uint64_t fail = open(1000, 1);
-  Task f = workers_.take(1);
+}
+
+TEST_F(StreamManagerTest, ABadSampleFailsTheStreamUnderOnErrorFail) {
+  const uint64_t fail = open(1000, 2);
+  Task f = workers_.take(0);  // batch 0: the stream fails at once
   ASSERT_EQ(f.stream_id(), fail);
-  done = testing::done_for(f);
+  wire::WorkerDone done = testing::done_for(f);
   *done.mutable_error() = wire::to_wire(Error(ErrorCode::kDataError, "corrupt"));
   done.set_sample_failed(true);
   done.set_failed_sample(f.work.indices(0));
-  sut_.on_task_done(1, done, f);
+  sut_.on_task_done(0, done, f);
   ASSERT_FALSE(sink_.events.empty());
   ASSERT_TRUE(sink_.events.back().has_stream_failed());
   EXPECT_NE(sink_.events.back().stream_failed().error().message().find("on_error=skip"), std::string::npos);
@@ -150,6 +153,37 @@ TEST_F(StreamManagerTest, DryRunAllocatesNothingAndCloseReturnsEverything) {
   EXPECT_EQ(sut_.shm_bytes_in_use(), 0u);
   EXPECT_EQ(workers_.detached, (std::vector<uint64_t>{id}));
   EXPECT_EQ(sut_.streams_of(7), 0u);
+}
+
+// Depth 1 with 2 workers: every batch is made in 2 chunks at once; a worker lost mid-chunk redoes that chunk only,
+// and the batch is delivered once, whole, after its last chunk.
+TEST_F(StreamManagerTest, ChunksOfOneBatchAreMadeAtOnceAndALostChunkIsRedoneAlone) {
+  const uint64_t id = open(1000, 1);
+  ASSERT_TRUE(workers_.busy(0) && workers_.busy(1));
+  EXPECT_EQ(workers_.task(0).sequence(), workers_.task(1).sequence()) << "two chunks of the same batch";
+  EXPECT_EQ(workers_.task(0).begin(), 0u);
+  EXPECT_EQ(workers_.task(1).begin(), 500u);
+  EXPECT_EQ(workers_.task(1).work.indices_size(), 500);
+  EXPECT_EQ(workers_.task(1).work.batch_samples(), 1000u);
+  Task lost = workers_.take(1);
+  sut_.on_task_lost(1, lost, -1, "killed by signal Killed");  // worker 1's replacement takes the chunk again
+  ASSERT_TRUE(workers_.busy(1));
+  EXPECT_EQ(workers_.task(1).begin(), 500u);
+  EXPECT_EQ(workers_.task(1).work.attempt(), 1u);
+  finish(0);
+  EXPECT_TRUE(take_ready().empty()) << "half a batch is not delivered";
+  finish(1);
+  auto ready = take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].num_samples(), 1000u);
+  ASSERT_TRUE(sut_.release(id, ready[0].sequence(), 7).ok());
+  ASSERT_TRUE(workers_.busy(0) && workers_.busy(1));
+  EXPECT_EQ(workers_.task(0).sequence(), 1u);
+  wire::StatusReply status;
+  sut_.fill_status(&status);
+  EXPECT_EQ(std::vector<uint64_t>(status.streams(0).chunks_by_worker().begin(),
+                                  status.streams(0).chunks_by_worker().end()),
+            (std::vector<uint64_t>{1, 1}));
 }
 
 }  // namespace
