@@ -33,7 +33,7 @@ struct Limits {
 };
 
 // daemon.min_chunk_us's default: see deploy/batchd.toml for how it was measured.
-inline constexpr uint32_t kDefaultMinChunkUs = 200;
+inline constexpr uint32_t kDefaultMinChunkUs = 50;
 
 struct Config {
   std::string socket = "/run/batchd/batchd.sock";

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   app.add_option("--min-chunk-us", min_chunk_us,
                  "no chunk of a batch shorter than this much work, in µs of the stream's measured time per sample "
-                 "(default: daemon.min_chunk_us, 200; 0 = split every batch into ceil(workers / depth) chunks)")
+                 "(default: daemon.min_chunk_us, 50; 0 = split every batch into ceil(workers / depth) chunks)")
       ->check(CLI::Range(0, 1000000));
   app.add_option("--shm-strategy", strategy,
                  "default sharing strategy: file_descriptor (memfd passed over the socket; nothing can leak) or "
