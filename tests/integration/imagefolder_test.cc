@@ -120,12 +120,16 @@ TEST_F(ImageFolderTest, Val224MatchesTorchvisionWithinTolerance) {
 
 TEST_F(ImageFolderTest, TrainBatchesAreIdenticalWhicheverWorkersMakeThem) {
   auto one_worker = start_daemon("", 1, {"--config", write_config()});
-  auto read_epoch = [](const std::string& socket) {
+  // Three workers, depth 1, no lower bound on chunks: each batch of 7 is made in 3 chunks by different workers.
+  auto chunked = start_daemon("", 3, {"--config", write_config(), "--min-chunk-us", "0"});
+  // Reads the epoch; *chunks (if given): the chunks the workers made for it, read before the stream closes.
+  auto read_epoch = [](const std::string& socket, uint32_t depth = 0, uint64_t* chunks = nullptr) {
     auto c = std::move(Client::connect(socket)).value();
     auto o = photos("train224_u8", 7);
     o.shuffle = true;
     o.seed = 42;
     o.epoch = 3;
+    o.depth = depth;
     auto stream = std::move(c.open_stream(o)).value();
     std::vector<std::vector<uint8_t>> images;
     for (;;) {
@@ -135,13 +139,23 @@ TEST_F(ImageFolderTest, TrainBatchesAreIdenticalWhicheverWorkersMakeThem) {
       const Tensor* image = (*batch)->find("image");
       images.emplace_back(image->data_as<uint8_t>(), image->data_as<uint8_t>() + image->nbytes);
     }
+    if (chunks != nullptr) {
+      for (uint64_t n : daemon_status(socket).streams.at(0).chunks_by_worker) *chunks += n;
+    }
     return images;
   };
   const auto a = read_epoch(daemon_->socket_path());
   const auto b = read_epoch(one_worker.socket_path());
+  uint64_t chunks = 0;
+  const auto c = read_epoch(chunked.socket_path(), 1, &chunks);
   ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.size(), c.size());
   ASSERT_GT(a.size(), 5u);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i] == b[i]) << "batch " << i << " differs";
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(a[i] == b[i]) << "batch " << i << " differs";
+    EXPECT_TRUE(a[i] == c[i]) << "batch " << i << " differs when made in chunks";
+  }
+  EXPECT_GT(chunks, 2 * a.size()) << "the batches were made in 3 chunks each (the last one may be shorter)";
 }
 
 TEST_F(ImageFolderTest, TrainCropsDifferAcrossEpochsAndShapesFollowCropSize) {
