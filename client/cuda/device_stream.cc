@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <deque>
 #include <cstdio>
 #include <optional>
 
@@ -63,8 +64,8 @@ void warn_once(const std::string& why) {
 
 class DeviceStreamCore final {
  public:
-  DeviceStreamCore(Stream stream, int device, DevicePool pool)
-      : stream_(std::move(stream)), device_(device), pool_(std::move(pool)) {}
+  DeviceStreamCore(Stream stream, int device, DevicePool pool, uint32_t prefetch)
+      : stream_(std::move(stream)), device_(device), pool_(std::move(pool)), prefetch_(prefetch) {}
   ~DeviceStreamCore() { (void)close(); }
 
   Status start(const DeviceOptions& options) {
@@ -92,15 +93,15 @@ class DeviceStreamCore final {
 
   Result<std::optional<DeviceBatch>> next(cudaStream_t consumer) {
     if (closed_) return Error(ErrorCode::kInvalidArgument, "DeviceStream::next after close()");
-    if (!ahead_ && !ended_ && !deferred_) {
+    if (ahead_.empty() && !ended_ && !deferred_) {
       if (Status st = prefetch(); !st.ok()) return st.error();  // not sticky: no buffer set free yet
     }
-    if (!ahead_) {
+    if (ahead_.empty()) {
       if (deferred_) return *deferred_;
       return std::optional<DeviceBatch>();
     }
-    DeviceBatch out = std::move(*ahead_);
-    ahead_.reset();
+    DeviceBatch out = std::move(ahead_.front());
+    ahead_.pop_front();
     {
       DeviceGuard guard(device_);
       if (cudaError_t e = cudaStreamWaitEvent(consumer, out.ready_event(), 0); e != cudaSuccess) {
@@ -109,15 +110,17 @@ class DeviceStreamCore final {
       }
     }
     out.set_stream(consumer);
-    (void)prefetch();  // batch N+1 copies on the side stream while the trainer computes on this one; if every
-                       // buffer set is held, the next call retries
+    // Batches N+1 .. N+prefetch copy on the side stream while the trainer computes on this one; if every buffer
+    // set is held, the next call retries.
+    while (ahead_.size() < prefetch_ && !ended_ && !deferred_ && prefetch().ok()) {
+    }
     return std::optional<DeviceBatch>(std::move(out));
   }
 
   Status close() {
     if (closed_) return ok_status();
     closed_ = true;
-    ahead_.reset();
+    ahead_.clear();
     DeviceGuard guard(device_);
     while (pool_.wait_oldest()) {  // copies still reading the segment
     }
@@ -158,7 +161,7 @@ class DeviceStreamCore final {
       deferred_ = dev.error();
       return ok_status();
     }
-    ahead_ = std::move(*dev);
+    ahead_.push_back(std::move(*dev));
     return ok_status();
   }
 
@@ -169,7 +172,8 @@ class DeviceStreamCore final {
   PinStatus pin_;
   bool registered_ = false;
   cudaStream_t side_ = nullptr;
-  std::optional<DeviceBatch> ahead_;
+  const uint32_t prefetch_;       // DeviceOptions::prefetch
+  std::deque<DeviceBatch> ahead_;  // copies started, oldest first
   std::optional<Error> deferred_;
   bool ended_ = false, closed_ = false;
   uint64_t host_waits_ = 0;
@@ -178,15 +182,20 @@ class DeviceStreamCore final {
 }  // namespace detail
 
 Result<DeviceStream> DeviceStream::open(Stream stream, const DeviceOptions& options) {
-  if (options.max_batches < 2) {
-    return Error(ErrorCode::kInvalidArgument, "DeviceOptions::max_batches must be at least 2 (one batch copying "
-                                              "ahead, one held by the trainer), not " +
-                                                  std::to_string(options.max_batches));
+  if (options.prefetch < 1) {
+    return Error(ErrorCode::kInvalidArgument, "DeviceOptions::prefetch must be at least 1 (batches copied ahead)");
+  }
+  if (options.max_batches < 2 || options.max_batches < options.prefetch + 1) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "DeviceOptions::max_batches must be at least 2 and at least prefetch + 1 (" +
+                     std::to_string(options.prefetch) + " batches copying ahead, one held by the trainer), not " +
+                     std::to_string(options.max_batches));
   }
   auto pool = DevicePool::create(stream.info(), options.device, options.max_batches);
   if (!pool.ok()) return pool.error();
   const int device = pool->device();
-  auto core = std::make_unique<detail::DeviceStreamCore>(std::move(stream), device, std::move(pool).value());
+  auto core = std::make_unique<detail::DeviceStreamCore>(std::move(stream), device, std::move(pool).value(),
+                                                         options.prefetch);
   if (Status st = core->start(options); !st.ok()) return st.error();
   return DeviceStream(std::move(core));
 }

@@ -100,11 +100,14 @@ int bandwidth(const std::vector<int>& sizes_mb, int repeats, bool json) {
   return 0;
 }
 
-int loop(batchd::Client& client, const batchd::StreamOptions& opts, bool pin, double compute_us, bool json) {
+int loop(batchd::Client& client, const batchd::StreamOptions& opts, bool pin, uint32_t prefetch, double compute_us,
+         bool json) {
   auto stream = client.open_stream(opts);
   if (!stream.ok()) return std::fprintf(stderr, "batchd-cuda-bench: %s\n", stream.error().message().c_str()), 1;
   batchd::cuda::DeviceOptions dopts;
   dopts.pin = pin;
+  dopts.prefetch = prefetch;
+  dopts.max_batches = std::max(dopts.max_batches, prefetch + 2);
   auto dev = batchd::cuda::DeviceStream::open(std::move(stream).value(), dopts);
   if (!dev.ok()) return std::fprintf(stderr, "batchd-cuda-bench: %s\n", dev.error().message().c_str()), 1;
   int clock_khz = 0;
@@ -190,7 +193,7 @@ int main(int argc, char** argv) {
   auto* lp = app.add_subcommand("loop", "a GPU loop with one fixed synthetic kernel per batch");
   bool spawn = false, no_pin = false;
   std::string socket, dataset = "fashion-mnist", pipeline = "fmnist", config;
-  uint32_t batch_size = 256, epochs = 2, workers = 2, depth = 0;
+  uint32_t batch_size = 256, epochs = 2, workers = 2, depth = 0, prefetch = 1;
   double compute_us = 300;
   lp->add_flag("--spawn", spawn, "start a private daemon (as batchd-bench --spawn)");
   lp->add_option("--socket", socket, "use the daemon serving PATH");
@@ -201,6 +204,8 @@ int main(int argc, char** argv) {
   lp->add_option("--epochs", epochs)->capture_default_str();
   lp->add_option("--workers", workers, "workers of the spawned daemon")->capture_default_str();
   lp->add_option("--depth", depth, "slots per stream (0 = daemon default)");
+  lp->add_option("--prefetch", prefetch, "batches copied ahead at once (DeviceOptions::prefetch; max_batches = "
+                                         "prefetch + 2)")->check(CLI::Range(1, 64))->capture_default_str();
   lp->add_option("--compute-us", compute_us, "GPU time of the synthetic kernel per batch, µs")->capture_default_str();
   lp->add_flag("--no-pin", no_pin, "do not register the segment (pageable copies)");
   CLI11_PARSE(app, argc, argv);
@@ -228,5 +233,5 @@ int main(int argc, char** argv) {
   opts.batch_size = batch_size;
   opts.num_epochs = epochs;
   opts.depth = depth;
-  return loop(*client, opts, !no_pin, compute_us, json);
+  return loop(*client, opts, !no_pin, prefetch, compute_us, json);
 }

@@ -77,6 +77,46 @@ TEST_F(CudaClientTest, FewerThanTwoDeviceBatchesIsRefusedOnAnyMachine) {
   EXPECT_NE(dev.error().message().find("max_batches must be at least 2"), std::string::npos);
 }
 
+TEST_F(CudaClientTest, PrefetchNeedsABufferSetEachAndIsCheckedOnAnyMachine) {
+  DeviceOptions opts;
+  opts.prefetch = 0;
+  auto dev = DeviceStream::open(open(fmnist_options()), opts);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_NE(dev.error().message().find("prefetch must be at least 1"), std::string::npos) << dev.error().message();
+  opts.prefetch = 3;
+  opts.max_batches = 3;
+  dev = DeviceStream::open(open(fmnist_options()), opts);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(dev.error().message().find("at least prefetch + 1"), std::string::npos) << dev.error().message();
+}
+
+// Several copies in flight: the same batches, in order, each index once.
+TEST_F(CudaClientTest, SeveralCopiesInFlightDeliverEveryBatchOnceInOrder) {
+  SKIP_WITHOUT_GPU();
+  StreamOptions o = fmnist_options();
+  o.shuffle = false;
+  DeviceOptions opts;
+  opts.prefetch = 3;
+  opts.max_batches = 5;
+  auto dev = DeviceStream::open(open(o), opts);
+  ASSERT_TRUE(dev.ok()) << dev.error().message();
+  cudaStream_t s = consumer_stream();
+  std::set<int64_t> seen;
+  uint64_t expected_sequence = 0;
+  for (;;) {
+    auto d = dev->next(s);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    if (!*d) break;
+    ASSERT_EQ((*d)->sequence(), expected_sequence++);
+    const std::vector<uint8_t> idx = to_host(*(*d)->find("index"), s);
+    const auto* v = reinterpret_cast<const int64_t*>(idx.data());
+    seen.insert(v, v + (*d)->size());
+  }
+  EXPECT_EQ(seen.size(), 10000u);
+  ASSERT_TRUE(dev->close().ok());
+}
+
 // Holding every device batch makes next() fail with kResourceExhausted without losing a batch; after a release
 // the sequence continues where it was.
 TEST_F(CudaClientTest, AllBuffersHeldIsANonStickyErrorThatLosesNothing) {

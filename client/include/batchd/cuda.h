@@ -150,15 +150,20 @@ class DevicePool {
 struct DeviceOptions {
   int device = -1;           // CUDA device ordinal; -1 = the opening thread's current device
   bool pin = true;           // page-lock the segment (cudaHostRegister); false = pageable copies
-  uint32_t max_batches = 3;  // device buffer sets, >= 2: the one being copied, the trainer's, one spare (so the
-                             // trainer may hold its previous batch while asking for the next)
+  uint32_t max_batches = 3;  // device buffer sets, >= prefetch + 1: the ones being copied, the trainer's, and a
+                             // spare (so the trainer may hold its previous batch while asking for the next)
+  uint32_t prefetch = 1;     // batches copied ahead of the trainer at once, >= 1. More keeps a GPU that consumes
+                             // batches faster than one copy's latency fed; each needs a device buffer set (raise
+                             // max_batches with it) and holds a host slot until its copy is done. 1 until measured
+                             // on a GPU host (docs/benchmarks.md).
 };
 
-// A Stream whose batches arrive in device memory, one batch copied ahead on a side stream.
+// A Stream whose batches arrive in device memory, DeviceOptions::prefetch batches copied ahead on a side stream.
 class DeviceStream {
  public:
   // Registers the stream's segment (DeviceOptions::pin) and creates the side stream and the pool.
-  // Errors: kUnavailable (no CUDA device or driver, with the runtime's reason), kInvalidArgument (bad device).
+  // Errors: kUnavailable (no CUDA device or driver, with the runtime's reason), kInvalidArgument (bad device;
+  // prefetch 0; max_batches < prefetch + 1 — checked before any CUDA call).
   static Result<DeviceStream> open(Stream stream, const DeviceOptions& options = {});
   DeviceStream(DeviceStream&&) noexcept;
   DeviceStream& operator=(DeviceStream&&) noexcept;
