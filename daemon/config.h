@@ -32,7 +32,7 @@ struct Limits {
   uint64_t max_shm_bytes = 0;               // bytes of all segments together; 0 = half of physical memory
 };
 
-// daemon.min_chunk_us's default: see deploy/batchd.toml for how it was measured.
+// daemon.min_chunk_us's default, measured as docs/benchmarks.md ("batches made in chunks") says.
 inline constexpr uint32_t kDefaultMinChunkUs = 50;
 
 struct Config {

@@ -208,7 +208,8 @@ int main(int argc, char** argv) {
     }
   }
   // Drained. A second SIGTERM (systemd's, a supervisor's) from here on must not turn the clean exit into "killed by
-  // signal": asio's handlers go with the signal_sets below, so block these signals for the rest of the exit.
+  // signal": asio's handlers go when the signal_sets above are destroyed, so block these signals for the rest of
+  // the exit.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   for (int sig : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) sigaddset(&stop_signals, sig);

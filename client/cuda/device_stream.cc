@@ -1,4 +1,5 @@
-// device_stream.cc — DeviceStream: the segment registered once, one batch copied ahead on a side stream.
+// device_stream.cc — DeviceStream: the segment registered once, DeviceOptions::prefetch batches copied ahead on a
+// side stream.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -106,6 +107,7 @@ class DeviceStreamCore final {
       DeviceGuard guard(device_);
       if (cudaError_t e = cudaStreamWaitEvent(consumer, out.ready_event(), 0); e != cudaSuccess) {
         deferred_ = cuda_error("cudaStreamWaitEvent(consumer stream)", e);  // the batch is lost: the stream fails
+        ahead_.clear();  // and stays failed: no later batch may be delivered past the lost one
         return *deferred_;
       }
     }

@@ -81,7 +81,7 @@ std::string prometheus_text(const wire::StatusReply& st) {
   o << "batchd_connections " << st.connections() << '\n';
   family("batchd_streams", "gauge", "Open streams.");
   o << "batchd_streams " << st.streams_size() << '\n';
-  family("batchd_batches_redone_total", "counter", "Batches given to a new worker after theirs died.");
+  family("batchd_batches_redone_total", "counter", "Tasks (chunks of batches) given to a new worker after theirs died.");
   o << "batchd_batches_redone_total " << st.batches_redone() << '\n';
   uint64_t shm = 0;
   for (const auto& s : st.segments()) shm += s.bytes();

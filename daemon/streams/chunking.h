@@ -15,7 +15,7 @@ namespace batchd::daemon {
 
 struct ChunkPolicy {
   uint32_t workers = 1;       // W: the daemon's worker processes
-  uint32_t min_chunk_us = 0;  // scheduler.min_chunk_us; 0 = no lower bound
+  uint32_t min_chunk_us = 0;  // daemon.min_chunk_us; 0 = no lower bound
 };
 
 // The begin of each chunk (the first is 0), in order. per_sample_ns: the stream's measured worker time per sample

@@ -2,7 +2,8 @@
 //
 // Policy: tasks to redo (a worker died making them, or a bad sample was replaced) go first, oldest requeued last
 // (a redo goes to the front); then new tasks round-robin over the streams: the first stream after the last one
-// served that has a task (a free slot and batches left). One task per idle worker; pump() fills every idle worker
+// served that has a task (a chunk of a batch it already claimed, or a free slot and batches left), one chunk a
+// turn. One task per idle worker; pump() fills every idle worker
 // it can. A stream with a free slot is therefore never starved by another's backlog.
 //
 // The Scheduler does not own the streams: StreamManager adds each stream when it is opened and removes it before

@@ -14,6 +14,14 @@ std::optional<SlotRing::Claim> SlotRing::claim(uint64_t limit, const std::vector
   return std::nullopt;
 }
 
+bool SlotRing::can_claim(uint64_t limit) const {
+  if (next_claim_ >= total_ || next_claim_ >= limit) return false;
+  for (const auto& s : slots_) {
+    if (s.state == State::kFree) return true;
+  }
+  return false;
+}
+
 void SlotRing::finish(uint64_t sequence, uint32_t slot, uint32_t begin) {
   if (slot >= slots_.size()) return;
   Slot& s = slots_[slot];

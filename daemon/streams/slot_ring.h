@@ -42,6 +42,8 @@ class SlotRing final {
   // The next sequence and a free slot for it, to be made in chunks starting at `chunk_begins`; nullopt if no slot
   // is free or every sequence below `limit` (and below total()) was claimed.
   std::optional<Claim> claim(uint64_t limit, const std::vector<uint32_t>& chunk_begins);
+  // Whether claim(limit, ...) would succeed.
+  bool can_claim(uint64_t limit) const;
   // The chunk at `begin` of the batch in `slot` is made (ignored unless that slot is working on `sequence` and the
   // chunk is pending); the slot is ready after its last chunk.
   void finish(uint64_t sequence, uint32_t slot, uint32_t begin);

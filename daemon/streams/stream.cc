@@ -20,7 +20,7 @@ Stream::Stream(Peer owner, StreamPlan plan, Segment segment, ChunkPolicy chunk_p
       segment_(std::move(segment)),
       ring_(plan_.opened.slot_count(), wire::total_batches(plan_.opened)),
       policy_(plan_.on_error, plan_.dataset(), plan_.opened.dataset_size()),
-      stats_(bytes_per_sample(plan_.opened)),
+      stats_(bytes_per_sample(plan_.opened), chunk_policy.workers),
       chunk_policy_(chunk_policy) {}
 
 void Stream::observe() {
@@ -46,10 +46,15 @@ std::optional<Task> Stream::next_task() {
   if (chunks_.empty()) return std::nullopt;
   Task task = std::move(chunks_.front());
   chunks_.pop_front();
+  if (policy_.any_bad()) {  // a sample found bad since the batch was claimed is replaced before any worker sees it
+    policy_.substitute(sampler_indices(task.work.epoch(), task.work.batch(), task.begin(), task.end()), &task.work);
+    ring_.set_skipped(task.work.slot(), task.begin(), task.work.skipped());
+  }
   return task;
 }
 
 void Stream::claim_next_batch() {
+  if (!ring_.can_claim(policy_.failing_sequence())) return;
   const uint64_t per_epoch = plan_.sampler.batches_per_epoch();
   const uint64_t global = ring_.next_claim() + plan_.opened.start_batch();
   const uint64_t batch = global % per_epoch;

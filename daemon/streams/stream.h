@@ -72,8 +72,8 @@ class Stream final {
   void fail_at(uint64_t sequence, Error error) { policy_.fail_at(sequence, std::move(error)); }
   std::optional<Error> due_failure() const { return policy_.due_failure(ring_.next_deliver()); }
 
-  // A worker (number `worker`) made a chunk of `samples` in `nanos`: stage times, the measured time per sample
-  // (chunk sizes follow it), and which workers made the stream's chunks.
+  // Worker `worker` answered a chunk of `samples` (done or failed): its stage times count; a successful chunk also
+  // feeds the measured time per sample (chunk sizes follow it) and chunks_by_worker.
   void add_work(size_t worker, const wire::WorkerDone& done, uint32_t samples) { stats_.add_work(worker, done, samples); }
   wire::StreamInfo info() const;
   wire::SegmentInfo segment_info() const;

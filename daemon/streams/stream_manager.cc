@@ -105,7 +105,7 @@ void StreamManager::on_task_done(size_t w, const wire::WorkerDone& done, Task ta
     Stream& stream = *entry.stream;
     stream.add_work(w, done, static_cast<uint32_t>(task.work.indices_size()));
     if (done.has_error() && done.sample_failed() && stream.running()) {
-      // One bad sample: the stream's on_error policy decides (fail, or replace it and make the batch again).
+      // One bad sample: the stream's on_error policy decides (fail, or replace it and make the chunk again).
       const uint64_t sequence = task.sequence();
       redo_or_fail(entry, sequence,
                    stream.after_bad_sample(std::move(task), done.failed_sample(), wire::from_wire(done.error())));

@@ -24,7 +24,8 @@ class StreamStats final {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit StreamStats(uint64_t bytes_per_sample) : bytes_per_sample_(bytes_per_sample) {}
+  StreamStats(uint64_t bytes_per_sample, size_t workers)
+      : bytes_per_sample_(bytes_per_sample), chunks_by_worker_(workers) {}
 
   // Charges the time since the last call; `counts` are slots per SlotRing::State (free, working, ready, leased).
   void observe(const std::array<uint32_t, 4>& counts, bool work_left, bool delivery_left, bool running);
@@ -35,7 +36,8 @@ class StreamStats final {
   // Mean worker time per sample over the stream's successful chunks; 0 before the first.
   double per_sample_ns() const { return work_samples_ ? static_cast<double>(work_ns_) / work_samples_ : 0.0; }
 
-  // Fills the accounting fields of a StreamInfo row (stages, open time, delivered, ahead/stall, skipped).
+  // Fills the accounting fields of a StreamInfo row (stages, open time, delivered, ahead/stall, skipped,
+  // chunks_by_worker).
   void fill(wire::StreamInfo* info) const;
   double open_seconds() const;
 

@@ -1,8 +1,6 @@
 // task.h — the unit of work the scheduler hands to a worker: samples [begin, end) of one batch, with a deadline.
 //
-// Today a task covers a whole batch (begin 0, end = the batch's sample count); the interface already speaks in
-// sample ranges so that splitting a batch into chunks changes the scheduling policy, not this type or the worker
-// protocol. The deadline is when the task is overdue; today nothing sets one (time_point::max(): none) and nothing
+// A batch is made in one or more such chunks (chunking.h): several workers fill the chunks of one slot at once. The deadline is when the task is overdue; today nothing sets one (time_point::max(): none) and nothing
 // enforces it: a task watchdog (kill the worker, log, requeue) is the policy that will stamp and check it.
 //
 // Plain value type.

@@ -59,8 +59,8 @@ TEST(ChaosTest, ExactlyOnceAndNoLeaksWhileWorkersAndAClientAreKilled) {
   std::atomic<bool> done{false};
   std::atomic<int> kills{0};
 
-  // Kills a random worker every 10-40 ms, but only one that has finished a batch in its current life, and only
-  // after two batches were finished since the previous kill. Without that, a loaded machine (ctest -j) could kill
+  // Kills a random worker every 10-40 ms, but only one that has finished a chunk in its current life, and only
+  // after four chunks (two batches: 2 chunks each at depth 1) were finished since the previous kill. Without that, a loaded machine (ctest -j) could kill
   // the workers redoing one batch three times in a row: the daemon then fails that stream by design (a batch that
   // kills 3 workers is not retried forever), which is not what this test is about.
   std::thread killer([&] {
@@ -77,7 +77,7 @@ TEST(ChaosTest, ExactlyOnceAndNoLeaksWhileWorkersAndAClientAreKilled) {
         total += w.batches_done;
         done_when_seen.emplace(w.pid, w.batches_done);
       }
-      if (total < total_at_last_kill + 2) continue;
+      if (total < total_at_last_kill + 4) continue;
       const auto& w = st.workers[std::uniform_int_distribution<size_t>(0, st.workers.size() - 1)(rng)];
       if (w.pid <= 0 || w.batches_done <= done_when_seen[w.pid]) continue;
       if (::kill(w.pid, SIGKILL) == 0) {

@@ -98,7 +98,7 @@ struct DaemonStatus {
   SharingStrategy default_strategy = SharingStrategy::kDefault;  // the daemon's: kFileDescriptor or kFileSystem
   uint32_t connections = 0;
   std::vector<std::string> datasets;  // declared in its configuration
-  uint64_t batches_redone = 0;        // batches given again to a new worker after theirs died
+  uint64_t batches_redone = 0;        // tasks (chunks of batches) given again to a new worker after theirs died
   bool draining = false;              // new streams are refused (Admin::drain)
   std::vector<WorkerStatus> workers;
   std::vector<StreamStatus> streams;

@@ -150,8 +150,9 @@ class DevicePool {
 struct DeviceOptions {
   int device = -1;           // CUDA device ordinal; -1 = the opening thread's current device
   bool pin = true;           // page-lock the segment (cudaHostRegister); false = pageable copies
-  uint32_t max_batches = 3;  // device buffer sets, >= prefetch + 1: the ones being copied, the trainer's, and a
-                             // spare (so the trainer may hold its previous batch while asking for the next)
+  uint32_t max_batches = 3;  // device buffer sets, >= prefetch + 1 (the ones being copied and the trainer's);
+                             // prefetch + 2 also leaves a spare, so the trainer may hold its previous batch while
+                             // asking for the next
   uint32_t prefetch = 1;     // batches copied ahead of the trainer at once, >= 1. More keeps a GPU that consumes
                              // batches faster than one copy's latency fed; each needs a device buffer set (raise
                              // max_batches with it) and holds a host slot until its copy is done. 1 until measured
@@ -175,7 +176,8 @@ class DeviceStream {
   uint64_t host_waits() const;
 
   // The next batch, its copy ordered before all work enqueued on `consumer` afterwards; then starts copying the
-  // one after it. Blocks only on the daemon (and, if the copies lag so far that every slot of the stream waits
+  // ones after it, up to DeviceOptions::prefetch ahead (the first call waits for prefetch + 1 host batches; later
+  // calls for about one each). Blocks only on the daemon (and, if the copies lag so far that every slot of the stream waits
   // on one, on the oldest copy). std::nullopt after the last batch; errors as Stream::next(), and
   // kResourceExhausted (not sticky: nothing is lost, call again after releasing one) when the caller holds
   // max_batches - 1 device batches.

@@ -25,3 +25,15 @@ TEST(ChunkingTest, NoChunkShorterThanMinChunkUsOfMeasuredWork) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST(ChunkingTest, NoChunkIsEvenOneSampleShortOfTheBound) {
+  // 5 samples of 130 µs, min 300 µs: at least 3 samples a chunk (390 µs), so one chunk, not 2 + 3 (260 µs).
+  EXPECT_EQ(chunk_begins(5, 1, {4, 300}, 130'000).size(), 1u);
+  EXPECT_EQ(chunk_begins(6, 1, {4, 300}, 130'000), (std::vector<uint32_t>{0, 3}));
+}
+
+}  // namespace
+}  // namespace batchd::daemon

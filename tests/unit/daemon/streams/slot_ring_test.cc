@@ -1,0 +1,46 @@
+// SlotRing with chunks: a slot is ready after its last chunk; stale or repeated finishes are ignored; skipped
+// counts add up over the chunks.
+#include "streams/slot_ring.h"
+
+#include <gtest/gtest.h>
+
+namespace batchd::daemon {
+namespace {
+
+TEST(SlotRingTest, ASlotIsReadyOnlyAfterItsLastChunkAndStaleFinishesAreIgnored) {
+  SlotRing sut(2, 10);
+  auto a = sut.claim(UINT64_MAX, {0, 20, 40});
+  ASSERT_TRUE(a);
+  sut.finish(a->sequence, a->slot, 20);
+  sut.finish(a->sequence, a->slot, 20);  // the same chunk again: no effect
+  sut.finish(a->sequence, a->slot, 7);   // no such chunk
+  sut.finish(a->sequence + 1, a->slot, 0);  // another batch
+  sut.finish(a->sequence, a->slot, 0);
+  EXPECT_TRUE(sut.take_in_order(UINT64_MAX).empty()) << "chunk 40 is still being made";
+  EXPECT_EQ(sut.counts()[static_cast<int>(SlotRing::State::kWorking)], 1u);
+  sut.finish(a->sequence, a->slot, 40);
+  const auto ready = sut.take_in_order(UINT64_MAX);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].sequence, 0u);
+}
+
+TEST(SlotRingTest, SkippedCountsAreKeptPerChunkAndAddUp) {
+  SlotRing sut(1, 10);
+  auto a = sut.claim(UINT64_MAX, {0, 5});
+  ASSERT_TRUE(a);
+  sut.set_skipped(a->slot, 0, 1);
+  sut.set_skipped(a->slot, 5, 3);
+  sut.set_skipped(a->slot, 5, 2);  // the chunk was substituted again (a redo): its count is replaced
+  sut.finish(0, a->slot, 0);
+  sut.finish(0, a->slot, 5);
+  const auto ready = sut.take_in_order(UINT64_MAX);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].skipped, 3u);
+  EXPECT_FALSE(sut.can_claim(UINT64_MAX)) << "the only slot is leased";
+  ASSERT_TRUE(sut.release(0).ok());
+  EXPECT_TRUE(sut.can_claim(UINT64_MAX));
+  EXPECT_FALSE(sut.can_claim(1)) << "sequence 1 is at the limit";
+}
+
+}  // namespace
+}  // namespace batchd::daemon
