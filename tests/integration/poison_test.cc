@@ -10,12 +10,28 @@ namespace {
 constexpr int64_t kPoison = 1234;
 
 
-TEST(PoisonTest, SkipReplacesACrashingSampleAndCountsIt) {
-  auto daemon = start_daemon("", 2, {"--fault-crash-on-sample", std::to_string(kPoison)});
+// Whole batches (depth 4, 2 workers), or chunks (depth 1, --min-chunk-us 0: each batch of 100 made in 2 chunks of
+// 50 at once): poison detection is per sample either way, and skip gives the same samples.
+struct Mode {
+  uint32_t depth;
+  std::vector<std::string> args;
+};
+const Mode kWhole{0, {}};
+const Mode kChunks{1, {"--min-chunk-us", "0"}};
+
+tools::SpawnedDaemon poison_daemon(const Mode& mode) {
+  std::vector<std::string> args = {"--fault-crash-on-sample", std::to_string(kPoison)};
+  args.insert(args.end(), mode.args.begin(), mode.args.end());
+  return start_daemon("", 2, args);
+}
+
+void skip_replaces_a_crashing_sample(const Mode& mode) {
+  auto daemon = poison_daemon(mode);
   auto client = Client::connect(daemon.socket_path());
   auto o = fmnist_options("fashion-mnist-test", 100);
   o.shuffle = false;
   o.num_epochs = 2;
+  o.depth = mode.depth;
   o.on_error = OnError::kSkip;
   auto stream = client->open_stream(o);
   ASSERT_TRUE(stream.ok());
@@ -43,11 +59,15 @@ TEST(PoisonTest, SkipReplacesACrashingSampleAndCountsIt) {
   for (const auto& w : st.workers) EXPECT_GT(w.pid, 0);
 }
 
-TEST(PoisonTest, FailEndsTheStreamNamingTheSampleAndTheSignal) {
-  auto daemon = start_daemon("", 2, {"--fault-crash-on-sample", std::to_string(kPoison)});
+TEST(PoisonTest, SkipReplacesACrashingSampleAndCountsIt) { skip_replaces_a_crashing_sample(kWhole); }
+TEST(PoisonTest, SkipReplacesACrashingSampleAndCountsItWithChunks) { skip_replaces_a_crashing_sample(kChunks); }
+
+void fail_ends_the_stream_naming_the_sample(const Mode& mode) {
+  auto daemon = poison_daemon(mode);
   auto client = Client::connect(daemon.socket_path());
   auto o = fmnist_options("fashion-mnist-test", 100);
   o.shuffle = false;
+  o.depth = mode.depth;
   auto stream = client->open_stream(o);
   ASSERT_TRUE(stream.ok());
   Error error(ErrorCode::kInternal, "no error");
@@ -72,6 +92,11 @@ TEST(PoisonTest, FailEndsTheStreamNamingTheSampleAndTheSignal) {
   auto s = other->open_stream(o);
   ASSERT_TRUE(s.ok());
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(s->next().ok());
+}
+
+TEST(PoisonTest, FailEndsTheStreamNamingTheSampleAndTheSignal) { fail_ends_the_stream_naming_the_sample(kWhole); }
+TEST(PoisonTest, FailEndsTheStreamNamingTheSampleAndTheSignalWithChunks) {
+  fail_ends_the_stream_naming_the_sample(kChunks);
 }
 
 }  // namespace
