@@ -41,16 +41,14 @@ std::optional<Task> Stream::next_task() {
   observe();
   if (!running()) return std::nullopt;
   // Chunks of a batch already claimed go first (none at or after a failing batch).
-  while (!chunks_.empty() && chunks_.front().sequence() >= policy_.failing_sequence()) chunks_.pop_front();
+  while (!chunks_.empty() && chunks_.front().task.sequence() >= policy_.failing_sequence()) chunks_.pop_front();
   if (chunks_.empty()) claim_next_batch();
   if (chunks_.empty()) return std::nullopt;
-  Task task = std::move(chunks_.front());
+  Chunk chunk = std::move(chunks_.front());
   chunks_.pop_front();
-  if (policy_.any_bad()) {  // a sample found bad since the batch was claimed is replaced before any worker sees it
-    policy_.substitute(sampler_indices(task.work.epoch(), task.work.batch(), task.begin(), task.end()), &task.work);
-    ring_.set_skipped(task.work.slot(), task.begin(), task.work.skipped());
-  }
-  return task;
+  // Indices are taken at dispatch, so a sample found bad since the batch was claimed never reaches a worker.
+  fill_indices(&chunk.task, chunk.end);
+  return std::move(chunk.task);
 }
 
 void Stream::claim_next_batch() {
@@ -74,16 +72,18 @@ void Stream::claim_next_batch() {
     task.work.set_slot(claim->slot);
     task.work.set_begin(begin);
     task.work.set_batch_samples(samples);
-    policy_.substitute(sampler_indices(task.work.epoch(), batch, begin, end), &task.work);
-    ring_.set_skipped(claim->slot, begin, task.work.skipped());
-    chunks_.push_back(std::move(task));
+    chunks_.push_back({std::move(task), end});
   }
+}
+
+void Stream::fill_indices(Task* task, uint32_t end) {
+  policy_.substitute(sampler_indices(task->work.epoch(), task->work.batch(), task->begin(), end), &task->work);
+  ring_.set_skipped(task->work.slot(), task->begin(), task->work.skipped());
 }
 
 Result<Task> Stream::redo(Task task, Status decision) {
   if (!decision.ok()) return decision.error();
-  policy_.substitute(sampler_indices(task.work.epoch(), task.work.batch(), task.begin(), task.end()), &task.work);
-  ring_.set_skipped(task.work.slot(), task.begin(), task.work.skipped());
+  fill_indices(&task, task.end());
   task.deadline = Task::Clock::time_point::max();
   return task;
 }

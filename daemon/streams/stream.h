@@ -83,6 +83,9 @@ class Stream final {
   std::span<const int64_t> sampler_indices(uint64_t epoch, uint64_t batch, uint32_t begin, uint32_t end);
   // Claims a slot for the next batch and queues its chunks in chunks_.
   void claim_next_batch();
+  // Sets task's indices for positions [begin, end) from the sampler, bad samples substituted, and records the
+  // chunk's skipped count in its slot.
+  void fill_indices(Task* task, uint32_t end);
   Result<Task> redo(Task task, Status decision);
   void observe();
 
@@ -94,7 +97,11 @@ class Stream final {
   ErrorPolicy policy_;
   StreamStats stats_;
   ChunkPolicy chunk_policy_;
-  std::deque<Task> chunks_;  // chunks of claimed batches not handed out yet, in order
+  struct Chunk {
+    Task task;     // without indices: they are taken at dispatch (fill_indices)
+    uint32_t end;  // one past its last position
+  };
+  std::deque<Chunk> chunks_;  // chunks of claimed batches not handed out yet, in order
   uint64_t indices_epoch_ = ~0ull;
   std::vector<int64_t> indices_;  // this rank's indices for indices_epoch_
 };
