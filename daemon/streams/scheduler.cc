@@ -31,13 +31,15 @@ void Scheduler::pump() {
     // Round-robin: the first stream after the last one served that has a task.
     auto it = streams_.upper_bound(last_served_);
     std::optional<Task> task;
+    const Stream* served = nullptr;
     for (size_t i = 0; i < streams_.size() && !task; ++i, ++it) {
       if (it == streams_.end()) it = streams_.begin();
       task = it->second->next_task();
-      if (task) last_served_ = it->first;
+      served = it->second;
     }
     if (!task) return;
-    assign(*w, std::move(*task), *streams_.at(last_served_));
+    last_served_ = served->id();
+    assign(*w, std::move(*task), *served);
   }
 }
 

@@ -101,12 +101,6 @@ TEST_F(StreamTest, FailedStreamDispatchesAndDeliversNothingMore) {
   EXPECT_FALSE(sut_->next_task());
 }
 
-}  // namespace
-}  // namespace batchd::daemon
-
-namespace batchd::daemon {
-namespace {
-
 TEST_F(StreamTest, UnblamedDeathsAreRetriedThenFailTheStream) {
   auto t = sut_->next_task();
   auto redo = sut_->after_worker_death(*t, -1, "killed by signal Killed");
@@ -157,12 +151,6 @@ TEST_F(StreamTest, SkipReplacesABadSampleNowAndInLaterBatches) {
   }
   EXPECT_EQ(sut_->info().samples_skipped(), 2u);
 }
-
-}  // namespace
-}  // namespace batchd::daemon
-
-namespace batchd::daemon {
-namespace {
 
 TEST_F(StreamTest, AFailedBatchFailsTheStreamOnlyAfterEveryEarlierBatchIsDelivered) {
   auto a = sut_->next_task();
