@@ -15,6 +15,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::kIo: return "I/O error";
     case ErrorCode::kDataError: return "data error";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kPermissionDenied: return "permission denied";
   }
   return "error";
 }
@@ -26,6 +27,7 @@ Error posix_error(const std::string& what, int err) {
     case ENOSPC: case ENOMEM: case EMFILE: case ENFILE: code = ErrorCode::kResourceExhausted; break;
     case ECONNREFUSED: case ECONNRESET: case EPIPE: code = ErrorCode::kUnavailable; break;
     case EINVAL: code = ErrorCode::kInvalidArgument; break;
+    case EACCES: case EPERM: code = ErrorCode::kPermissionDenied; break;
     default: break;
   }
   return Error(code, what + ": " + std::strerror(err));

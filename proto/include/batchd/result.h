@@ -24,6 +24,7 @@ enum class ErrorCode {
   kIo = 6,                // a system call failed; the message carries errno's text
   kDataError = 7,         // a sample could not be read or decoded; the message names the file
   kInternal = 8,          // a bug in batchd; please report it with the message
+  kPermissionDenied = 9,  // the caller's uid/groups may not do this (an admin request, another user's stream)
 };
 
 // Human-readable name of an ErrorCode ("invalid argument", ...).

@@ -18,7 +18,7 @@ inline wire::Error to_wire(const batchd::Error& e) {
 
 inline batchd::Error from_wire(const wire::Error& w) {
   const int c = static_cast<int>(w.code());
-  const auto code = (c >= 1 && c <= 8) ? static_cast<batchd::ErrorCode>(c) : batchd::ErrorCode::kInternal;
+  const auto code = (c >= 1 && c <= 9) ? static_cast<batchd::ErrorCode>(c) : batchd::ErrorCode::kInternal;
   return batchd::Error(code, w.message());
 }
 
