@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -67,6 +68,14 @@ struct BatchContext {
 struct StageTimes {
   uint64_t read_ns = 0, decode_ns = 0, resize_ns = 0, normalize_ns = 0;
 };
+
+// Nanoseconds since `t` (a stage's start); moves `t` to now, the next stage's start.
+inline uint64_t stage_ns(std::chrono::steady_clock::time_point& t) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - t).count();
+  t = now;
+  return static_cast<uint64_t>(ns);
+}
 
 // One Pipeline object per worker and stream; run() is not thread-safe (it reuses scratch buffers).
 class Pipeline {

@@ -2,8 +2,8 @@
 
 #include <array>
 #include <chrono>
-#include <cmath>
 
+#include "transforms/crop_resize.h"
 #include "transforms/image_decoder.h"
 #include "data/imagefolder_dataset.h"
 #include "transforms/vision_transforms.h"
@@ -13,13 +13,6 @@ namespace batchd::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t since(Clock::time_point& t) {
-  const auto now = Clock::now();
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - t).count();
-  t = now;
-  return static_cast<uint64_t>(ns);
-}
 
 class VisionPipeline final : public Pipeline {
  public:
@@ -61,7 +54,7 @@ class VisionPipeline final : public Pipeline {
         write_chw(dst, flip, [](int, uint8_t v) { return v; });
       }
       labels[i] = dataset_->label(static_cast<uint64_t>(idx));
-      times_.normalize_ns += since(t);
+      times_.normalize_ns += stage_ns(t);
     }
     return ok_status();
   }
@@ -72,59 +65,23 @@ class VisionPipeline final : public Pipeline {
     const std::string& path = dataset_->path(idx);
     auto t = Clock::now();
     BATCHD_RETURN_IF_ERROR(read_file(path, &bytes_));
-    times_.read_ns += since(t);
+    times_.read_ns += stage_ns(t);
     auto header = decoder_->header(bytes_, path);
     if (!header.ok()) return header.error();
-    const int w = header->width, h = header->height, c = static_cast<int>(options_.crop_size());
-
-    ResampleAxis ax{}, ay{};
-    Scale scale;
+    CropSpec spec;
+    spec.crop = static_cast<int>(options_.crop_size());
     if (mode_ == VisionMode::kTrain) {
       SampleRng rng(context.seed, context.epoch, static_cast<int64_t>(idx));
-      const CropBox box = random_resized_crop_params(w, h, rng);
+      spec.box = random_resized_crop_params(header->width, header->height, rng);
       *flip = rng.uniform(0.0, 1.0) < 0.5;
-      // The crop box in the (possibly DCT-scaled) image; crop first, then resize, as torchvision does.
-      if (fast_decode()) scale = decoder_->choose_scale(*header, box.width, box.height, c, c);
-      const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
-      const double sx = static_cast<double>(sw) / w, sy = static_cast<double>(sh) / h;
-      const double x0 = box.left * sx, x1 = (box.left + box.width) * sx;
-      const double y0 = box.top * sy, y1 = (box.top + box.height) * sy;
-      const int rx = static_cast<int>(std::floor(x0)), ry = static_cast<int>(std::floor(y0));
-      const int rw = std::min(sw, static_cast<int>(std::ceil(x1))) - rx;
-      const int rh = std::min(sh, static_cast<int>(std::ceil(y1))) - ry;
-      PixelRect origin;
-      BATCHD_RETURN_IF_ERROR(decode(path, *header, scale, {rx, ry, rw, rh}, &origin));
-      times_.decode_ns += since(t);
-      ax = {rw, x0 - rx, std::min(x1 - rx, static_cast<double>(rw)), c, 0, c};
-      ay = {rh, y0 - ry, std::min(y1 - ry, static_cast<double>(rh)), c, 0, c};
-      resample_bilinear(image_, rx - origin.x, ry - origin.y, ax, ay, rgb_.data(), &scratch_, order());
     } else {
-      int nw = 0, nh = 0;
-      resize_shorter_side(w, h, static_cast<int>(options_.resize_size()), &nw, &nh);
-      if (fast_decode()) scale = decoder_->choose_scale(*header, w, h, nw, nh);
-      const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
-      ax = {sw, 0.0, static_cast<double>(sw), nw, center_crop_offset(nw, c), c};
-      ay = {sh, 0.0, static_cast<double>(sh), nh, center_crop_offset(nh, c), c};
-      const auto [x0, x1] = resample_input_range(ax);  // only these pixels are read by the center crop
-      const auto [y0, y1] = resample_input_range(ay);
-      PixelRect origin;
-      BATCHD_RETURN_IF_ERROR(decode(path, *header, scale, {x0, y0, x1 - x0, y1 - y0}, &origin));
-      times_.decode_ns += since(t);
-      resample_bilinear(image_, -origin.x, -origin.y, ax, ay, rgb_.data(), &scratch_, order());
+      spec.center = true;
+      spec.resize = static_cast<int>(options_.resize_size());
     }
-    times_.resize_ns += since(t);
-    return ok_status();
+    times_.decode_ns += stage_ns(t);
+    return resizer_.run(bytes_, path, *header, spec,
+                        options_.exact_decode() ? DecodeMode::kExact : DecodeMode::kFastRegion, rgb_.data(), &times_);
   }
-
-  // Decodes the current file into image_ at `scale`: with fast decoding only `want` (widened to iMCU columns),
-  // else all of it, exactly as PIL does. *origin: where image_'s top-left pixel lies in the scaled image.
-  Status decode(const std::string& path, const ImageHeader& header, Scale scale, PixelRect want, PixelRect* origin) {
-    if (fast_decode()) return decoder_->decode_region(bytes_, path, header, scale, want, &image_, origin, true);
-    *origin = {};
-    return decoder_->decode(bytes_, path, header, scale, &image_, false);
-  }
-
-  ResampleOrder order() const { return fast_decode() ? ResampleOrder::kFast : ResampleOrder::kPillow; }
 
   // rgb_ (HWC) -> dst (CHW), mirrored if `flip`, each value through `f(channel, value)`; one pass over each row.
   template <typename T, typename F>
@@ -155,14 +112,12 @@ class VisionPipeline final : public Pipeline {
   VisionMode mode_;
   bool normalize_;
   std::shared_ptr<const ImageFolderDataset> dataset_;
-  bool fast_decode() const { return !options_.exact_decode(); }
-
   wire::VisionOptions options_;
   std::unique_ptr<ImageDecoder> decoder_;
+  CropResizer resizer_{decoder_.get()};
   std::vector<TensorDesc> tensors_;
   std::array<std::array<float, 256>, 3> lut_{};
-  std::vector<uint8_t> bytes_, rgb_, scratch_;
-  RgbImage image_;
+  std::vector<uint8_t> bytes_, rgb_;
   StageTimes times_;
 };
 
