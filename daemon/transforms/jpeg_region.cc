@@ -56,6 +56,19 @@ bool create_decompressor(jpeg_decompress_struct* cinfo, ErrorManager* err) {
   return true;
 }
 
+// True if libjpeg may block-smooth this decode: a progressive JPEG (all of it is read by jpeg_start_decompress)
+// with coefficients left incomplete (cut or corrupt scans). libjpeg-turbo 2.1 smooths a column-cropped decode
+// differently from a whole one (upstream issues 456 and 700), so such an image is decoded full width.
+bool may_smooth_blocks(const jpeg_decompress_struct* cinfo) {
+  if (!cinfo->progressive_mode || !cinfo->do_block_smoothing || cinfo->coef_bits == nullptr) return false;
+  for (int ci = 0; ci < cinfo->num_components; ++ci) {
+    for (int k = 1; k < DCTSIZE2; ++k) {
+      if (cinfo->coef_bits[ci][k] != 0) return true;  // -1: never sent; > 0: not refined to the last bit
+    }
+  }
+  return false;
+}
+
 // The libjpeg calls, in a function whose locals are all trivial (longjmp skips destructors). Returns false on a
 // fatal error (message in err->message); the decompressor is then reset by the caller.
 bool decode_window(jpeg_decompress_struct* cinfo, ErrorManager* err, const uint8_t* data, size_t size, int num,
@@ -75,7 +88,11 @@ bool decode_window(jpeg_decompress_struct* cinfo, ErrorManager* err, const uint8
   const int x1 = std::clamp(want->x + want->width, x0 + 1, full_w);
   const int y1 = std::clamp(want->y + want->height, y0 + 1, full_h);
   JDIMENSION xoffset = static_cast<JDIMENSION>(x0), width = static_cast<JDIMENSION>(x1 - x0);
-  if (width < cinfo->output_width) jpeg_crop_scanline(cinfo, &xoffset, &width);  // widens to iMCU boundaries
+  if (width < cinfo->output_width && !may_smooth_blocks(cinfo)) {
+    jpeg_crop_scanline(cinfo, &xoffset, &width);  // widens to iMCU boundaries
+  } else {
+    xoffset = 0;
+  }
   if (y0 > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y0));
   out->width = static_cast<int>(cinfo->output_width);  // the cropped width
   out->height = y1 - y0;

@@ -9,8 +9,10 @@
 //
 // Pixels equal those of a full decode with the same flags (tested), except at the region's edges when `fast` is off
 // (libjpeg's fancy upsampling reads neighbouring rows). Corrupt data below the window is not seen (those rows are
-// never decoded); a window that reaches the last row reads on to the EOI marker, as a whole decode does. Only 3-component (YCbCr/RGB) and grayscale JPEGs; the caller
-// decodes CMYK/YCCK ones whole.
+// never decoded); a window that reaches the last row reads on to the EOI marker, as a whole decode does. A
+// progressive JPEG whose coefficients are incomplete (cut or corrupt scans; libjpeg then smooths its blocks, and
+// libjpeg-turbo 2.1 smooths a column-cropped decode differently) is decoded full width, rows still skipped.
+// Only 3-component (YCbCr/RGB) and grayscale JPEGs; the caller decodes CMYK/YCCK ones whole.
 // One per worker process; not thread-safe.
 #pragma once
 
