@@ -45,12 +45,12 @@ if ! cmake --build build -j "$jobs" >build/build.log 2>&1; then
 fi
 grep -E 'warning:' build/build.log || true
 
-# The fuzz target: clang with libFuzzer + ASan/UBSan, in its own tree (ctest runs it for a bounded time).
+# The fuzz targets: clang with libFuzzer + ASan/UBSan, in their own tree (ctest runs each for a bounded time).
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DBATCHD_FUZZ=ON \
   -DBATCHD_BUILD_TESTS=OFF -DBATCHD_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control >build-fuzz/build.log 2>&1; then
+if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control fuzz_decode >build-fuzz/build.log 2>&1; then
   cat build-fuzz/build.log
-  echo "setup.sh: the fuzz target failed to build (log above and in build-fuzz/build.log)" >&2
+  echo "setup.sh: the fuzz targets failed to build (log above and in build-fuzz/build.log)" >&2
   exit 1
 fi
 # The client's lock annotations (client/src/mutex.h), checked by clang in its own tree: -Wthread-safety -Werror on
@@ -62,5 +62,5 @@ if ! cmake --build build-tsa -j "$jobs" --target thread_safety >build-tsa/build.
   echo "setup.sh: clang's thread-safety analysis of the client failed (log above and in build-tsa/build.log)" >&2
   exit 1
 fi
-echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench (and build-fuzz/bin/fuzz_control;" \
-  "build-tsa/ checked the client's locks)"
+echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench (and build-fuzz/bin/fuzz_control," \
+  "build-fuzz/bin/fuzz_decode; build-tsa/ checked the client's locks)"
