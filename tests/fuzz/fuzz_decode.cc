@@ -12,8 +12,9 @@
 //   width - 1 and height - 1; p[6], p[7]: its width - 1 and height - 1 as fractions of what lies right and below.
 // What must hold:
 //   - header(): an error is a kDataError whose message starts with the file's name; else both sides are in
-//     [1, 32768] with at most 2^28 pixels. (Images over 2^20 pixels stop after the header: a few bytes can declare
-//     a 2^28-pixel image, and decoding it would cost seconds and ~1 GiB; the size limit is ImageCodecTest's.)
+//     [1, 32768] with at most 2^28 pixels. (Images over 2^19 pixels or 2048 a side stop after the header: a few
+//     bytes can declare a 2^28-pixel image, and decoding and resampling it under ASan would cost seconds and
+//     ~1 GiB, a false timeout; the size limit itself is ImageCodecTest's.)
 //   - Raw check: decode() at scale p[3] (fast) gives the scaled size (PNG: unscaled) and w * h * 3 bytes;
 //     decode_region() of the box (on the scaled image) gives a window inside the image that covers the clamped
 //     box, with its pixels equal to the whole decode's there; if the region decode fails, so does the whole one.
@@ -47,7 +48,8 @@ namespace {
 using namespace batchd::daemon;
 
 constexpr size_t kParamBytes = 8;
-constexpr int64_t kMaxFuzzPixels = int64_t{1} << 20;
+constexpr int64_t kMaxFuzzPixels = int64_t{1} << 19;
+constexpr int kMaxFuzzSide = 2048;
 const std::string kPath = "fuzz.img";
 
 [[noreturn]] void broken(const std::string& what) {
@@ -119,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int w = hdr->width, h = hdr->height;
   check(w >= 1 && h >= 1 && w <= 32768 && h <= 32768 && int64_t{w} * h <= (int64_t{1} << 28),
         "header() accepted " + std::to_string(w) + "x" + std::to_string(h));
-  if (int64_t{w} * h > kMaxFuzzPixels) return 0;
+  if (int64_t{w} * h > kMaxFuzzPixels || w > kMaxFuzzSide || h > kMaxFuzzSide) return 0;
 
   // The box, inside the image: left/top anywhere, at least one pixel wide and high.
   CropBox box;
@@ -133,7 +135,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const tjscalingfactor f = factors[p[3] % nfactors];
   const Scale s{f.num, f.denom};
   const int sw = scaled_size(w, s), sh = scaled_size(h, s);
-  if (int64_t{sw} * sh <= kMaxFuzzPixels) {
+  if (int64_t{sw} * sh <= kMaxFuzzPixels && sw <= 2 * kMaxFuzzSide && sh <= 2 * kMaxFuzzSide) {
     PixelRect want{frac(p[4], sw - 1), frac(p[5], sh - 1), 0, 0};
     want.width = 1 + frac(p[6], sw - want.x - 1);
     want.height = 1 + frac(p[7], sh - want.y - 1);
