@@ -61,12 +61,15 @@ Status read_string(const toml::table& t, const char* key, const std::string& pre
 Status parse_daemon(const toml::table& t, const std::string& source, Config* config) {
   BATCHD_RETURN_IF_ERROR(
       reject_unknown(t, {"socket", "socket_mode", "socket_group", "workers", "min_chunk_us", "shm_strategy",
-                         "log_level"},
+                         "log_level", "task_timeout_min_s", "per_sample_timeout_ms"},
                      "daemon.", source));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket_group", "daemon.", source, &config->socket_group));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket", "daemon.", source, &config->socket));
   BATCHD_RETURN_IF_ERROR(read_int(t, "workers", "daemon.", source, 0, 1024, &config->workers));
   BATCHD_RETURN_IF_ERROR(read_int(t, "min_chunk_us", "daemon.", source, 0, 1000000, &config->min_chunk_us));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "task_timeout_min_s", "daemon.", source, 1, 86400, &config->task_timeout_min_s));
+  BATCHD_RETURN_IF_ERROR(
+      read_int(t, "per_sample_timeout_ms", "daemon.", source, 1, 3600000, &config->per_sample_timeout_ms));
   std::string mode, strategy, level;
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket_mode", "daemon.", source, &mode));
   if (!mode.empty()) {

@@ -34,6 +34,10 @@ struct Limits {
 
 // daemon.min_chunk_us's default, measured as docs/benchmarks.md ("batches made in chunks") says.
 inline constexpr uint32_t kDefaultMinChunkUs = 50;
+// The task watchdog (streams/task.h TaskTimeouts): a task of n samples may take max(task_timeout_min_s,
+// per_sample_timeout_ms × n). Defaults measured as deploy/batchd.toml and docs/reliability.md say.
+inline constexpr uint32_t kDefaultTaskTimeoutMinS = 30;
+inline constexpr uint32_t kDefaultPerSampleTimeoutMs = 1000;
 
 struct Config {
   std::string socket = "/run/batchd/batchd.sock";
@@ -41,6 +45,8 @@ struct Config {
   std::string socket_group;  // "" = the daemon's primary group
   uint32_t workers = 0;  // 0 = one per CPU core
   uint32_t min_chunk_us = kDefaultMinChunkUs;  // no chunk of a batch shorter than this (streams/chunking.h)
+  uint32_t task_timeout_min_s = kDefaultTaskTimeoutMinS;      // watchdog: the least time any task gets
+  uint32_t per_sample_timeout_ms = kDefaultPerSampleTimeoutMs;  // watchdog: time per sample of a task
   wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;
   std::string log_level = "info";
   Limits limits;

@@ -47,9 +47,9 @@ which file, key or resource and what to do).)";
 int main(int argc, char** argv) {
   CLI::App app(kDescription, "batchd");
   std::string config_path, socket, strategy, log_level;
-  uint32_t workers = 0, min_chunk_us = 0;
+  uint32_t workers = 0, min_chunk_us = 0, task_timeout_min_s = 0, per_sample_timeout_ms = 0;
   bool print_default = false;
-  int64_t fault_crash_on_sample = -1;
+  FaultInjection faults;
   app.add_option("-c,--config", config_path, "TOML configuration file (default: the embedded configuration)")
       ->check(CLI::ExistingFile);
   app.add_option("-s,--socket", socket, "Unix socket to serve (default: daemon.socket, /run/batchd/batchd.sock)");
@@ -59,6 +59,14 @@ int main(int argc, char** argv) {
                  "no chunk of a batch shorter than this much work, in µs of the stream's measured time per sample "
                  "(default: daemon.min_chunk_us, 50; 0 = split every batch into ceil(workers / depth) chunks)")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--task-timeout-min-s", task_timeout_min_s,
+                 "watchdog: the least time a worker gets for any task before it is killed and the task redone, in s "
+                 "(default: daemon.task_timeout_min_s)")
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--per-sample-timeout-ms", per_sample_timeout_ms,
+                 "watchdog: a task of n samples may take n times this, in ms, if that is more than the minimum "
+                 "(default: daemon.per_sample_timeout_ms)")
+      ->check(CLI::Range(1, 3600000));
   app.add_option("--shm-strategy", strategy,
                  "default sharing strategy: file_descriptor (memfd passed over the socket; nothing can leak) or "
                  "file_system (named /dev/shm/batchd.<pid>.<stream>)")
@@ -66,8 +74,12 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--print-default-config", print_default, "print the embedded default configuration and exit");
-  app.add_option("--fault-crash-on-sample", fault_crash_on_sample,
+  app.add_option("--fault-crash-on-sample", faults.crash_on_sample,
                  "fault injection for tests: every worker crashes (SIGSEGV) when it reaches this sample index")
+      ->group("Fault injection (tests only)");
+  app.add_option("--fault-hang-on-sample", faults.hang_on_sample,
+                 "fault injection for tests: every worker hangs (until the watchdog kills it) when it reaches this "
+                 "sample index")
       ->group("Fault injection (tests only)");
   app.set_version_flag("--version", std::string("batchd ") + BATCHD_VERSION);
   CLI11_PARSE(app, argc, argv);
@@ -86,6 +98,8 @@ int main(int argc, char** argv) {
   if (!socket.empty()) config->socket = socket;
   if (app.count("--workers")) config->workers = workers;
   if (app.count("--min-chunk-us")) config->min_chunk_us = min_chunk_us;
+  if (app.count("--task-timeout-min-s")) config->task_timeout_min_s = task_timeout_min_s;
+  if (app.count("--per-sample-timeout-ms")) config->per_sample_timeout_ms = per_sample_timeout_ms;
   if (!strategy.empty()) config->shm_strategy = *parse_strategy(strategy);
   if (!log_level.empty()) config->log_level = log_level;
   spdlog::set_level(spdlog::level::from_str(config->log_level));
@@ -113,7 +127,13 @@ int main(int argc, char** argv) {
   }
 
   boost::asio::io_context io(1);
-  auto pool = WorkerPool::start(io, config->workers, datasets, config->limits.max_frame_bytes, fault_crash_on_sample);
+  WorkerPool::Options pool_options;
+  pool_options.count = config->workers;
+  pool_options.max_frame_bytes = config->limits.max_frame_bytes;
+  pool_options.timeouts = TaskTimeouts{std::chrono::seconds(config->task_timeout_min_s),
+                                       std::chrono::milliseconds(config->per_sample_timeout_ms)};
+  pool_options.faults = faults;
+  auto pool = WorkerPool::start(io, pool_options, datasets);
   if (!pool.ok()) {
     spdlog::critical("cannot start workers: {}", pool.error().message());
     return 1;
@@ -177,7 +197,9 @@ int main(int argc, char** argv) {
       for (const auto& name : summary.unavailable) {
         if (auto d = datasets.find(name); !d.ok()) spdlog::warn("dataset {}: {}", name, d.error().message());
       }
-      (*pool)->restart_all();  // workers fork again from the daemon, which now holds the new datasets
+      // Workers fork again from the daemon, which now holds the new datasets; the old ones are retired without
+      // waiting for them (a stopped worker is killed after its exit grace).
+      (*pool)->restart_all();
       notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
     });
   };
@@ -193,7 +215,7 @@ int main(int argc, char** argv) {
     if (metrics) metrics->stop();
     (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
                     [&] { deadline.cancel(); });
-    (*pool)->stop();
+    (*pool)->stop();  // returns at once: the workers are reaped while the connections drain, or after the loop
     deadline.expires_after(std::chrono::seconds(2));  // clients that never read their last frames
     deadline.async_wait([&](const boost::system::error_code& e) {
       if (!e) io.stop();
@@ -215,6 +237,7 @@ int main(int argc, char** argv) {
   for (int sig : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) sigaddset(&stop_signals, sig);
   ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
   (*pool)->stop();  // idempotent; no worker event may reach `streams` after this point
+  (*pool)->wait_stopped(pool_options.exit_grace + std::chrono::seconds(1));  // bounded: SIGKILL after the grace
   streams.shutdown("daemon shutting down");
   spdlog::info("batchd stopped");
   return 0;

@@ -4,6 +4,8 @@
 
 #include <cerrno>
 
+#include "data/regular_file.h"
+
 namespace batchd::daemon {
 
 namespace {
@@ -20,8 +22,12 @@ Error corrupt(const std::string& path, const std::string& why) {
 }  // namespace
 
 Result<std::vector<uint8_t>> read_maybe_gzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
+  // Read at start-up and on a reload, on the event loop: a FIFO in its place must not block it.
+  auto fd = open_regular_file(path);
+  if (!fd.ok()) return fd.error();
+  gzFile f = gzdopen(fd->get(), "rb");
   if (f == nullptr) return posix_error("cannot open " + path, errno ? errno : ENOMEM);
+  fd->release();  // gzclose closes it
   gzbuffer(f, 1 << 20);
   std::vector<uint8_t> out;
   std::vector<uint8_t> chunk(1 << 20);

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "data/regular_file.h"
+
 namespace batchd::daemon {
 
 namespace fs = std::filesystem;
@@ -61,7 +63,10 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
                                                                   "later sample index would differ. Convert or "
                                                                   "move it");
       }
-      if (decodable(ext)) files.emplace_back(it->path().parent_path().string(), it->path().filename().string());
+      if (!decodable(ext)) continue;
+      // A FIFO, device or socket named like an image would block the worker that reads it.
+      if (auto st = refuse_special_file(it->path().string()); !st.ok()) return st.error();
+      files.emplace_back(it->path().parent_path().string(), it->path().filename().string());
     }
     if (ec) return posix_error("cannot walk " + dir.string(), ec.value());
     if (files.empty()) {
@@ -79,31 +84,23 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
 }
 
 Status read_file(const std::string& path, std::vector<uint8_t>* out) {
-  // Every failure is a data error of this one sample (the stream's on_error policy applies), naming the file.
+  // Every failure is a data error of this one sample (the stream's on_error policy applies), naming the file. The
+  // file may have been swapped for a FIFO or device since the scan: open_regular_file never blocks on one.
   auto fail = [&](const char* what, int err) {
     return Error(ErrorCode::kDataError, path + ": cannot " + what + " (" + std::strerror(err) + ")");
   };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail("open", errno);
+  auto fd = open_regular_file(path);
+  if (!fd.ok()) return Error(ErrorCode::kDataError, fd.error().message());
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return fail("stat", err);
-  }
+  if (::fstat(fd->get(), &st) != 0) return fail("stat", errno);
   out->resize(static_cast<size_t>(st.st_size));
   size_t got = 0;
   while (got < out->size()) {
-    const ssize_t n = ::read(fd, out->data() + got, out->size() - got);
+    const ssize_t n = ::read(fd->get(), out->data() + got, out->size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      return fail("read", err);
-    }
+    if (n <= 0) return fail("read", n < 0 ? errno : EIO);
     got += static_cast<size_t>(n);
   }
-  ::close(fd);
   if (out->empty()) return Error(ErrorCode::kDataError, path + " is empty (0 bytes)");
   return ok_status();
 }

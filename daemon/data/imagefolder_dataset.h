@@ -5,8 +5,9 @@
 // label = position in that order; files are found by walking each class directory (following symlinks), sorted by
 // (directory path, file name). batchd decodes .jpg, .jpeg and .png (case-insensitive); a file with one of
 // torchvision's other image extensions (.bmp, .ppm, .pgm, .tif, .tiff, .webp) makes the dataset unavailable,
-// since skipping it would shift every later index against torchvision's. The index (paths and labels) is built
-// once, at daemon start-up, and shared by every stream and worker.
+// since skipping it would shift every later index against torchvision's, and so does an image name that is not a
+// regular file (a FIFO, device or socket: reading it could block forever; regular_file.h). The index (paths and
+// labels) is built once, at daemon start-up, and shared by every stream and worker.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,8 @@ namespace batchd::daemon {
 
 class ImageFolderDataset final : public Dataset {
  public:
-  // kNotFound if root does not exist; kDataError if it holds no class directory, a class holds no image, or an
-  // image has an extension batchd cannot decode.
+  // kNotFound if root does not exist; kDataError if it holds no class directory, a class holds no image, an image
+  // has an extension batchd cannot decode, or an image name is not a regular file (each naming the path).
   static Result<std::shared_ptr<ImageFolderDataset>> open(const std::string& name, const std::string& root);
 
   const std::string& name() const override { return name_; }
@@ -39,7 +40,8 @@ class ImageFolderDataset final : public Dataset {
   std::vector<int64_t> labels_;
 };
 
-// Reads a whole file into *out (reusing its capacity). Errors name the file.
+// Reads a whole regular file into *out (reusing its capacity); never blocks on a FIFO or device put in its place
+// (kDataError). Errors name the file.
 Status read_file(const std::string& path, std::vector<uint8_t>* out);
 
 }  // namespace batchd::daemon

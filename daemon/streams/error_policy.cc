@@ -19,27 +19,34 @@ Status ErrorPolicy::mark_bad(int64_t sample) {
   return ok_status();
 }
 
-Status ErrorPolicy::after_worker_death(wire::WorkerTask* task, int64_t culprit, const std::string& cause) {
+Status ErrorPolicy::after_worker_death(wire::WorkerTask* task, const TaskLoss& loss) {
   ++deaths_;
   const std::string where = "batch " + std::to_string(task->batch()) + " of epoch " + std::to_string(task->epoch());
+  const int64_t culprit = loss.culprit;
   if (culprit >= 0 && ++crash_deaths_ > kMaxDeaths) {
-    return Error(ErrorCode::kDataError, std::to_string(crash_deaths_) + " workers crashed making this stream's "
-                                            "batches (last: " + cause + ", " + where + "); giving up on the stream");
+    return Error(ErrorCode::kDataError, std::to_string(crash_deaths_) + " workers crashed or hung making this "
+                                            "stream's batches (last: " + loss.cause + ", " + where +
+                                            "); giving up on the stream");
   }
   if (culprit >= 0) {
-    if (++crashes_[culprit] >= kCrashesToPoison) {
+    Blame& blame = blamed_[culprit];
+    ++(loss.timed_out ? blame.hangs : blame.crashes);
+    if (blame.crashes + blame.hangs >= kCrashesToPoison) {
       if (on_error_ == wire::ON_ERROR_FAIL) {
+        const std::string verb = blame.hangs == 0 ? "crashed" : blame.crashes == 0 ? "hung" : "crashed or hung";
         return Error(ErrorCode::kDataError,
-                     "sample " + std::to_string(culprit) + " of dataset '" + dataset_ + "' crashed " +
-                         std::to_string(crashes_[culprit]) + " workers (" + cause + ", " + where +
-                         "): bad input, or its memory was changed under the worker; open the stream with "
-                         "on_error=skip to skip such samples");
+                     "sample " + std::to_string(culprit) + " of dataset '" + dataset_ + "' " + verb + " " +
+                         std::to_string(blame.crashes + blame.hangs) + " workers (" + loss.cause + ", " + where +
+                         "): bad input, or " +
+                         (blame.hangs == 0 ? "its memory was changed under the worker"
+                                           : "daemon.per_sample_timeout_ms is too short for it") +
+                         "; open the stream with on_error=skip to skip such samples");
       }
       BATCHD_RETURN_IF_ERROR(mark_bad(culprit));
     }
   } else if (task->attempt() + 1 >= kMaxAttempts) {
     return Error(ErrorCode::kDataError, where + " killed " + std::to_string(kMaxAttempts) + " workers in a row (" +
-                                            cause + ") before they reached a sample; the daemon log has details");
+                                            loss.cause + ") before they reached a sample; the daemon log has details");
   } else {
     task->set_attempt(task->attempt() + 1);
   }

@@ -3,10 +3,12 @@
 //
 // - A sample that cannot be read or decoded (a per-sample kDataError from a worker): on_error=fail fails the stream
 //   naming the sample and the file; on_error=skip marks it bad.
-// - A worker that died on a sample (a crash signal raised by the worker itself): after kCrashesToPoison crashes the
-//   sample is bad input — on_error=fail fails the stream naming it, skip marks it bad. Deaths with no sample to
-//   blame (SIGKILL, say) are retried up to kMaxAttempts times per task; kMaxDeaths blamed crashes in all fail the
-//   stream.
+// - A worker that died on a sample (a crash signal raised by the worker itself) or was killed by the watchdog while
+//   on a sample (its task was past its deadline: the sample hangs it): after kCrashesToPoison such deaths on the
+//   same sample, crashes and timeouts together, the sample is bad input — on_error=fail fails the stream naming it,
+//   skip marks it bad. Only the sample on the worker's progress page is blamed, never the rest of its task. Deaths
+//   with no sample to blame (SIGKILL from outside, a timeout between samples) are retried up to kMaxAttempts times
+//   per task; kMaxDeaths blamed deaths in all fail the stream.
 // - A bad sample is replaced, in this and every later batch, by the next sample in dataset order that is not bad
 //   (substitute()), and counted in the task's `skipped`.
 // - fail_at() records the earliest batch that cannot be made: the stream delivers every batch before it, in order,
@@ -25,6 +27,7 @@
 
 #include "batchd.pb.h"
 #include "batchd/result.h"
+#include "streams/task.h"
 
 namespace batchd::daemon {
 
@@ -40,9 +43,10 @@ class ErrorPolicy final {
   // Sample `sample` of `task` could not be made (`error` names the file and why). ok: make the task again after
   // substitute(); otherwise the error that fails the stream.
   Status after_bad_sample(int64_t sample, const Error& error);
-  // A worker died making `task` on sample `culprit` (-1: unknown), `cause` e.g. "killed by signal Segmentation
-  // fault". ok: redo the task (its attempt is counted) after substitute(); otherwise the error that fails the stream.
-  Status after_worker_death(wire::WorkerTask* task, int64_t culprit, const std::string& cause);
+  // A worker died making `task` (or the watchdog killed it: loss.timed_out) on sample loss.culprit (-1: unknown),
+  // loss.cause e.g. "killed by signal Segmentation fault". ok: redo the task (its attempt is counted) after
+  // substitute(); otherwise the error that fails the stream.
+  Status after_worker_death(wire::WorkerTask* task, const TaskLoss& loss);
 
   // Sets task->indices to `original` (the sampler's indices of the task's positions) with every bad sample
   // replaced, and task->skipped to the number replaced.
@@ -65,7 +69,10 @@ class ErrorPolicy final {
   wire::OnError on_error_;
   std::string dataset_;
   uint64_t dataset_size_;
-  std::map<int64_t, int> crashes_;  // sample -> workers it crashed
+  struct Blame {
+    int crashes = 0, hangs = 0;  // workers it crashed; workers killed past their deadline while on it
+  };
+  std::map<int64_t, Blame> blamed_;  // by sample
   std::set<int64_t> bad_;           // samples replaced under on_error=skip
   uint64_t deaths_ = 0;             // all worker deaths during this stream's batches
   uint64_t crash_deaths_ = 0;       // those blamed on a sample

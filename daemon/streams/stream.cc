@@ -88,8 +88,8 @@ Result<Task> Stream::redo(Task task, Status decision) {
   return task;
 }
 
-Result<Task> Stream::after_worker_death(Task task, int64_t culprit, const std::string& cause) {
-  const Status decision = policy_.after_worker_death(&task.work, culprit, cause);
+Result<Task> Stream::after_worker_death(Task task, const TaskLoss& loss) {
+  const Status decision = policy_.after_worker_death(&task.work, loss);
   return redo(std::move(task), decision);
 }
 

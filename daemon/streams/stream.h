@@ -67,7 +67,7 @@ class Stream final {
   void mark_failed() { state_ = State::kFailed; }
 
   // See ErrorPolicy: the task to redo (indices substituted), or the error that fails the stream.
-  Result<Task> after_worker_death(Task task, int64_t culprit, const std::string& cause);
+  Result<Task> after_worker_death(Task task, const TaskLoss& loss);
   Result<Task> after_bad_sample(Task task, int64_t sample, const Error& error);
   void fail_at(uint64_t sequence, Error error) { policy_.fail_at(sequence, std::move(error)); }
   std::optional<Error> due_failure() const { return policy_.due_failure(ring_.next_deliver()); }

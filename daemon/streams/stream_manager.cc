@@ -120,12 +120,12 @@ void StreamManager::on_task_done(size_t w, const wire::WorkerDone& done, Task ta
   scheduler_.pump();
 }
 
-void StreamManager::on_task_lost(size_t w, Task task, int64_t culprit, const std::string& cause) {
+void StreamManager::on_task_lost(size_t w, Task task, const TaskLoss& loss) {
   ++batches_redone_;
   auto it = streams_.find(task.stream_id());
   if (it != streams_.end() && it->second.stream->running()) {
     const uint64_t sequence = task.sequence();
-    redo_or_fail(it->second, sequence, it->second.stream->after_worker_death(std::move(task), culprit, cause));
+    redo_or_fail(it->second, sequence, it->second.stream->after_worker_death(std::move(task), loss));
   }
   scheduler_.pump();
 }

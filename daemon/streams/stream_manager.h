@@ -58,7 +58,7 @@ class StreamManager final : public WorkerEvents {
 
   // WorkerEvents.
   void on_task_done(size_t w, const wire::WorkerDone& done, Task task) override;
-  void on_task_lost(size_t w, Task task, int64_t culprit, const std::string& cause) override;
+  void on_task_lost(size_t w, Task task, const TaskLoss& loss) override;
   void on_worker_ready(size_t w) override { scheduler_.pump(); }
 
   uint64_t batches_redone() const { return batches_redone_; }

@@ -2,6 +2,8 @@
 
 #include "batchd/wire/convert.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 
@@ -14,6 +16,10 @@ void SampleProgress::crash() {
   ::signal(SIGSEGV, SIG_DFL);
   ::raise(SIGSEGV);
   std::abort();
+}
+
+void SampleProgress::hang() {
+  for (;;) ::pause();  // until the daemon's watchdog kills this worker
 }
 
 uint64_t TensorDesc::sample_bytes() const {

@@ -39,22 +39,31 @@ struct TensorDesc {
   uint64_t sample_bytes() const;
 };
 
+// Fault injection for tests only (--fault-crash-on-sample, --fault-hang-on-sample): a worker that reaches the
+// sample crashes (SIGSEGV) or hangs (sleeps until it is killed). -1: off.
+struct FaultInjection {
+  int64_t crash_on_sample = -1;
+  int64_t hang_on_sample = -1;
+};
+
 // Pipelines call at(index) before they touch each sample. It records the sample in the worker's progress page
-// (worker_progress.h), so that if the sample crashes the worker the daemon knows which one it was; and, only when
-// the daemon runs with --fault-crash-on-sample (tests), it crashes the worker on that sample.
+// (worker_progress.h), so that if the sample crashes or hangs the worker the daemon knows which one it was; and,
+// only under fault injection (tests), crashes or hangs the worker on the chosen sample.
 class SampleProgress {
  public:
   SampleProgress() = default;
-  SampleProgress(std::atomic<int64_t>* current, int64_t crash_on) : current_(current), crash_on_(crash_on) {}
+  SampleProgress(std::atomic<int64_t>* current, FaultInjection faults) : current_(current), faults_(faults) {}
   void at(int64_t index) const {
     if (current_ != nullptr) current_->store(index, std::memory_order_relaxed);
-    if (index == crash_on_) crash();
+    if (index == faults_.crash_on_sample) crash();
+    if (index == faults_.hang_on_sample) hang();
   }
 
  private:
   [[noreturn]] static void crash();
+  [[noreturn]] static void hang();
   std::atomic<int64_t>* current_ = nullptr;
-  int64_t crash_on_ = -1;
+  FaultInjection faults_;
 };
 
 // What a batch is made for: the stream's seed and the batch's epoch seed the per-sample random transforms.

@@ -30,13 +30,13 @@ struct AttachedStream {
 class Worker {
  public:
   Worker(int channel, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
-         int64_t crash_on_sample)
+         FaultInjection faults)
       : channel_(channel),
         datasets_(datasets),
         decoder_(max_frame_bytes),
         max_frame_bytes_(max_frame_bytes),
         progress_(progress),
-        sample_progress_(&progress->sample, crash_on_sample) {}
+        sample_progress_(&progress->sample, faults) {}
 
   int run() {
     std::vector<char> buffer(1 << 16);
@@ -184,8 +184,8 @@ class Worker {
 }  // namespace
 
 int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
-               int64_t crash_on_sample) {
-  return Worker(channel_fd, datasets, max_frame_bytes, progress, crash_on_sample).run();
+               FaultInjection faults) {
+  return Worker(channel_fd, datasets, max_frame_bytes, progress, faults).run();
 }
 
 }  // namespace batchd::daemon

@@ -12,13 +12,14 @@
 #pragma once
 
 #include "data/dataset.h"
+#include "transforms/pipeline.h"
 #include "workers/worker_progress.h"
 
 namespace batchd::daemon {
 
 // Runs the worker loop on `channel_fd`; returns the process exit code. `progress` is the slot's shared page;
-// `crash_on_sample` >= 0 only under --fault-crash-on-sample.
+// `faults` is fault injection for tests (off by default).
 int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
-               int64_t crash_on_sample);
+               FaultInjection faults = {});
 
 }  // namespace batchd::daemon

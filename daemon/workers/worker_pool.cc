@@ -1,87 +1,65 @@
 #include "workers/worker_pool.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <boost/asio/buffer.hpp>
-#include <thread>
+#include <utility>
 
-#include "batchd/wire/fd_passing.h"
 #include "workers/worker_process.h"
 
 namespace batchd::daemon {
 
-Result<std::unique_ptr<WorkerPool>> WorkerPool::start(boost::asio::io_context& io, size_t count,
-                                                      const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-                                                      int64_t crash_on_sample) {
-  std::unique_ptr<WorkerPool> pool(new WorkerPool(io, datasets, max_frame_bytes));
-  pool->crash_on_sample_ = crash_on_sample;
-  pool->workers_.resize(count);
+Result<std::unique_ptr<WorkerPool>> WorkerPool::start(boost::asio::io_context& io, const Options& options,
+                                                      const DatasetRegistry& datasets) {
+  std::unique_ptr<WorkerPool> pool(new WorkerPool(io, options, datasets));
+  pool->workers_.resize(options.count);
   for (auto& worker : pool->workers_) {
     auto page = ProgressPage::create();
     if (!page.ok()) return page.error();
     worker.progress.emplace(std::move(page).value());
+    worker.watchdog = std::make_unique<boost::asio::steady_timer>(io);
   }
-  for (size_t w = 0; w < count; ++w) {
+  for (size_t w = 0; w < options.count; ++w) {
     if (auto st = pool->spawn(w); !st.ok()) return st.error();
   }
   return pool;
 }
 
-WorkerPool::~WorkerPool() { stop(); }
+WorkerPool::~WorkerPool() {
+  stop();
+  wait_stopped(options_.exit_grace + std::chrono::seconds(1));
+}
 
 Status WorkerPool::spawn(size_t w) {
   Worker& worker = workers_[w];
-  auto forked = fork_worker(w, datasets_, max_frame_bytes_, worker.progress->get(), crash_on_sample_);
+  auto forked = fork_worker(w, datasets_, options_.max_frame_bytes, worker.progress->get(), options_.faults);
   if (!forked.ok()) return forked.error();
-  worker.pid = forked->pid;
-  worker.channel = std::make_unique<boost::asio::posix::stream_descriptor>(io_, forked->channel.release());
-  worker.decoder = wire::FrameDecoder(max_frame_bytes_);
-  worker.read_buffer.resize(1 << 16);
+  const pid_t pid = forked->pid;
+  worker.pid = pid;
+  // Every handler checks that the slot still runs this process: a retired worker's late events are dropped.
+  WorkerChannel::Handlers handlers{
+      [this, w, pid](const std::string& payload) {
+        if (!stopped_ && workers_[w].pid == pid) handle_frame(w, payload);
+      },
+      [this, w, pid](const std::string& why) {
+        if (!stopped_ && workers_[w].pid == pid) on_death(w, why);
+      }};
+  worker.channel = WorkerChannel::create(io_, std::move(forked->channel), options_.max_frame_bytes, std::move(handlers));
   worker.task.reset();
   worker.streams.clear();
   worker.started = std::chrono::steady_clock::now();
   worker.busy = {};
+  worker.restart_pending = false;  // a fresh fork of the daemon as it is now
   spdlog::info("worker {} started (pid {})", w, worker.pid);
-  if (events_ != nullptr) read_some(w);
+  if (events_ != nullptr) worker.channel->start();
   return ok_status();
 }
 
 void WorkerPool::serve(WorkerEvents& events) {
   events_ = &events;
-  for (size_t w = 0; w < workers_.size(); ++w) {
-    if (workers_[w].pid > 0) read_some(w);
+  for (auto& worker : workers_) {
+    if (worker.channel) worker.channel->start();
   }
-}
-
-void WorkerPool::read_some(size_t w) {
-  Worker& worker = workers_[w];
-  worker.channel->async_read_some(boost::asio::buffer(worker.read_buffer),
-                                  [this, w, pid = worker.pid](const boost::system::error_code& ec, size_t n) {
-                                    if (stopped_ || workers_[w].pid != pid) return;
-                                    if (ec) return on_death(w, ec == boost::asio::error::eof ? "channel closed"
-                                                                                             : ec.message());
-                                    on_readable(w, n);
-                                  });
-}
-
-void WorkerPool::on_readable(size_t w, size_t bytes) {
-  Worker& worker = workers_[w];
-  const pid_t pid = worker.pid;
-  worker.decoder.feed(worker.read_buffer.data(), bytes);
-  std::string payload;
-  for (;;) {
-    auto more = worker.decoder.next(&payload);
-    if (!more.ok()) return on_death(w, more.error().message());
-    if (!*more) break;
-    handle_frame(w, payload);
-    // Stopped, or replaced after a reload (the replacement's read is already armed by spawn()).
-    if (stopped_ || worker.pid != pid) return;
-  }
-  read_some(w);
 }
 
 void WorkerPool::handle_frame(size_t w, const std::string& payload) {
@@ -99,35 +77,90 @@ void WorkerPool::handle_frame(size_t w, const std::string& payload) {
   }
   Task task = std::move(*worker.task);
   worker.task.reset();
+  worker.watchdog->cancel();
   worker.busy += std::chrono::steady_clock::now() - worker.task_started;
   ++worker.batches_done;
   if (worker.restart_pending) replace(w);  // before on_done can give it the next batch
   events_->on_task_done(w, done, std::move(task));
 }
 
+int64_t WorkerPool::sample_on_page(size_t w) const {
+  const Worker& worker = workers_[w];
+  const WorkerProgress* p = worker.progress->get();
+  if (!worker.task || p->stream_id.load() != worker.task->stream_id() ||
+      p->sequence.load() != worker.task->sequence() || p->begin.load() != worker.task->begin()) {
+    return -1;
+  }
+  return p->sample.load();
+}
+
+std::string WorkerPool::describe_task(const Task& task) const {
+  const auto& indices = task.work.indices();
+  std::string s = "stream " + std::to_string(task.stream_id()) + ", batch " + std::to_string(task.work.batch()) +
+                  " of epoch " + std::to_string(task.work.epoch()) + ", samples [" + std::to_string(task.begin()) +
+                  ", " + std::to_string(task.end()) + ") of the batch";
+  if (!indices.empty()) {
+    s += " (dataset indices " + std::to_string(indices[0]) +
+         (indices.size() > 1 ? " .. " + std::to_string(indices[indices.size() - 1]) : "") + ")";
+  }
+  return s;
+}
+
+void WorkerPool::retire(size_t w, int signal, std::chrono::milliseconds grace, ChildReaper::OnExit on_exit) {
+  Worker& worker = workers_[w];
+  if (worker.channel) {
+    worker.channel->close();  // EOF: a healthy worker exits by itself
+    worker.channel.reset();
+  }
+  worker.watchdog->cancel();
+  const pid_t pid = std::exchange(worker.pid, -1);
+  if (pid <= 0) return;
+  reaper_.end(pid, signal, grace, "worker " + std::to_string(w) + " (pid " + std::to_string(pid) + ")",
+              std::move(on_exit));
+}
+
 void WorkerPool::on_death(size_t w, const std::string& why) {
   Worker& worker = workers_[w];
-  ::kill(worker.pid, SIGKILL);  // a worker whose channel broke is of no further use
-  const int status = reap(worker.pid);
-  // Which sample was it on? Only trusted if the progress page describes the task it was given.
-  const WorkerProgress* p = worker.progress->get();
-  int64_t culprit = -1;
-  if (died_of_crash(status) && worker.task && p->stream_id.load() == worker.task->stream_id() &&
-      p->sequence.load() == worker.task->sequence() && p->begin.load() == worker.task->begin()) {
-    culprit = p->sample.load();
-  }
-  const std::string cause = describe_exit(status);
-  spdlog::warn("worker {} (pid {}) died ({}; {}){}; starting a replacement", w, worker.pid, cause, why,
-               worker.task ? " while making batch " + std::to_string(worker.task->work.batch()) + " of stream " +
-                                 std::to_string(worker.task->stream_id()) +
-                                 (culprit >= 0 ? ", on sample " + std::to_string(culprit) : "")
-                           : "");
+  const int64_t on_sample = sample_on_page(w);  // read now: the replacement shares the page
   std::optional<Task> lost = std::move(worker.task);
   worker.task.reset();
-  worker.channel.reset();
   ++worker.restarts;
+  const pid_t pid = worker.pid;
+  // A worker whose channel broke is of no further use. Whether to blame the sample depends on how it died, known
+  // once it is reaped; its task comes back then. The replacement runs meanwhile.
+  retire(w, SIGKILL, std::chrono::milliseconds(0),
+         [this, w, pid, why, on_sample, lost = std::move(lost)](int status) mutable {
+           const std::string cause = describe_exit(status);
+           const int64_t culprit = died_of_crash(status) ? on_sample : -1;
+           spdlog::warn("worker {} (pid {}) died ({}; {}){}; a replacement was started", w, pid, cause, why,
+                        lost ? " while making " + describe_task(*lost) +
+                                   (culprit >= 0 ? ", on sample " + std::to_string(culprit) : "")
+                             : "");
+           if (stopped_ || !lost) return;
+           events_->on_task_lost(w, std::move(*lost), TaskLoss{culprit, cause, false});
+         });
   respawn(w);
-  if (lost) events_->on_task_lost(w, std::move(*lost), culprit, cause);
+  if (workers_[w].pid > 0 && !workers_[w].task) events_->on_worker_ready(w);
+}
+
+void WorkerPool::on_timeout(size_t w) {
+  Worker& worker = workers_[w];
+  const int64_t on_sample = sample_on_page(w);
+  Task lost = std::move(*worker.task);
+  worker.task.reset();
+  ++worker.restarts;
+  const double budget = std::chrono::duration<double>(options_.timeouts.budget(lost.samples())).count();
+  const std::string cause = fmt::format("no answer within {:.1f} s, the deadline of a task of {} samples "
+                                        "(daemon.task_timeout_min_s, daemon.per_sample_timeout_ms): killed by the "
+                                        "watchdog", budget, lost.samples());
+  spdlog::warn("worker {} (pid {}) is past the deadline of its task ({:.1f} s) making {}, {}; killing it (SIGKILL), "
+               "starting a replacement and redoing the task",
+               w, worker.pid, budget, describe_task(lost),
+               on_sample >= 0 ? "on sample " + std::to_string(on_sample) : std::string("not on any sample"));
+  // SIGKILL is final (the process never runs again), so the task can be redone at once; the reaper collects it.
+  retire(w, SIGKILL, std::chrono::milliseconds(0), {});
+  respawn(w);
+  events_->on_task_lost(w, std::move(lost), TaskLoss{on_sample, cause, true});
   if (workers_[w].pid > 0 && !workers_[w].task) events_->on_worker_ready(w);
 }
 
@@ -146,28 +179,13 @@ void WorkerPool::respawn(size_t w) {
   });
 }
 
-bool WorkerPool::send(size_t w, const google::protobuf::MessageLite& command, int fd) {
-  auto frame = wire::encode_frame(command, max_frame_bytes_);
-  if (!frame.ok()) {
-    spdlog::error("worker {}: {}", w, frame.error().message());
-    return false;
+void WorkerPool::send(size_t w, const google::protobuf::MessageLite& command, int fd) {
+  Worker& worker = workers_[w];
+  if (auto st = worker.channel->send(command, fd); !st.ok()) {
+    // The command cannot reach the worker, so its state is unknown: end it (its EOF redoes the task).
+    spdlog::error("worker {} (pid {}): {}; replacing it", w, worker.pid, st.error().message());
+    ::kill(worker.pid, SIGKILL);
   }
-  const int sock = workers_[w].channel->native_handle();
-  const char* p = frame->data();
-  size_t left = frame->size();
-  while (left > 0) {  // the channel is non-blocking (asio); wait for room when the worker's buffer is full
-    auto n = wire::send_some(sock, p, left, fd);
-    if (!n.ok()) return false;
-    if (*n == wire::kWouldBlock) {
-      pollfd pfd{sock, POLLOUT, 0};
-      if (::poll(&pfd, 1, 1000) <= 0) return false;
-      continue;
-    }
-    fd = -1;
-    p += *n;
-    left -= *n;
-  }
-  return true;
 }
 
 void WorkerPool::restart_all() {
@@ -179,13 +197,10 @@ void WorkerPool::restart_all() {
 }
 
 void WorkerPool::replace(size_t w) {
-  Worker& worker = workers_[w];
-  worker.restart_pending = false;
-  const pid_t old = worker.pid;
-  worker.channel.reset();  // EOF: the worker exits by itself
-  ::kill(old, SIGTERM);
-  reap(old);
-  spdlog::info("worker {} (pid {}) replaced after a reload", w, old);
+  const pid_t old = workers_[w].pid;
+  retire(w, SIGTERM, options_.exit_grace, [w, old](int status) {
+    spdlog::info("worker {} (pid {}) replaced after a reload ({})", w, old, describe_exit(status));
+  });
   respawn(w);
 }
 
@@ -199,20 +214,25 @@ std::optional<size_t> WorkerPool::idle_worker() const {
 void WorkerPool::assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) {
   Worker& worker = workers_[w];
   const uint64_t stream_id = task.stream_id();
+  const auto now = std::chrono::steady_clock::now();
+  task.deadline = options_.timeouts.deadline(now, task.samples());
   wire::WorkerCommand command;
   *command.mutable_task() = task.work;
-  worker.task = std::move(task);  // recorded first: if the send fails, the death handler redoes it
-  worker.task_started = std::chrono::steady_clock::now();
-  bool sent = true;
+  worker.task = std::move(task);  // recorded first: if the worker is gone, its death handler redoes it
+  worker.task_started = now;
+  const uint64_t assignment = ++worker.assignments;
+  worker.watchdog->expires_at(worker.task->deadline);
+  worker.watchdog->async_wait([this, w, pid = worker.pid, assignment](const boost::system::error_code& ec) {
+    if (ec || stopped_ || workers_[w].pid != pid || workers_[w].assignments != assignment || !workers_[w].task) return;
+    on_timeout(w);
+  });
   if (!worker.streams.count(stream_id)) {
     wire::WorkerCommand attach_command;
     *attach_command.mutable_attach() = attach;
-    sent = send(w, attach_command, segment_fd);
+    send(w, attach_command, segment_fd);
     worker.streams.insert(stream_id);
   }
-  if (sent) sent = send(w, command);
-  // A half-sent command leaves the channel unusable: replace the worker (its EOF redoes the task).
-  if (!sent) ::kill(worker.pid, SIGKILL);
+  send(w, command);
 }
 
 void WorkerPool::detach_stream(uint64_t stream_id) {
@@ -225,31 +245,16 @@ void WorkerPool::detach_stream(uint64_t stream_id) {
   }
 }
 
-void WorkerPool::stop(std::chrono::milliseconds grace) {
+void WorkerPool::stop() {
   if (stopped_) return;
   stopped_ = true;
-  for (auto& worker : workers_) {
-    worker.retry.reset();
-    worker.channel.reset();  // EOF on the channel: the worker exits by itself
-    if (worker.pid > 0) ::kill(worker.pid, SIGTERM);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  for (auto& worker : workers_) {
-    if (worker.pid <= 0) continue;
-    int status = 0;
-    for (;;) {
-      const pid_t r = ::waitpid(worker.pid, &status, WNOHANG);
-      if (r == worker.pid || (r < 0 && errno != EINTR)) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(worker.pid, SIGKILL);
-        ::waitpid(worker.pid, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    worker.pid = -1;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    workers_[w].retry.reset();
+    retire(w, SIGTERM, options_.exit_grace, {});
   }
 }
+
+void WorkerPool::wait_stopped(std::chrono::milliseconds bound) { reaper_.wait(bound); }
 
 std::vector<wire::WorkerInfo> WorkerPool::describe() const {
   std::vector<wire::WorkerInfo> out;

@@ -3,7 +3,8 @@
 // fork_worker() makes a socketpair and forks; the child resets signals, asks for SIGKILL when the daemon dies
 // (PR_SET_PDEATHSIG), keeps stdio and its end of the channel (as fd 3), closes every other inherited fd (the
 // listening socket, clients, other workers' channels, segments) and runs the worker loop (worker.h); it never
-// returns. The parent gets the pid and its end of the channel.
+// returns. The parent gets the pid and its end of the channel. The parent ends workers with ChildReaper
+// (child_reaper.h), never by waiting for them.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +13,7 @@
 
 #include "batchd/wire/unique_fd.h"
 #include "data/dataset.h"
+#include "transforms/pipeline.h"
 #include "workers/worker_progress.h"
 
 namespace batchd::daemon {
@@ -21,12 +23,10 @@ struct ForkedWorker {
   wire::UniqueFd channel;  // the daemon's end (close-on-exec, blocking)
 };
 
-// kIo naming socketpair or fork (and errno) on failure. `crash_on_sample` >= 0: fault injection for tests.
+// kIo naming socketpair or fork (and errno) on failure. `faults`: fault injection for tests.
 Result<ForkedWorker> fork_worker(size_t slot, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-                                 WorkerProgress* progress, int64_t crash_on_sample);
+                                 WorkerProgress* progress, FaultInjection faults);
 
-// waitpid(pid) retried on EINTR; the wait status.
-int reap(pid_t pid);
 // "exited with status 3", "killed by signal Killed", ...
 std::string describe_exit(int status);
 // A crash signal the process raised itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): blames the sample it was

@@ -27,9 +27,10 @@ class Workers {
 
   // A worker that runs no task, if any (the lowest number).
   virtual std::optional<size_t> idle_worker() const = 0;
-  // Runs `task` on idle worker `w`. The first task of a stream on a worker is preceded by `attach` and the
-  // stream's segment fd (the worker maps it once). A worker that cannot be reached is replaced: its task comes
-  // back through WorkerEvents::on_task_lost.
+  // Runs `task` on idle worker `w` (the pool stamps its deadline). The first task of a stream on a worker is
+  // preceded by `attach` and the stream's segment fd (the worker maps it once). Never waits for the worker. A
+  // worker that cannot be reached, or is past the task's deadline, is replaced: its task comes back through
+  // WorkerEvents::on_task_lost.
   virtual void assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) = 0;
   // Every worker that knows the stream unmaps its segment (the stream is closed).
   virtual void detach_stream(uint64_t stream_id) = 0;
@@ -45,10 +46,11 @@ class WorkerEvents {
 
   // Worker `w` finished `task`: successfully, or with done.error (done.sample_failed: one sample was bad).
   virtual void on_task_done(size_t w, const wire::WorkerDone& done, Task task) = 0;
-  // Worker `w` died while it ran `task`; `culprit` is the sample it was on when a crash signal of its own killed
-  // it (-1: unknown, or killed from outside), `cause` says how it died ("killed by signal Killed"). The worker is
-  // being replaced; if its replacement runs and this handler gave it no task, on_worker_ready(w) follows.
-  virtual void on_task_lost(size_t w, Task task, int64_t culprit, const std::string& cause) = 0;
+  // Worker `w` died while it ran `task`, or the watchdog killed it past the task's deadline (loss.timed_out);
+  // loss.culprit is the sample on its progress page when a crash signal of its own or the watchdog ended it (-1:
+  // none, or killed from outside), loss.cause says how it ended ("killed by signal Killed"). A replacement for
+  // slot `w` was forked already (on_worker_ready(w) says when it may take work, if it is not busy by then).
+  virtual void on_task_lost(size_t w, Task task, const TaskLoss& loss) = 0;
   // Worker `w` is running and idle: a replacement after a death, or after a failed fork was retried.
   virtual void on_worker_ready(size_t w) = 0;
 };

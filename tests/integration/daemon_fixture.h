@@ -10,6 +10,8 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <functional>
+#include <future>
 #include <set>
 #include <string>
 #include <thread>
@@ -127,6 +129,36 @@ inline std::string check_exactly_once(Stream& stream, size_t epochs, size_t data
     }
   }
   return "";
+}
+
+// Runs `body` on a thread and returns its result. If it has not finished within `limit` (a daemon that hangs), the
+// test fails and `unstick` runs, which must make the body finish (SIGCONT a stopped worker, stop the daemon, ...).
+template <typename F>
+auto within(std::chrono::milliseconds limit, const std::string& what, F body, const std::function<void()>& unstick) {
+  auto result = std::async(std::launch::async, std::move(body));
+  if (result.wait_for(limit) != std::future_status::ready) {
+    ADD_FAILURE() << what << " did not happen within " << limit.count() << " ms";
+    unstick();
+  }
+  return result.get();
+}
+
+// How reading a stream to its end went: the batches delivered, and the error that ended it (none: StreamEnd).
+struct StreamOutcome {
+  uint64_t delivered = 0;
+  std::optional<Error> error;
+};
+inline StreamOutcome read_to_end(Stream& stream) {
+  StreamOutcome r;
+  for (;;) {
+    auto batch = stream.next();
+    if (!batch.ok()) {
+      r.error = batch.error();
+      return r;
+    }
+    if (!*batch) return r;
+    ++r.delivered;
+  }
 }
 
 // A connection that speaks raw frames, for feeding the daemon malformed input.

@@ -71,6 +71,16 @@ inline wire::WorkerDone done_for(const Task& task) {
   return done;
 }
 
+// OpenStream of dataset "fmnist" (fmnist_registry()) through pipeline fmnist_u8.
+inline wire::OpenStream fmnist_u8_request(uint32_t batch_size, uint32_t depth) {
+  wire::OpenStream r;
+  r.set_dataset("fmnist");
+  r.set_pipeline("fmnist_u8");
+  r.set_batch_size(batch_size);
+  r.set_depth(depth);
+  return r;
+}
+
 // Debian's Fashion-MNIST test set (10,000 samples) as dataset "fmnist".
 inline DatasetRegistry fmnist_registry() {
   DatasetConfig c;

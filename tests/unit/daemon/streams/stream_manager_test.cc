@@ -89,7 +89,7 @@ TEST_F(StreamManagerTest, AWorkerLostMidTaskHasItsTaskRedoneFirst) {
   ASSERT_TRUE(workers_.busy(0) && workers_.busy(1));
   workers_.set_down(0, true);
   Task lost = workers_.take(0);
-  sut_.on_task_lost(0, lost, -1, "killed by signal Killed");
+  sut_.on_task_lost(0, lost, {-1, "killed by signal Killed"});
   EXPECT_EQ(sut_.batches_redone(), 1u);
   finish(1);  // worker 1 is free first: it gets the lost task, before any new batch
   ASSERT_TRUE(workers_.busy(1));
@@ -166,7 +166,7 @@ TEST_F(StreamManagerTest, ChunksOfOneBatchAreMadeAtOnceAndALostChunkIsRedoneAlon
   EXPECT_EQ(workers_.task(1).work.indices_size(), 500);
   EXPECT_EQ(workers_.task(1).work.batch_samples(), 1000u);
   Task lost = workers_.take(1);
-  sut_.on_task_lost(1, lost, -1, "killed by signal Killed");  // worker 1's replacement takes the chunk again
+  sut_.on_task_lost(1, lost, {-1, "killed by signal Killed"});  // worker 1's replacement takes the chunk again
   ASSERT_TRUE(workers_.busy(1));
   EXPECT_EQ(workers_.task(1).begin(), 500u);
   EXPECT_EQ(workers_.task(1).work.attempt(), 1u);

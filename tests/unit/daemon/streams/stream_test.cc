@@ -103,33 +103,63 @@ TEST_F(StreamTest, FailedStreamDispatchesAndDeliversNothingMore) {
 
 TEST_F(StreamTest, UnblamedDeathsAreRetriedThenFailTheStream) {
   auto t = sut_->next_task();
-  auto redo = sut_->after_worker_death(*t, -1, "killed by signal Killed");
+  auto redo = sut_->after_worker_death(*t, {-1, "killed by signal Killed"});
   ASSERT_TRUE(redo.ok());
   EXPECT_EQ(redo->work.attempt(), 1u);
-  redo = sut_->after_worker_death(*redo, -1, "killed by signal Killed");
+  redo = sut_->after_worker_death(*redo, {-1, "killed by signal Killed"});
   ASSERT_TRUE(redo.ok());
-  auto failed = sut_->after_worker_death(*redo, -1, "killed by signal Killed");
+  auto failed = sut_->after_worker_death(*redo, {-1, "killed by signal Killed"});
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.error().message().find("killed 3 workers in a row"), std::string::npos);
 }
 
 TEST_F(StreamTest, SampleThatCrashesTwiceFailsTheStreamUnderOnErrorFail) {
   auto t = sut_->next_task();  // indices 0..3
-  auto redo = sut_->after_worker_death(*t, 2, "killed by signal Segmentation fault");
+  auto redo = sut_->after_worker_death(*t, {2, "killed by signal Segmentation fault"});
   ASSERT_TRUE(redo.ok()) << "one crash may be bad luck";
   EXPECT_EQ(redo->work.indices(2), 2);
-  auto failed = sut_->after_worker_death(*redo, 2, "killed by signal Segmentation fault");
+  auto failed = sut_->after_worker_death(*redo, {2, "killed by signal Segmentation fault"});
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error().code(), ErrorCode::kDataError);
   EXPECT_NE(failed.error().message().find("sample 2 of dataset 'd' crashed 2 workers"), std::string::npos)
       << failed.error().message();
 }
 
+TEST_F(StreamTest, SampleThatHangsTwiceFailsTheStreamNamingItUnderOnErrorFail) {
+  auto t = sut_->next_task();  // indices 0..3
+  const TaskLoss hang{1, "no answer within 2.0 s (watchdog)", true};
+  auto redo = sut_->after_worker_death(*t, hang);
+  ASSERT_TRUE(redo.ok()) << "one timeout may be a stopped or slow worker";
+  EXPECT_EQ(redo->work.attempt(), 0u) << "a blamed timeout counts toward poison, not toward the attempts";
+  auto failed = sut_->after_worker_death(*redo, hang);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code(), ErrorCode::kDataError);
+  EXPECT_NE(failed.error().message().find("sample 1 of dataset 'd' hung 2 workers (no answer within 2.0 s"),
+            std::string::npos)
+      << failed.error().message();
+  EXPECT_NE(failed.error().message().find("per_sample_timeout_ms"), std::string::npos) << failed.error().message();
+}
+
+TEST_F(StreamTest, ACrashAndATimeoutOnOneSampleMakeItPoisonAndOnlyThatSample) {
+  sut_ = make(0, wire::ON_ERROR_SKIP);
+  auto t = sut_->next_task();  // indices 0..3
+  auto redo = sut_->after_worker_death(*t, {2, "killed by signal Segmentation fault"});
+  ASSERT_TRUE(redo.ok());
+  redo = sut_->after_worker_death(*redo, {1, "no answer (watchdog)", true});  // another sample: not poison yet
+  ASSERT_TRUE(redo.ok());
+  EXPECT_EQ(redo->work.skipped(), 0u);
+  redo = sut_->after_worker_death(*redo, {2, "no answer (watchdog)", true});
+  ASSERT_TRUE(redo.ok());
+  EXPECT_EQ(redo->work.indices(2), 3) << "sample 2 (a crash and a timeout) is replaced";
+  EXPECT_EQ(redo->work.indices(1), 1) << "sample 1 timed out once: kept";
+  EXPECT_EQ(redo->work.skipped(), 1u);
+}
+
 TEST_F(StreamTest, SkipReplacesABadSampleNowAndInLaterBatches) {
   sut_ = make(0, wire::ON_ERROR_SKIP);
   auto t = sut_->next_task();
-  auto redo = sut_->after_worker_death(*t, 3, "signal");
-  redo = sut_->after_worker_death(*redo, 3, "signal");
+  auto redo = sut_->after_worker_death(*t, {3, "signal"});
+  redo = sut_->after_worker_death(*redo, {3, "signal"});
   ASSERT_TRUE(redo.ok());
   EXPECT_EQ(redo->work.indices(3), 4) << "replaced by the next sample in dataset order";
   EXPECT_EQ(redo->work.skipped(), 1u);

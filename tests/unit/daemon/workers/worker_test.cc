@@ -26,7 +26,7 @@ class WorkerTest : public ::testing::Test {
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     ours_ = wire::UniqueFd(sv[0]);
     theirs_ = wire::UniqueFd(sv[1]);
-    worker_ = std::thread([this] { exit_code_ = run_worker(theirs_.get(), datasets_, 1 << 20, &progress_, -1); });
+    worker_ = std::thread([this] { exit_code_ = run_worker(theirs_.get(), datasets_, 1 << 20, &progress_); });
   }
   void TearDown() override {
     ours_ = wire::UniqueFd();  // EOF: the worker returns
@@ -65,12 +65,7 @@ class WorkerTest : public ::testing::Test {
 };
 
 TEST_F(WorkerTest, ChunksOfOneSlotMadeSeparatelyEqualTheWholeBatch) {
-  wire::OpenStream r;
-  r.set_dataset("fmnist");
-  r.set_pipeline("fmnist_u8");
-  r.set_batch_size(10);
-  r.set_depth(1);
-  auto p = plan(r, PlanContext{}, datasets_);
+  auto p = plan(testing::fmnist_u8_request(10, 1), PlanContext{}, datasets_);
   ASSERT_TRUE(p.ok()) << p.error().message();
   SegmentPool pool(1 << 30);
   auto segment = pool.create(&*p);

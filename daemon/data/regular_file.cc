@@ -1,0 +1,45 @@
+#include "data/regular_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+namespace batchd::daemon {
+
+namespace {
+
+const char* kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+Status require_regular(const std::string& path, const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return ok_status();
+  return Error(ErrorCode::kDataError, path + " is " + kind(st.st_mode) +
+                                          ", not a regular file: a dataset holds only regular files (reading "
+                                          "anything else could block forever); remove or replace it");
+}
+
+}  // namespace
+
+Status refuse_special_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ok_status();  // reported when it is read
+  return require_regular(path, st);
+}
+
+Result<wire::UniqueFd> open_regular_file(const std::string& path) {
+  wire::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return posix_error("cannot open " + path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return posix_error("cannot stat " + path, errno);
+  BATCHD_RETURN_IF_ERROR(require_regular(path, st));
+  return fd;
+}
+
+}  // namespace batchd::daemon

@@ -1,0 +1,29 @@
+// regular_file.h — dataset files are regular files, and nothing else is ever read as one.
+//
+// A FIFO opened for reading blocks until some process opens it for writing, and reads from a device or socket can
+// block forever: a sample "file" of that kind would hang the worker that reads it (and an IDX file, the daemon at
+// start-up or on a reload). Scans refuse them with refuse_special_file(); and since a file can be swapped after the
+// scan, every read opens with open_regular_file(): O_NONBLOCK (which never blocks on a FIFO, and has no effect on
+// reads of a regular file), then fstat S_ISREG before the first read.
+//
+// Both follow symlinks (a link to a regular file is fine). Something other than a regular file is a kDataError naming
+// the path and what it is; a failed open or stat is posix_error's ("cannot open <path>: No such file or directory",
+// kNotFound).
+// Thread-safe (no state).
+#pragma once
+
+#include <string>
+
+#include "batchd/result.h"
+#include "batchd/wire/unique_fd.h"
+
+namespace batchd::daemon {
+
+// For scans: kDataError "<path> is a FIFO, not a regular file …" if `path` exists and is not a regular file; ok
+// otherwise (a path that cannot be stat'ed, a dangling symlink say, fails when it is read, per sample, named).
+Status refuse_special_file(const std::string& path);
+
+// The file open read-only (close-on-exec), if it is a regular file.
+Result<wire::UniqueFd> open_regular_file(const std::string& path);
+
+}  // namespace batchd::daemon

@@ -1,0 +1,82 @@
+// Dataset files are read only if they are regular files: a FIFO (or a device) is refused at once, naming the path,
+// and never blocks the reader.
+#include "data/regular_file.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "data/imagefolder_dataset.h"
+
+namespace batchd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RegularFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("regular-file-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "cls");
+    std::ofstream(dir_ / "cls" / "a.jpg") << "not decoded by the scan";
+    ASSERT_EQ(::mkfifo((dir_ / "cls" / "b.jpg").c_str(), 0644), 0);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(RegularFileTest, OpeningAFifoFailsAtOnceNamingIt) {
+  const std::string fifo = (dir_ / "cls" / "b.jpg").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto fd = open_regular_file(fifo);  // a plain open() would block here until a writer came
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  ASSERT_FALSE(fd.ok());
+  EXPECT_EQ(fd.error().code(), ErrorCode::kDataError);
+  EXPECT_NE(fd.error().message().find(fifo + " is a FIFO, not a regular file"), std::string::npos)
+      << fd.error().message();
+  std::vector<uint8_t> bytes;
+  auto st = read_file(fifo, &bytes);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kDataError) << "a data error of that one sample (on_error applies)";
+  EXPECT_TRUE(open_regular_file((dir_ / "cls" / "a.jpg").string()).ok());
+  auto missing = open_regular_file((dir_ / "nope").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
+}
+
+TEST_F(RegularFileTest, TheImageFolderScanRefusesAFifoOrADeviceButLeavesADanglingLinkToTheReader) {
+  auto ds = ImageFolderDataset::open("d", dir_.string());
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.error().code(), ErrorCode::kDataError);
+  EXPECT_NE(ds.error().message().find((dir_ / "cls" / "b.jpg").string() + " is a FIFO"), std::string::npos)
+      << ds.error().message();
+  fs::remove(dir_ / "cls" / "b.jpg");
+  fs::create_symlink("/dev/null", dir_ / "cls" / "c.jpg");
+  ds = ImageFolderDataset::open("d", dir_.string());
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.error().message().find("c.jpg is a character device"), std::string::npos) << ds.error().message();
+  fs::remove(dir_ / "cls" / "c.jpg");
+  fs::create_symlink(dir_ / "nowhere.jpg", dir_ / "cls" / "d.jpg");
+  ds = ImageFolderDataset::open("d", dir_.string());
+  ASSERT_TRUE(ds.ok()) << "a dangling link fails when read, per sample: " << ds.error().message();
+  EXPECT_EQ((*ds)->size(), 2u);
+}
+
+TEST_F(RegularFileTest, AnIdxFileThatIsAFifoIsRefusedWithoutBlocking) {
+  const std::string fifo = (dir_ / "cls" / "b.jpg").string();
+  DatasetConfig c{"idx-fifo", "idx", fifo, fifo, ""};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto registry = DatasetRegistry::open_all({c});  // at start-up and on SIGHUP: on the event loop
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  auto ds = registry.find("idx-fifo");
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.error().message().find(fifo + " is a FIFO"), std::string::npos) << ds.error().message();
+}
+
+}  // namespace
+}  // namespace batchd::daemon
