@@ -53,8 +53,11 @@ COMMANDS
   datasets    the datasets the daemon declares (unavailable ones with the reason)
   streams     open streams: dataset, pipeline, client pid, state, progress, skipped samples
   workers     worker processes: pid, state, batches made, restarts, busy%
-  drain       refuse new streams; running streams continue
-  shutdown    drain and exit (as SIGTERM; running streams get "daemon shutting down")
+  drain       refuse new streams; running streams continue (admins only)
+  shutdown    drain and exit (as SIGTERM; running streams get "daemon shutting down"; admins only)
+
+Admins are root, the daemon's user and members of its daemon.admin_group; anyone else sees their own streams in
+full and other users' only as a count.
 
 Every command takes --json (one JSON object; field names as in proto/batchd.proto).
 The socket is --socket, else $BATCHD_SOCKET, else /run/batchd/batchd.sock.

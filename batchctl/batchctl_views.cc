@@ -9,6 +9,13 @@ namespace {
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
+// "N streams of other users ..." for a non-admin's view, or nothing.
+void print_others(const DaemonStatus& st) {
+  if (st.streams_of_others == 0) return;
+  std::printf("%u stream%s of other users (%.1f MB of segments; only an admin sees them)\n", st.streams_of_others,
+              st.streams_of_others == 1 ? "" : "s", static_cast<double>(st.segment_bytes_of_others) / 1e6);
+}
+
 }  // namespace
 
 const char* strategy_name(SharingStrategy s) {
@@ -35,7 +42,8 @@ void print_workers(const DaemonStatus& st) {
 
 void print_streams(const DaemonStatus& st) {
   if (st.streams.empty()) {
-    std::printf("no streams\n");
+    std::printf("no streams%s\n", st.streams_of_others > 0 ? " of yours" : "");
+    print_others(st);
     return;
   }
   std::printf("%-6s %-20s %-12s %6s %8s %-8s %-6s %13s %8s\n", "STREAM", "DATASET", "PIPELINE", "BATCH", "CLIENT",
@@ -47,6 +55,7 @@ void print_streams(const DaemonStatus& st) {
                 static_cast<unsigned long long>(s.batches_delivered), static_cast<unsigned long long>(s.batches_total),
                 static_cast<unsigned long long>(s.samples_skipped));
   }
+  print_others(st);
 }
 
 void print_datasets(const DaemonStatus& st) {
@@ -57,6 +66,10 @@ void print_status(const DaemonStatus& st) {
   std::printf("batchd %s, pid %d, up %.0f s, %u connections, default strategy %s%s\n", st.version.c_str(),
               st.daemon_pid, st.uptime_seconds, st.connections, strategy_name(st.default_strategy),
               st.draining ? ", DRAINING (new streams refused)" : "");
+  if (!st.admin) {
+    std::printf("you are not an admin of this daemon: other users' streams are only counted, drain and shutdown are "
+                "refused\n");
+  }
   std::printf("datasets: ");
   for (size_t i = 0; i < st.datasets.size(); ++i) std::printf("%s%s", i ? ", " : "", st.datasets[i].c_str());
   std::printf("\nbatches redone after a worker died: %llu\n\nworkers (%zu):\n",

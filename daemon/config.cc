@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <grp.h>
 #include <toml++/toml.h>
 
 #include <fstream>
@@ -58,13 +59,28 @@ Status read_string(const toml::table& t, const char* key, const std::string& pre
   return ok_status();
 }
 
+Status read_bool(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,
+                 bool* out) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return ok_status();
+  if (!node->is_boolean()) return bad(source, *node, prefix + key, "must be true or false");
+  *out = *node->value<bool>();
+  return ok_status();
+}
+
 Status parse_daemon(const toml::table& t, const std::string& source, Config* config) {
   BATCHD_RETURN_IF_ERROR(
-      reject_unknown(t, {"socket", "socket_mode", "socket_group", "workers", "min_chunk_us", "shm_strategy",
-                         "log_level", "task_timeout_min_s", "per_sample_timeout_ms"},
+      reject_unknown(t, {"socket", "socket_mode", "socket_group", "admin_group", "workers", "min_chunk_us",
+                         "shm_strategy", "log_level", "task_timeout_min_s", "per_sample_timeout_ms"},
                      "daemon.", source));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket_group", "daemon.", source, &config->socket_group));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket", "daemon.", source, &config->socket));
+  BATCHD_RETURN_IF_ERROR(read_string(t, "admin_group", "daemon.", source, &config->admin_group));
+  if (!config->admin_group.empty() && ::getgrnam(config->admin_group.c_str()) == nullptr) {
+    return bad(source, *t.get("admin_group"), "daemon.admin_group",
+               "'" + config->admin_group + "' is not a group on this host (see getent group); create it "
+               "(groupadd) or set \"\" for no admin group");
+  }
   BATCHD_RETURN_IF_ERROR(read_int(t, "workers", "daemon.", source, 0, 1024, &config->workers));
   BATCHD_RETURN_IF_ERROR(read_int(t, "min_chunk_us", "daemon.", source, 0, 1000000, &config->min_chunk_us));
   BATCHD_RETURN_IF_ERROR(read_int(t, "task_timeout_min_s", "daemon.", source, 1, 86400, &config->task_timeout_min_s));
@@ -100,7 +116,9 @@ Status parse_daemon(const toml::table& t, const std::string& source, Config* con
 Status parse_limits(const toml::table& t, const std::string& source, Limits* l) {
   BATCHD_RETURN_IF_ERROR(reject_unknown(t,
                                         {"max_frame_bytes", "max_batch_size", "default_depth", "max_depth",
-                                         "max_streams_per_connection", "max_segment_bytes", "max_shm_bytes"},
+                                         "max_streams_per_connection", "max_segment_bytes", "max_shm_bytes",
+                                         "max_request_bytes", "frame_timeout_ms", "max_connections",
+                                         "max_connections_per_uid"},
                                         "limits.", source));
   const std::string p = "limits.";
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_frame_bytes", p, source, 4096, 64 << 20, &l->max_frame_bytes));
@@ -112,6 +130,11 @@ Status parse_limits(const toml::table& t, const std::string& source, Limits* l) 
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_segment_bytes", p, source, 1 << 16, int64_t{1} << 46,
                                   &l->max_segment_bytes));
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_shm_bytes", p, source, 0, int64_t{1} << 50, &l->max_shm_bytes));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_request_bytes", p, source, 1024, 64 << 20, &l->max_request_bytes));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "frame_timeout_ms", p, source, 10, 3600000, &l->frame_timeout_ms));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_connections", p, source, 1, 1 << 20, &l->max_connections));
+  BATCHD_RETURN_IF_ERROR(
+      read_int(t, "max_connections_per_uid", p, source, 1, 1 << 20, &l->max_connections_per_uid));
   if (l->default_depth > l->max_depth) {
     const toml::node* n = t.get("default_depth") ? t.get("default_depth") : t.get("max_depth");
     return bad(source, *n, "limits.default_depth",
@@ -187,8 +210,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
   if (const auto* t = root["daemon"].as_table()) BATCHD_RETURN_IF_ERROR(parse_daemon(*t, source, &config));
   if (const auto* t = root["limits"].as_table()) BATCHD_RETURN_IF_ERROR(parse_limits(*t, source, &config.limits));
   if (const auto* t = root["metrics"].as_table()) {
-    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"listen"}, "metrics.", source));
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"listen", "per_stream"}, "metrics.", source));
     BATCHD_RETURN_IF_ERROR(read_string(*t, "listen", "metrics.", source, &config.metrics_listen));
+    BATCHD_RETURN_IF_ERROR(read_bool(*t, "per_stream", "metrics.", source, &config.metrics_per_stream));
   }
   if (const auto* t = root["datasets"].as_table()) {
     for (const auto& [k, v] : *t) BATCHD_RETURN_IF_ERROR(parse_dataset(std::string(k.str()), v, source, &config));

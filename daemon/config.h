@@ -30,6 +30,11 @@ struct Limits {
   uint32_t max_streams_per_connection = 64;
   uint64_t max_segment_bytes = 4ull << 30;  // bytes of one stream's segment
   uint64_t max_shm_bytes = 0;               // bytes of all segments together; 0 = half of physical memory
+  // Clients (issue 14): what one connection, one uid and all clients together may hold.
+  uint32_t max_request_bytes = 64u << 10;   // bound on one client request frame (replies: max_frame_bytes)
+  uint32_t frame_timeout_ms = 10000;        // a request frame started must be complete within this
+  uint32_t max_connections = 1024;          // client connections, all uids together
+  uint32_t max_connections_per_uid = 256;   // client connections of one uid
 };
 
 // daemon.min_chunk_us's default, measured as docs/benchmarks.md ("batches made in chunks") says.
@@ -43,6 +48,7 @@ struct Config {
   std::string socket = "/run/batchd/batchd.sock";
   uint32_t socket_mode = 0660;
   std::string socket_group;  // "" = the daemon's primary group
+  std::string admin_group;   // members may drain/shutdown and see every stream; "" = root and the daemon's uid only
   uint32_t workers = 0;  // 0 = one per CPU core
   uint32_t min_chunk_us = kDefaultMinChunkUs;  // no chunk of a batch shorter than this (streams/chunking.h)
   uint32_t task_timeout_min_s = kDefaultTaskTimeoutMinS;      // watchdog: the least time any task gets
@@ -51,6 +57,7 @@ struct Config {
   std::string log_level = "info";
   Limits limits;
   std::string metrics_listen;  // "host:port" of the Prometheus endpoint; "" = off
+  bool metrics_per_stream = false;  // per-stream series (stream, dataset, pipeline labels) on the endpoint
   std::vector<DatasetConfig> datasets;
 };
 

@@ -152,8 +152,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<MetricsServer> metrics;
   if (!config->metrics_listen.empty()) {
     auto m = MetricsServer::create(io, config->metrics_listen, [&] {
+      // A TCP reader has no credentials: streams only as counts, unless per-stream series are configured.
       wire::StatusReply status;
-      (*server)->fill_status(&status);
+      (*server)->fill_status(&status, config->metrics_per_stream ? StatusView::everything() : StatusView::none());
       return status;
     });
     if (!m.ok()) {

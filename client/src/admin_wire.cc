@@ -145,6 +145,9 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
   s.workers = all_from_wire<WorkerStatus>(w.workers());
   s.streams = all_from_wire<StreamStatus>(w.streams());
   s.segments = all_from_wire<SegmentStatus>(w.segments());
+  s.streams_of_others = w.streams_of_others();
+  s.segment_bytes_of_others = w.segment_bytes_of_others();
+  s.admin = w.admin();
   return s;
 }
 
@@ -161,6 +164,9 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   for (const auto& d : s.datasets) w.add_datasets(d);
   w.set_batches_redone(s.batches_redone);
   w.set_draining(s.draining);
+  w.set_streams_of_others(s.streams_of_others);
+  w.set_segment_bytes_of_others(s.segment_bytes_of_others);
+  w.set_admin(s.admin);
   return w;
 }
 

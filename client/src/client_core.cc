@@ -1,5 +1,6 @@
 #include "client_core.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -105,6 +106,7 @@ Status ClientCore::read_one_frame() {
   } else if (const uint64_t sid = event_stream_id(received.reply); sid != 0) {
     if (!closed_streams_.count(sid)) events_[sid].push_back(std::move(received.reply));
   } else if (received.reply.has_error()) {
+    told_why_ = !broken_;
     return broken(wire::from_wire(received.reply.error()));  // connection-level error: the daemon closes us
   }
   return ok_status();
@@ -114,7 +116,7 @@ Result<Received> ClientCore::call(wire::Request request) {
   MutexLock lock(&read_mu_);
   const uint64_t id = next_request_id_++;
   request.set_request_id(id);
-  BATCHD_RETURN_IF_ERROR(send(std::move(request)));
+  if (auto sent = send(std::move(request)); !sent.ok()) return why_send_failed(sent.error());
   for (;;) {
     if (auto it = replies_.find(id); it != replies_.end()) {
       Received r = std::move(it->second);
@@ -124,6 +126,17 @@ Result<Received> ClientCore::call(wire::Request request) {
     }
     BATCHD_RETURN_IF_ERROR(read_one_frame());
   }
+}
+
+Error ClientCore::why_send_failed(const Error& failure) {
+  if (broken_) return *broken_;
+  // A daemon that turned this connection away (a connection cap, out of file descriptors) wrote its reason before
+  // closing: read what is already there, without waiting for more.
+  for (;;) {
+    pollfd ready{fd_.get(), POLLIN, 0};
+    if (::poll(&ready, 1, 0) != 1 || !read_one_frame().ok()) break;
+  }
+  return told_why_ ? *broken_ : failure;
 }
 
 Result<wire::Reply> ClientCore::next_event(uint64_t stream_id) {

@@ -47,6 +47,8 @@ class ClientCore final {
   ClientCore(wire::UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
   Status read_one_frame() REQUIRES(read_mu_);
   Error broken(const Error& why) REQUIRES(read_mu_);
+  // The error for a request that could not be sent: the daemon's own reason when it closed the connection with one.
+  Error why_send_failed(const Error& failure) REQUIRES(read_mu_);
 
   const wire::UniqueFd fd_;  // the socket: written under write_mu_, read under read_mu_
   const std::string path_;
@@ -61,6 +63,7 @@ class ClientCore final {
   std::map<uint64_t, std::deque<wire::Reply>> events_ GUARDED_BY(read_mu_);
   std::set<uint64_t> closed_streams_ GUARDED_BY(read_mu_);  // events that still arrive for these are dropped
   std::optional<Error> broken_ GUARDED_BY(read_mu_);
+  bool told_why_ GUARDED_BY(read_mu_) = false;  // broken_ is the daemon's Error frame (it refused the connection)
 };
 
 }  // namespace batchd::detail

@@ -1,34 +1,32 @@
 #include "server/connection.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
-#include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 
 #include "batchd/wire/convert.h"
 #include "batchd/wire/fd_passing.h"
+#include "server/authorization.h"
+#include "server/enum_check.h"
 #include "server/server.h"
 
 namespace batchd::daemon {
 
 Connection::Connection(boost::asio::local::stream_protocol::socket socket, uint64_t id, Server& server,
-                       StreamManager& streams, uint32_t max_frame_bytes)
+                       StreamManager& streams, const Limits& limits, PeerCredentials credentials, bool admin)
     : socket_(std::move(socket)),
       server_(server),
       streams_(streams),
-      max_frame_bytes_(max_frame_bytes),
-      decoder_(max_frame_bytes),
-      read_buffer_(1 << 16) {
+      max_reply_bytes_(limits.max_frame_bytes),
+      frame_timeout_(limits.frame_timeout_ms),
+      credentials_(std::move(credentials)),
+      admin_(admin),
+      decoder_(limits.max_request_bytes, "limits.max_request_bytes"),
+      frame_deadline_(socket_.get_executor()) {
   peer_.connection_id = id;
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-    peer_.pid = cred.pid;
-    peer_.uid = cred.uid;
-  }
+  peer_.pid = credentials_.pid;
+  peer_.uid = credentials_.uid;
 }
 
 Connection::~Connection() = default;
@@ -36,52 +34,109 @@ Connection::~Connection() = default;
 void Connection::start() {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
-  spdlog::info("connection {} from pid {} uid {}", peer_.connection_id, peer_.pid, peer_.uid);
+  spdlog::info("connection {} from {}{}", peer_.connection_id, credentials_.describe(), admin_ ? " (admin)" : "");
   read();
 }
 
 void Connection::read() {
-  if (closing_) return;
-  socket_.async_read_some(boost::asio::buffer(read_buffer_),
-                          [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-                            if (self->closed_) return;
-                            if (ec) {
-                              if (self->decoder_.buffered() > 0 && ec == boost::asio::error::eof) {
-                                spdlog::warn("connection {}: client closed mid-frame ({} bytes of a truncated "
-                                             "frame)", self->peer_.connection_id, self->decoder_.buffered());
-                              }
-                              return self->close(true);
-                            }
-                            self->on_read(n);
-                          });
+  if (closing_ || reading_ || read_paused_) return;
+  reading_ = true;
+  socket_.async_wait(boost::asio::socket_base::wait_read,
+                     [self = shared_from_this()](const boost::system::error_code& ec) {
+                       self->reading_ = false;
+                       if (self->closed_) return;
+                       if (ec) return self->close(true);
+                       self->on_readable();
+                     });
 }
 
-void Connection::on_read(size_t bytes) {
-  decoder_.feed(read_buffer_.data(), bytes);
+void Connection::on_readable() {
+  // Into the server's one scratch buffer: an idle connection holds no read buffer of its own.
+  std::vector<char>& buffer = server_.read_buffer();
+  const ssize_t n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return read();
+  if (n <= 0) {
+    if (n == 0 && decoder_.buffered() > 0) {
+      spdlog::warn("connection {}: client closed mid-frame ({} bytes of a truncated frame)", peer_.connection_id,
+                   decoder_.buffered());
+    }
+    return close(true);
+  }
+  decoder_.feed(buffer.data(), static_cast<size_t>(n));
+  process();
+}
+
+void Connection::process() {
   std::string payload;
   while (!closing_) {
+    // Back-pressure, checked before every frame: a client that sends requests but does not read its replies is
+    // neither served nor read from until it does (flush() resumes).
+    if (queued_bytes_ > kMaxQueuedBytes) {
+      read_paused_ = true;
+      deadline_armed_ = false;
+      frame_deadline_.cancel();
+      return;
+    }
     auto more = decoder_.next(&payload);
     if (!more.ok()) return protocol_error(0, more.error());
     if (!*more) break;
-    wire::Request request;
-    if (auto st = wire::parse_payload(payload, &request, "request"); !st.ok()) return protocol_error(0, st.error());
-    try {
-      dispatch(request);
-    } catch (const std::exception& e) {  // e.g. bad_alloc: fail this request, keep serving
-      spdlog::error("connection {}: request {} failed: {}", peer_.connection_id, request.request_id(), e.what());
-      reply_error(request.request_id(), Error(ErrorCode::kInternal, std::string("request failed: ") + e.what()));
-    }
+    ++frames_done_;
+    handle(payload);
   }
-  // Back-pressure: a client that sends requests but does not read its replies is not read from until it does.
-  if (queued_bytes_ > kMaxQueuedBytes) {
-    read_paused_ = true;
+  if (closing_) return;
+  arm_frame_deadline();
+  read();
+}
+
+void Connection::handle(const std::string& payload) {
+  wire::Request request;
+  if (auto st = wire::parse_payload(payload, &request, "request"); !st.ok()) return protocol_error(0, st.error());
+  if (auto st = check_enums(request); !st.ok()) {
+    spdlog::warn("connection {} ({}): request {} refused: {}", peer_.connection_id, credentials_.describe(),
+                 request.request_id(), st.error().message());
+    return reply_error(request.request_id(), st.error());
+  }
+  try {
+    dispatch(request);
+  } catch (const std::exception& e) {  // e.g. bad_alloc: fail this request, keep serving
+    spdlog::error("connection {}: request {} failed: {}", peer_.connection_id, request.request_id(), e.what());
+    reply_error(request.request_id(), Error(ErrorCode::kInternal, std::string("request failed: ") + e.what()));
+  }
+}
+
+// A frame partly buffered must be complete within frame_timeout_ from its first byte read (while not paused).
+void Connection::arm_frame_deadline() {
+  if (decoder_.buffered() == 0) {
+    if (deadline_armed_) frame_deadline_.cancel();
+    deadline_armed_ = false;
     return;
   }
-  read();
+  if (deadline_armed_ && armed_for_ == frames_done_) return;  // still the same frame
+  deadline_armed_ = true;
+  armed_for_ = frames_done_;
+  frame_deadline_.expires_after(frame_timeout_);  // cancels the wait for an earlier frame
+  frame_deadline_.async_wait([self = shared_from_this(), frame = frames_done_](const boost::system::error_code& ec) {
+    if (ec || self->closed_ || !self->deadline_armed_ || self->armed_for_ != frame) return;
+    if (self->frames_done_ == frame) self->on_frame_deadline();
+  });
+}
+
+void Connection::on_frame_deadline() {
+  protocol_error(
+      0, Error(ErrorCode::kProtocol, "a request frame was still incomplete " + std::to_string(frame_timeout_.count()) +
+                                         " ms after its first byte (" + std::to_string(decoder_.buffered()) +
+                                         " bytes received; limits.frame_timeout_ms): send each request whole"));
 }
 
 void Connection::dispatch(const wire::Request& request) {
   const uint64_t rid = request.request_id();
+  // The one authorization check: every admin request, whatever its type (authorization.h lists them).
+  if (requires_admin(request.body_case()) && !admin_) {
+    const Error refused = server_.admin_policy().refusal(request_name(request.body_case()), credentials_);
+    spdlog::warn("connection {}: refused {} from {}: not an admin (root, the daemon's uid or daemon.admin_group)",
+                 peer_.connection_id, request_name(request.body_case()), credentials_.describe());
+    return reply_error(rid, refused);
+  }
   switch (request.body_case()) {
     case wire::Request::kOpenStream: {
       auto opened = streams_.open(request.open_stream(), peer_, this);
@@ -106,13 +161,13 @@ void Connection::dispatch(const wire::Request& request) {
     }
     case wire::Request::kDrain: {
       streams_.set_draining(true);
-      spdlog::info("drain requested by pid {} uid {}: refusing new streams", peer_.pid, peer_.uid);
+      spdlog::info("drain requested by {}: refusing new streams", credentials_.describe());
       wire::Reply r;
       r.set_ack("draining: new streams are refused, running streams continue");
       return reply(rid, std::move(r));
     }
     case wire::Request::kShutdown: {
-      spdlog::info("shutdown requested by pid {} uid {}", peer_.pid, peer_.uid);
+      spdlog::info("shutdown requested by {}", credentials_.describe());
       wire::Reply r;
       r.set_ack("shutting down: running streams are failed with \"daemon shutting down\", then the daemon exits");
       reply(rid, std::move(r));
@@ -121,14 +176,14 @@ void Connection::dispatch(const wire::Request& request) {
     }
     case wire::Request::kStatus: {
       wire::Reply r;
-      server_.fill_status(r.mutable_status());
+      server_.fill_status(r.mutable_status(), admin_ ? StatusView::everything() : StatusView::own(peer_.uid));
       return reply(rid, std::move(r));
     }
     default:
-      return protocol_error(rid, Error(ErrorCode::kProtocol, "request " + std::to_string(rid) +
-                                                                 " has an unknown or empty body (field " +
-                                                                 std::to_string(request.body_case()) +
-                                                                 "); is the client newer than the daemon?"));
+      return protocol_error(
+          rid, Error(ErrorCode::kProtocol, "request " + std::to_string(rid) + " has an unknown or empty body (field " +
+                                               std::to_string(request.body_case()) +
+                                               "); is the client newer than the daemon?"));
   }
 }
 
@@ -137,7 +192,7 @@ void Connection::send_event(const wire::Reply& event) { reply(0, event); }
 void Connection::reply(uint64_t request_id, wire::Reply r, wire::UniqueFd fd) {
   if (closed_) return;
   r.set_request_id(request_id);
-  auto frame = wire::encode_frame(r, max_frame_bytes_);
+  auto frame = wire::encode_frame(r, max_reply_bytes_);
   if (!frame.ok()) {
     spdlog::error("connection {}: {}", peer_.connection_id, frame.error().message());
     return close(true);
@@ -154,7 +209,7 @@ void Connection::reply_error(uint64_t request_id, const Error& error) {
 }
 
 void Connection::protocol_error(uint64_t request_id, const Error& error) {
-  spdlog::warn("connection {} (pid {}): {}; closing this connection", peer_.connection_id, peer_.pid,
+  spdlog::warn("connection {} ({}): {}; closing this connection", peer_.connection_id, credentials_.describe(),
                error.message());
   reply_error(request_id, Error(ErrorCode::kProtocol, error.message() + "; the daemon closed this connection"));
   close(false);
@@ -186,7 +241,10 @@ void Connection::flush() {
   if (queue_.empty() && closing_) return finish();
   if (read_paused_ && queued_bytes_ <= kMaxQueuedBytes / 2 && !closed_) {
     read_paused_ = false;
-    read();
+    // Not from inside flush(): process() dispatches, and dispatching replies, which flushes.
+    boost::asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      if (!self->closed_ && !self->read_paused_) self->process();
+    });
   }
 }
 
@@ -200,6 +258,7 @@ void Connection::close(bool now) {
 void Connection::finish() {
   if (closed_) return;
   closed_ = true;
+  frame_deadline_.cancel();
   boost::system::error_code ec;
   socket_.shutdown(boost::asio::socket_base::shutdown_both, ec);
   socket_.close(ec);
@@ -208,7 +267,7 @@ void Connection::finish() {
   // which must not see its streams erased under its feet.
   boost::asio::post(socket_.get_executor(), [self = shared_from_this()] {
     self->streams_.close_all_of(self->peer_.connection_id);
-    spdlog::info("connection {} (pid {}) closed", self->peer_.connection_id, self->peer_.pid);
+    spdlog::info("connection {} ({}) closed", self->peer_.connection_id, self->credentials_.describe());
     self->server_.remove(self->peer_.connection_id);
   });
 }

@@ -1,21 +1,34 @@
 // connection.h — one client connection: reads length-prefixed Requests, dispatches them, writes Replies.
 //
-// Every frame is checked before dispatch: its announced length against limits.max_frame_bytes (before the payload
-// is buffered), then the protobuf parse result, then the request type. A frame that fails any check gets an Error
-// reply naming the problem, and then this connection — only this one — is closed; the daemon serves everyone else.
-// Closing (by either side, for any reason) reclaims every stream, lease and segment the connection held.
+// Every frame is checked before dispatch: its announced length against limits.max_request_bytes (before the payload
+// is buffered), then the protobuf parse result, then every enum field (enum_check.h), then the request type. A
+// frame that fails the length or parse check gets an Error reply naming the problem, and then this connection — only
+// this one — is closed; an undeclared enum value or an admin request from a non-admin (authorization.h) gets an
+// Error reply to that request and the connection stays open. Closing (by either side, for any reason) reclaims every
+// stream, lease and segment the connection held.
+//
+// Memory per connection is bounded (issue 14): the bytes of one incomplete request frame (at most
+// max_request_bytes, buffered as they arrive, never allocated up front from the announced length) plus the unsent
+// replies, which stop the dispatching of further requests as soon as they exceed kMaxQueuedBytes: the requests
+// still buffered wait, and nothing more is read from the socket, until the client has read its replies down to half
+// of that. Events of open streams (BatchReady, ...) are always queued; they are bounded by the streams' depth. A
+// request frame not complete within limits.frame_timeout_ms of its first byte closes the connection with an Error
+// naming the key (time spent paused by back-pressure does not count).
 //
 // Outgoing frames are queued and written without blocking the event loop; a frame that carries a segment fd
-// (file_descriptor strategy) sends it as SCM_RIGHTS on its first byte.
+// (file_descriptor strategy) sends it as SCM_RIGHTS on its first byte. Single-threaded: the daemon's io_context.
 #pragma once
 
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <memory>
 #include <string>
 
 #include "batchd/wire/framing.h"
 #include "batchd/wire/unique_fd.h"
+#include "config.h"
+#include "server/peer_credentials.h"
 #include "streams/stream_manager.h"
 
 namespace batchd::daemon {
@@ -24,8 +37,12 @@ class Server;
 
 class Connection final : public EventSink, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(boost::asio::local::stream_protocol::socket socket, uint64_t id, Server& server,
-             StreamManager& streams, uint32_t max_frame_bytes);
+  // Above this many bytes of unsent replies no further request is dispatched (resumed at half).
+  static constexpr size_t kMaxQueuedBytes = 256u << 10;
+
+  // `admin`: the peer may send admin requests and sees every stream (AdminPolicy::is_admin).
+  Connection(boost::asio::local::stream_protocol::socket socket, uint64_t id, Server& server, StreamManager& streams,
+             const Limits& limits, PeerCredentials credentials, bool admin);
   ~Connection() override;
 
   void start();
@@ -35,6 +52,7 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
 
   uint64_t id() const { return peer_.connection_id; }
   const Peer& peer() const { return peer_; }
+  const PeerCredentials& credentials() const { return credentials_; }
 
  private:
   struct Outgoing {
@@ -44,8 +62,13 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
   };
 
   void read();
-  void on_read(size_t bytes);
+  void on_readable();
+  // Dispatches the buffered complete frames until none is left or the reply queue is over its cap; then reads on.
+  void process();
+  void handle(const std::string& payload);
   void dispatch(const wire::Request& request);
+  void arm_frame_deadline();
+  void on_frame_deadline();
   void reply(uint64_t request_id, wire::Reply reply, wire::UniqueFd fd = {});
   void reply_error(uint64_t request_id, const Error& error);
   void protocol_error(uint64_t request_id, const Error& error);
@@ -55,14 +78,20 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
   boost::asio::local::stream_protocol::socket socket_;
   Server& server_;
   StreamManager& streams_;
-  uint32_t max_frame_bytes_;
+  uint32_t max_reply_bytes_;
+  std::chrono::milliseconds frame_timeout_;
+  PeerCredentials credentials_;
+  bool admin_;
   Peer peer_;
   wire::FrameDecoder decoder_;
-  std::vector<char> read_buffer_;
-  static constexpr size_t kMaxQueuedBytes = 4u << 20;  // stop reading requests above this much unsent output
+  boost::asio::steady_timer frame_deadline_;
+  uint64_t frames_done_ = 0;     // complete frames taken from the decoder
+  bool deadline_armed_ = false;  // frame_deadline_ runs for the partly buffered frame number armed_for_
+  uint64_t armed_for_ = 0;
   std::deque<Outgoing> queue_;
   size_t queued_bytes_ = 0;
-  bool read_paused_ = false;
+  bool reading_ = false;      // an async_wait for readability is pending
+  bool read_paused_ = false;  // back-pressure: queued_bytes_ went over kMaxQueuedBytes
   bool waiting_to_write_ = false;
   bool closing_ = false;
   bool closed_ = false;

@@ -80,10 +80,10 @@ std::string prometheus_text(const wire::StatusReply& st) {
   family("batchd_connections", "gauge", "Connected clients.");
   o << "batchd_connections " << st.connections() << '\n';
   family("batchd_streams", "gauge", "Open streams.");
-  o << "batchd_streams " << st.streams_size() << '\n';
+  o << "batchd_streams " << st.streams_size() + st.streams_of_others() << '\n';
   family("batchd_batches_redone_total", "counter", "Tasks (chunks of batches) given to a new worker after theirs died.");
   o << "batchd_batches_redone_total " << st.batches_redone() << '\n';
-  uint64_t shm = 0;
+  uint64_t shm = st.segment_bytes_of_others();
   for (const auto& s : st.segments()) shm += s.bytes();
   family("batchd_segment_bytes", "gauge", "Bytes of shared memory held by open streams' segments.");
   o << "batchd_segment_bytes " << shm << '\n';
@@ -110,11 +110,11 @@ std::string prometheus_text(const wire::StatusReply& st) {
        [](const wire::StreamInfo& s) { return static_cast<double>(s.worker_deaths()); }},
   };
   for (const auto& m : stream_metrics) {
+    if (st.streams_size() == 0) break;  // per-stream series are off ([metrics] per_stream), or no stream is open
     family(m.name, m.type, m.help);
-    for (const auto& s : st.streams()) {
+    for (const auto& s : st.streams()) {  // no client pid or uid: anyone who reaches the port reads this
       o << m.name << "{stream=\"" << s.stream_id() << "\",dataset=\"" << label_escape(s.dataset())
-        << "\",pipeline=\"" << label_escape(s.pipeline()) << "\",client_pid=\"" << s.client_pid() << "\"} "
-        << m.value(s) << '\n';
+        << "\",pipeline=\"" << label_escape(s.pipeline()) << "\"} " << m.value(s) << '\n';
     }
   }
   family("batchd_worker_busy_seconds_total", "counter", "Time the worker spent making batches.");

@@ -1,7 +1,10 @@
 #include "server/server.h"
+#include "server/peer_credentials.h"
 
-#include <spdlog/spdlog.h>
 #include <grp.h>
+#include <malloc.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -44,14 +47,31 @@ Status prepare_socket_path(boost::asio::io_context& io, const std::string& path)
 }  // namespace
 
 Server::Server(boost::asio::io_context& io, const Config& config, StreamManager& streams,
-               const DatasetRegistry& datasets)
-    : io_(io), config_(config), streams_(streams), datasets_(datasets), acceptor_(io), accept_retry_(io) {}
+               const DatasetRegistry& datasets, AdminPolicy admin_policy)
+    : io_(io),
+      config_(config),
+      streams_(streams),
+      datasets_(datasets),
+      acceptor_(io),
+      accept_retry_(io),
+      admin_policy_(std::move(admin_policy)),
+      caps_(config.limits),
+      trim_timer_(io) {}
 
 Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, const Config& config,
                                                StreamManager& streams,
                                                const DatasetRegistry& datasets) {
+  auto admin_policy = AdminPolicy::create(config.admin_group);
+  if (!admin_policy.ok()) return admin_policy.error();
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+                       config.limits.max_connections + 64 > nofile.rlim_cur) {
+    spdlog::warn("limits.max_connections ({}) is not well below the open-file limit ({}): past it, clients are "
+                 "refused with \"out of file descriptors\"; raise LimitNOFILE", config.limits.max_connections,
+                 nofile.rlim_cur);
+  }
   BATCHD_RETURN_IF_ERROR(prepare_socket_path(io, config.socket));
-  std::unique_ptr<Server> server(new Server(io, config, streams, datasets));
+  std::unique_ptr<Server> server(new Server(io, config, streams, datasets, std::move(admin_policy).value()));
+  if (!server->fd_reserve_.held()) return posix_error("cannot open the reserve descriptor (/dev/null)", errno);
   boost::system::error_code ec;
   const local::stream_protocol::endpoint endpoint(config.socket);
   server->acceptor_.open(endpoint.protocol(), ec);
@@ -89,14 +109,14 @@ void Server::start() { accept(); }
 void Server::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, local::stream_protocol::socket socket) {
     if (ec == boost::asio::error::operation_aborted || stopped_) return;
-    if (ec) {
-      // e.g. EMFILE: the connection stays in the backlog; pause before trying again rather than spin.
+    if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE) {
+      // Out of fds: the pending connection is told so on the reserve fd instead of waiting in the backlog.
+      auto refused = fd_reserve_.refuse_pending(acceptor_.native_handle());
+      if (!refused) return retry_accept_later();
+      refusals_.warn(*refused);
+    } else if (ec) {
       spdlog::warn("accept on {}: {}; retrying in 100 ms", config_.socket, ec.message());
-      accept_retry_.expires_after(std::chrono::milliseconds(100));
-      accept_retry_.async_wait([this](const boost::system::error_code& e) {
-        if (!e && !stopped_) accept();
-      });
-      return;
+      return retry_accept_later();
     } else {
       adopt(std::move(socket));
     }
@@ -104,9 +124,29 @@ void Server::accept() {
   });
 }
 
+// Pauses before accepting again rather than spinning on a listening socket that stays readable.
+void Server::retry_accept_later() {
+  accept_retry_.expires_after(std::chrono::milliseconds(100));
+  accept_retry_.async_wait([this](const boost::system::error_code& e) {
+    if (!e && !stopped_) accept();
+  });
+}
+
 void Server::adopt(local::stream_protocol::socket socket) {
+  auto credentials = peer_credentials(socket.native_handle());
+  if (!credentials.ok()) {
+    spdlog::warn("new connection: {}; it is served as an unknown uid", credentials.error().message());
+  }
+  PeerCredentials peer = credentials.ok() ? std::move(credentials).value() : PeerCredentials{};
+  if (auto refused = caps_.admit(peer.uid)) {
+    refusals_.warn("refused a connection from " + peer.describe() + ": " + refused->message());
+    refuse(wire::UniqueFd(socket.release()), *refused);
+    return;
+  }
   const uint64_t id = next_connection_id_++;
-  auto connection = std::make_shared<Connection>(std::move(socket), id, *this, streams_, config_.limits.max_frame_bytes);
+  const bool admin = admin_policy_.is_admin(peer);
+  auto connection = std::make_shared<Connection>(std::move(socket), id, *this, streams_, config_.limits,
+                                                 std::move(peer), admin);
   connections_[id] = connection;
   connection->start();
 }
@@ -118,6 +158,7 @@ void Server::stop(const std::string& reason, std::function<void()> on_drained) {
   boost::system::error_code ec;
   acceptor_.close(ec);
   accept_retry_.cancel();
+  trim_timer_.cancel();
   if (socket_bound_) {
     ::unlink(config_.socket.c_str());
     socket_bound_ = false;
@@ -129,16 +170,33 @@ void Server::stop(const std::string& reason, std::function<void()> on_drained) {
 }
 
 void Server::remove(uint64_t connection_id) {
-  connections_.erase(connection_id);
+  if (auto it = connections_.find(connection_id); it != connections_.end()) {
+    caps_.leave(it->second->credentials().uid);
+    connections_.erase(it);
+    trim_memory_soon();
+  }
   if (stopped_ && connections_.empty() && on_drained_) boost::asio::post(io_, std::exchange(on_drained_, nullptr));
 }
 
-void Server::fill_status(wire::StatusReply* status) const {
+// Closed connections leave free heap pages behind (their buffers, their replies): malloc_trim gives them back to
+// the system, once for a whole burst of closes.
+void Server::trim_memory_soon() {
+  if (trim_pending_ || stopped_) return;
+  trim_pending_ = true;
+  trim_timer_.expires_after(std::chrono::milliseconds(200));
+  trim_timer_.async_wait([this](const boost::system::error_code& ec) {
+    trim_pending_ = false;
+    if (!ec) ::malloc_trim(0);
+  });
+}
+
+void Server::fill_status(wire::StatusReply* status, const StatusView& view) const {
   status->set_daemon_pid(::getpid());
   status->set_version(BATCHD_VERSION);
   status->set_uptime_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   status->set_default_strategy(config_.shm_strategy);
-  streams_.fill_status(status);
+  streams_.fill_status(status, view);
+  status->set_admin(view.all);
   status->set_connections(static_cast<uint32_t>(connections_.size()));
   for (const auto& [name, why] : datasets_.describe()) {
     status->add_datasets(why.empty() ? name : name + " (unavailable: " + why + ")");

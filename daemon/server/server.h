@@ -4,6 +4,11 @@
 // that answers means another batchd already serves it (refused, nothing touched); one that does not is stale and
 // is replaced. stop() drains: running streams get a "daemon shutting down" StreamFailed, connections close after
 // their queued frames are written, and the socket file is removed.
+//
+// Every connection is admitted by its peer's credentials (peer_credentials.h): the connection caps and the fd
+// reserve of admission.h turn the surplus away with an Error frame instead of a hang, and AdminPolicy
+// (authorization.h) decides whether it is an admin's. Memory that closed connections held is given back to the
+// system (malloc_trim) shortly after they go.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -16,6 +21,8 @@
 #include <memory>
 
 #include "config.h"
+#include "server/admission.h"
+#include "server/authorization.h"
 #include "server/connection.h"
 #include "data/dataset.h"
 #include "streams/stream_manager.h"
@@ -44,13 +51,19 @@ class Server final {
   }
 
   void remove(uint64_t connection_id);
-  void fill_status(wire::StatusReply* status) const;
+  // The daemon's status as `view` may see it (StatusView: an admin's, a non-admin's, the metrics endpoint's).
+  void fill_status(wire::StatusReply* status, const StatusView& view) const;
   size_t connections() const { return connections_.size(); }
+  const AdminPolicy& admin_policy() const { return admin_policy_; }
+  // Scratch space for one read (connections read into it and copy out what they keep): valid until the next read.
+  std::vector<char>& read_buffer() { return read_buffer_; }
 
  private:
   Server(boost::asio::io_context& io, const Config& config, StreamManager& streams,
-         const DatasetRegistry& datasets);
+         const DatasetRegistry& datasets, AdminPolicy admin_policy);
   void accept();
+  void retry_accept_later();
+  void trim_memory_soon();
 
   boost::asio::io_context& io_;
   const Config& config_;
@@ -58,6 +71,13 @@ class Server final {
   const DatasetRegistry& datasets_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
+  AdminPolicy admin_policy_;
+  ConnectionCaps caps_;
+  FdReserve fd_reserve_;
+  RefusalLog refusals_;
+  std::vector<char> read_buffer_ = std::vector<char>(1 << 16);
+  boost::asio::steady_timer trim_timer_;
+  bool trim_pending_ = false;
   std::map<uint64_t, std::shared_ptr<Connection>> connections_;
   uint64_t next_connection_id_ = 1;
   bool stopped_ = false;

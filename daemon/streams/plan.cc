@@ -116,9 +116,12 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   }
   const wire::SharingStrategy strategy =
       req.strategy() == wire::STRATEGY_DEFAULT ? context.default_strategy : req.strategy();
-  if (strategy != wire::FILE_DESCRIPTOR && strategy != wire::FILE_SYSTEM) return invalid("unknown sharing strategy");
+  if (strategy != wire::FILE_DESCRIPTOR && strategy != wire::FILE_SYSTEM) {  // the connection refuses these first
+    return invalid("strategy " + std::to_string(req.strategy()) +
+                   " is not a sharing strategy (0 = the daemon's default, 1 = file_descriptor, 2 = file_system)");
+  }
   if (req.on_error() != wire::ON_ERROR_FAIL && req.on_error() != wire::ON_ERROR_SKIP) {
-    return invalid("on_error " + std::to_string(req.on_error()) + " is not a policy (0 = fail, 1 = skip)");
+    return invalid("on_error " + std::to_string(req.on_error()) + " is not a policy (0 = fail, 1 = skip)");  // idem
   }
 
   wire::StreamOpened opened;

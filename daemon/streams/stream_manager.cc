@@ -168,11 +168,16 @@ void StreamManager::fail(Entry& entry, const Error& error) {
   entry.sink->send_event(event);
 }
 
-void StreamManager::fill_status(wire::StatusReply* status) const {
+void StreamManager::fill_status(wire::StatusReply* status, const StatusView& view) const {
   for (const auto& w : scheduler_.workers().describe()) *status->add_workers() = w;
   for (const auto& [id, entry] : streams_) {
-    *status->add_streams() = entry.stream->info();
-    *status->add_segments() = entry.stream->segment_info();
+    if (view.shows(entry.stream->owner().uid)) {
+      *status->add_streams() = entry.stream->info();
+      *status->add_segments() = entry.stream->segment_info();
+    } else {  // another user's: counted, nothing that identifies it
+      status->set_streams_of_others(status->streams_of_others() + 1);
+      status->set_segment_bytes_of_others(status->segment_bytes_of_others() + entry.stream->segment_info().bytes());
+    }
   }
   status->set_batches_redone(batches_redone_);
   status->set_draining(draining_);

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "config.h"
@@ -27,6 +28,19 @@ class EventSink {
  public:
   virtual ~EventSink() = default;
   virtual void send_event(const wire::Reply& event) = 0;
+};
+
+// Whose streams a status shows in full (server/authorization.h decides): an admin's view shows every stream; a
+// non-admin's shows their own uid's streams and segments and only counts the others' (StatusReply
+// streams_of_others, segment_bytes_of_others); the metrics endpoint's, nobody's.
+struct StatusView {
+  static StatusView everything() { return {true, std::nullopt}; }
+  static StatusView own(uint32_t uid) { return {false, uid}; }
+  static StatusView none() { return {false, std::nullopt}; }
+  bool shows(uint32_t owner_uid) const { return all || (uid && *uid == owner_uid); }
+
+  bool all = false;
+  std::optional<uint32_t> uid;
 };
 
 class StreamManager final : public WorkerEvents {
@@ -63,8 +77,8 @@ class StreamManager final : public WorkerEvents {
 
   uint64_t batches_redone() const { return batches_redone_; }
   uint64_t shm_bytes_in_use() const { return segments_.bytes_in_use(); }
-  // Workers, streams, segments, batches_redone, draining.
-  void fill_status(wire::StatusReply* status) const;
+  // Workers, streams and segments (those `view` shows; the others counted), batches_redone, draining.
+  void fill_status(wire::StatusReply* status, const StatusView& view) const;
 
  private:
   struct Entry {

@@ -1,5 +1,6 @@
 #include "batchd/wire/framing.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace batchd::wire {
@@ -39,7 +40,27 @@ void FrameDecoder::feed(const char* data, size_t size) {
     buffer_.erase(0, read_pos_);
     read_pos_ = 0;
   }
+  const size_t needed = buffer_.size() + size;
+  if (needed > buffer_.capacity()) {
+    // Grow by doubling, but never past the end of the frame being received: a peer that announces a large frame
+    // and sends part of it costs what it sent, not what it announced.
+    size_t grow = std::max(needed, 2 * buffer_.capacity());
+    if (buffered() >= kFrameHeaderBytes) {
+      const auto* h = reinterpret_cast<const unsigned char*>(buffer_.data() + read_pos_);
+      const uint32_t frame = uint32_t{h[0]} | (uint32_t{h[1]} << 8) | (uint32_t{h[2]} << 16) | (uint32_t{h[3]} << 24);
+      const size_t frame_end = read_pos_ + kFrameHeaderBytes + frame;
+      if (frame <= max_frame_bytes_) grow = std::max(needed, std::min(grow, frame_end));
+    }
+    buffer_.reserve(grow);
+  }
   buffer_.append(data, size);
+}
+
+void FrameDecoder::release_memory() {
+  if (buffered() == 0 && buffer_.capacity() > kKeptCapacity) {
+    std::string().swap(buffer_);
+    read_pos_ = 0;
+  }
 }
 
 Result<bool> FrameDecoder::next(std::string* payload) {
@@ -47,13 +68,15 @@ Result<bool> FrameDecoder::next(std::string* payload) {
   const auto* h = reinterpret_cast<const unsigned char*>(buffer_.data() + read_pos_);
   const uint32_t size = uint32_t{h[0]} | (uint32_t{h[1]} << 8) | (uint32_t{h[2]} << 16) | (uint32_t{h[3]} << 24);
   if (size > max_frame_bytes_) {
-    return Error(ErrorCode::kResourceExhausted,
-                 "frame announces " + std::to_string(size) + " bytes, over the limit of " +
-                     std::to_string(max_frame_bytes_) + " bytes (corrupt stream or not a batchd client)");
+    const std::string limit = limit_name_ != nullptr ? std::string(" (") + limit_name_ + ")" : "";
+    return Error(ErrorCode::kResourceExhausted, "frame announces " + std::to_string(size) +
+                                                    " bytes, over the limit of " + std::to_string(max_frame_bytes_) +
+                                                    " bytes" + limit + ": corrupt stream or not a batchd client");
   }
   if (buffered() < kFrameHeaderBytes + size) return false;
   payload->assign(buffer_, read_pos_ + kFrameHeaderBytes, size);
   read_pos_ += kFrameHeaderBytes + size;
+  release_memory();
   return true;
 }
 

@@ -14,15 +14,6 @@
 namespace batchd::testing {
 namespace {
 
-long rss_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
-
 void expect_serving(const std::string& socket) {
   auto client = Client::connect(socket);
   ASSERT_TRUE(client.ok());

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <set>
@@ -64,6 +65,16 @@ inline DaemonStatus daemon_status(const std::string& socket) {
   auto status = admin->status();
   EXPECT_TRUE(status.ok()) << status.error().message();
   return status.ok() ? std::move(status).value() : DaemonStatus();
+}
+
+// The resident set size of process `pid` in KiB (VmRSS in /proc/PID/status), or -1.
+inline long rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
 }
 
 // Names in /dev/shm that belong to the daemon with this pid ("batchd.<pid>.<stream>").
@@ -175,6 +186,11 @@ class RawConnection {
   }
   void send_bytes(const std::string& bytes) { ASSERT_TRUE(wire::send_all(fd_.get(), bytes.data(), bytes.size()).ok()); }
   void send_request(const wire::Request& r) { send_bytes(*wire::encode_frame(r)); }
+  // false if the daemon has closed the connection (e.g. refused it): no test failure, unlike send_request.
+  bool try_send_request(const wire::Request& r) {
+    const std::string frame = *wire::encode_frame(r);
+    return wire::send_all(fd_.get(), frame.data(), frame.size()).ok();
+  }
   void shutdown_write() { ::shutdown(fd_.get(), SHUT_WR); }
   // The next reply, or nullopt at EOF.
   std::optional<wire::Reply> read_reply() {

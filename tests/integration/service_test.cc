@@ -185,7 +185,8 @@ std::string http_get(uint16_t port, const std::string& path) {
 TEST(ServiceTest, PrometheusEndpointExposesStreamAndWorkerMetrics) {
   const uint16_t port = static_cast<uint16_t>(20000 + ::getpid() % 20000);
   const std::string config = ::testing::TempDir() + "metrics-" + std::to_string(::getpid()) + ".toml";
-  write_datasets(config, {"fashion-mnist-test"}, "[metrics]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\n");
+  write_datasets(config, {"fashion-mnist-test"},
+                 "[metrics]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\nper_stream = true\n");
   auto daemon = start_daemon("", 2, {"--config", config});
   auto client = Client::connect(daemon.socket_path());
   auto stream = client->open_stream(fmnist_options());
@@ -196,11 +197,33 @@ TEST(ServiceTest, PrometheusEndpointExposesStreamAndWorkerMetrics) {
   EXPECT_NE(body.find("text/plain; version=0.0.4"), std::string::npos) << body;
   EXPECT_NE(body.find("batchd_streams 1\n"), std::string::npos) << body;
   EXPECT_NE(body.find("# TYPE batchd_stream_samples_total counter"), std::string::npos) << body;
-  EXPECT_NE(body.find("batchd_stream_samples_total{stream=\"1\",dataset=\"fashion-mnist-test\",pipeline=\"fmnist\""),
+  EXPECT_NE(body.find("batchd_stream_samples_total{stream=\"1\",dataset=\"fashion-mnist-test\",pipeline=\"fmnist\"}"),
             std::string::npos)
       << body;
+  EXPECT_EQ(body.find("client_pid"), std::string::npos) << "a TCP reader is nobody: no client pid" << body;
   EXPECT_NE(body.find("batchd_worker_busy_seconds_total{worker=\"1\"}"), std::string::npos) << body;
   EXPECT_NE(http_get(port, "/").find("404"), std::string::npos);
+}
+
+TEST(ServiceTest, PrometheusEndpointCountsStreamsWithoutNamingThemByDefault) {
+  const uint16_t port = static_cast<uint16_t>(20000 + (::getpid() + 7919) % 20000);
+  const std::string config = ::testing::TempDir() + "metrics-counts-" + std::to_string(::getpid()) + ".toml";
+  write_datasets(config, {"fashion-mnist-test"}, "[metrics]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\n");
+  auto daemon = start_daemon("file_system", 2, {"--config", config});
+  auto client = Client::connect(daemon.socket_path());
+  auto stream = client->open_stream(fmnist_options());
+  ASSERT_TRUE(stream.ok());
+  ASSERT_TRUE(stream->next().ok());
+  const std::string body = http_get(port, "/metrics");
+  EXPECT_NE(body.find("batchd_streams 1\n"), std::string::npos) << body;
+  EXPECT_NE(body.find("batchd_segment_bytes " + std::to_string(stream->info().segment_bytes) + "\n"),
+            std::string::npos)
+      << body;
+  for (const std::string& hidden : {std::string("batchd_stream_samples_total"), std::string("client_pid"),
+                                    std::string("dataset=\""), stream->info().segment_name}) {
+    EXPECT_EQ(body.find(hidden), std::string::npos) << hidden << " in\n" << body;
+  }
+  EXPECT_NE(body.find("batchd_worker_batches_total{worker=\"0\"}"), std::string::npos) << body;
 }
 
 }  // namespace

@@ -101,8 +101,14 @@ struct DaemonStatus {
   uint64_t batches_redone = 0;        // tasks (chunks of batches) given again to a new worker after theirs died
   bool draining = false;              // new streams are refused (Admin::drain)
   std::vector<WorkerStatus> workers;
-  std::vector<StreamStatus> streams;
-  std::vector<SegmentStatus> segments;
+  std::vector<StreamStatus> streams;  // an admin's view: every stream; anyone else's: the streams of their own uid
+  std::vector<SegmentStatus> segments;  // the segments of those streams
+  // What the view leaves out: other users' streams, only counted (no pid, uid, dataset or segment name of theirs).
+  uint32_t streams_of_others = 0;
+  uint64_t segment_bytes_of_others = 0;
+  // This connection is an admin's (root, the daemon's user, or a member of the daemon's admin_group): it sees every
+  // stream, and drain() and shutdown() are allowed.
+  bool admin = false;
 };
 
 // A connection for administration. Move-only; holds one socket.
@@ -124,6 +130,8 @@ class Admin {
   Result<std::vector<WorkerStatus>> workers();
   Result<std::vector<SegmentStatus>> segments();
 
+  // Admin requests: from anyone but root, the daemon's user and members of its admin_group they fail with
+  // kPermissionDenied, saying who may send them (DaemonStatus::admin tells beforehand).
   // Refuse new streams from now on; running streams continue. Returns the daemon's acknowledgement (one line).
   Result<std::string> drain();
   // Drain and exit, as SIGTERM does: running streams end with "daemon shutting down". Returns the daemon's

@@ -136,3 +136,50 @@ TEST(ConfigTest, MetricsListenIsReadAndItsTableChecked) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST(ConfigTest, ClientLimitsAdminGroupAndPerStreamMetricsAreRead) {
+  auto sut = parse_config(R"(
+[daemon]
+admin_group = "users"
+[limits]
+max_request_bytes = 8192
+frame_timeout_ms = 250
+max_connections = 10
+max_connections_per_uid = 4
+[metrics]
+per_stream = true
+)", "t.toml");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  EXPECT_EQ(sut->admin_group, "users");
+  EXPECT_EQ(sut->limits.max_request_bytes, 8192u);
+  EXPECT_EQ(sut->limits.frame_timeout_ms, 250u);
+  EXPECT_EQ(sut->limits.max_connections, 10u);
+  EXPECT_EQ(sut->limits.max_connections_per_uid, 4u);
+  EXPECT_TRUE(sut->metrics_per_stream);
+  auto defaults = parse_config(default_config_text(), "<embedded>");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->admin_group, "");
+  EXPECT_EQ(defaults->limits.max_request_bytes, 65536u);
+  EXPECT_EQ(defaults->limits.frame_timeout_ms, 10000u);
+  EXPECT_EQ(defaults->limits.max_connections, 1024u);
+  EXPECT_EQ(defaults->limits.max_connections_per_uid, 256u);
+  EXPECT_FALSE(defaults->metrics_per_stream);
+}
+
+TEST(ConfigTest, AdminGroupMustExistAndLimitsMustBeInRange) {
+  auto msg = error_of("[daemon]\nadmin_group = \"no-such-group-batchd\"\n");
+  EXPECT_NE(msg.find("test.toml:2: key 'daemon.admin_group'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not a group on this host"), std::string::npos) << msg;
+  EXPECT_NE(error_of("[limits]\nmax_request_bytes = 100\n").find("limits.max_request_bytes"), std::string::npos);
+  EXPECT_NE(error_of("[limits]\nframe_timeout_ms = 0\n").find("limits.frame_timeout_ms"), std::string::npos);
+  EXPECT_NE(error_of("[limits]\nmax_connections = 0\n").find("limits.max_connections"), std::string::npos);
+  EXPECT_NE(error_of("[limits]\nmax_connections_per_uid = 0\n").find("limits.max_connections_per_uid"),
+            std::string::npos);
+  EXPECT_NE(error_of("[metrics]\nper_stream = 1\n").find("metrics.per_stream"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace batchd::daemon

@@ -94,3 +94,41 @@ TEST(FramingTest, TruncatedFrameStaysBufferedAndIsReported) {
 
 }  // namespace
 }  // namespace batchd::wire
+
+namespace batchd::wire {
+namespace {
+
+TEST(FramingTest, PartialFrameCostsWhatWasSentNotWhatWasAnnounced) {
+  FrameDecoder sut(1u << 20);
+  const uint32_t announced = 1u << 20;
+  const std::string header{0, 0, 0x10, 0};  // 1 MiB, little-endian
+  sut.feed(header.data(), header.size());
+  const std::string chunk(1000, 'x');
+  sut.feed(chunk.data(), chunk.size());
+  std::string payload;
+  ASSERT_FALSE(*sut.next(&payload));
+  EXPECT_LT(sut.capacity(), 16u << 10) << "a header announcing " << announced << " bytes allocated them up front";
+  // Growth stops at the frame's end: all but one byte of a 64 KiB frame fits in a buffer of that frame's size.
+  FrameDecoder big(1u << 20);
+  const std::string header64{0, 0, 1, 0};
+  big.feed(header64.data(), header64.size());
+  const std::string body(4096, 'y');
+  for (int i = 0; i < 15; ++i) big.feed(body.data(), body.size());
+  big.feed(body.data(), body.size() - 1);
+  ASSERT_FALSE(*big.next(&payload));
+  EXPECT_LE(big.capacity(), 65536u + 64) << "doubling went past the frame's end";
+}
+
+TEST(FramingTest, BufferIsFreedOnceEverythingWasReturned) {
+  FrameDecoder sut(1u << 20);
+  const std::string frame = std::string{0, 0, 1, 0} + std::string(65536, 'z');
+  sut.feed(frame.data(), frame.size());
+  EXPECT_GE(sut.capacity(), frame.size());
+  std::string payload;
+  ASSERT_TRUE(*sut.next(&payload));
+  EXPECT_EQ(payload.size(), 65536u);
+  EXPECT_LE(sut.capacity(), FrameDecoder::kKeptCapacity) << "an idle decoder keeps no large buffer";
+}
+
+}  // namespace
+}  // namespace batchd::wire

@@ -27,9 +27,15 @@ Result<std::string> encode_frame(const google::protobuf::MessageLite& message,
 Status parse_payload(std::string_view payload, google::protobuf::MessageLite* message, const char* what);
 
 // Incremental frame decoder for a byte stream. Not thread-safe; one per connection.
+//
+// Memory: the bytes received and not yet returned, in a buffer that grows as they arrive (never to a frame's
+// announced length up front, never past the end of the frame being received) and is freed once everything was
+// returned, so an idle decoder holds at most kKeptCapacity bytes.
 class FrameDecoder final {
  public:
-  explicit FrameDecoder(uint32_t max_frame_bytes = kDefaultMaxFrameBytes) : max_frame_bytes_(max_frame_bytes) {}
+  // `limit_name` (e.g. a config key) is named in the error for an oversized frame.
+  explicit FrameDecoder(uint32_t max_frame_bytes = kDefaultMaxFrameBytes, const char* limit_name = nullptr)
+      : max_frame_bytes_(max_frame_bytes), limit_name_(limit_name) {}
 
   // Appends received bytes.
   void feed(const char* data, size_t size);
@@ -41,9 +47,16 @@ class FrameDecoder final {
 
   // Bytes received but not yet returned as payloads (a non-zero value at EOF means a truncated frame).
   size_t buffered() const { return buffer_.size() - read_pos_; }
+  // Bytes of memory the buffer holds (for tests).
+  size_t capacity() const { return buffer_.capacity(); }
+
+  static constexpr size_t kKeptCapacity = 4096;
 
  private:
+  void release_memory();
+
   uint32_t max_frame_bytes_;
+  const char* limit_name_;
   std::string buffer_;
   size_t read_pos_ = 0;
 };

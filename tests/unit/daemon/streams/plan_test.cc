@@ -147,7 +147,7 @@ TEST_F(PlanTest, EveryValidationErrorNamesTheCauseAndItsLimit) {
   expect_error(r, ErrorCode::kResourceExhausted, "limits.max_segment_bytes");
   context_.limits = Limits{};
   r = request(), r.set_strategy(static_cast<wire::SharingStrategy>(7));
-  expect_error(r, ErrorCode::kInvalidArgument, "unknown sharing strategy");
+  expect_error(r, ErrorCode::kInvalidArgument, "strategy 7 is not a sharing strategy");
   r = request(), r.set_on_error(static_cast<wire::OnError>(9));
   expect_error(r, ErrorCode::kInvalidArgument, "on_error 9 is not a policy");
 }

@@ -77,7 +77,7 @@ TEST_F(StreamManagerTest, DeliversInOrderExactlyOnceAndEndsOnce) {
   EXPECT_EQ(seen.size(), 10000u);
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 10000u) << "every index exactly once";
   wire::StatusReply status;
-  sut_.fill_status(&status);
+  sut_.fill_status(&status, StatusView::everything());
   ASSERT_EQ(status.streams_size(), 1);
   EXPECT_EQ(status.streams(0).state(), "ended");
   EXPECT_EQ(status.streams(0).samples_delivered(), 10000u);
@@ -180,10 +180,47 @@ TEST_F(StreamManagerTest, ChunksOfOneBatchAreMadeAtOnceAndALostChunkIsRedoneAlon
   ASSERT_TRUE(workers_.busy(0) && workers_.busy(1));
   EXPECT_EQ(workers_.task(0).sequence(), 1u);
   wire::StatusReply status;
-  sut_.fill_status(&status);
+  sut_.fill_status(&status, StatusView::everything());
   EXPECT_EQ(std::vector<uint64_t>(status.streams(0).chunks_by_worker().begin(),
                                   status.streams(0).chunks_by_worker().end()),
             (std::vector<uint64_t>{1, 1}));
+}
+
+}  // namespace
+}  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST_F(StreamManagerTest, StatusViewShowsOwnStreamsInFullAndCountsTheOthers) {
+  open(100, 2);  // uid 1000's (Peer{7, 100, 1000})
+  wire::OpenStream r;
+  r.set_dataset("fmnist");
+  r.set_pipeline("fmnist_u8");
+  r.set_batch_size(100);
+  r.set_depth(2);
+  auto other = sut_.open(r, Peer{8, 200, 2000}, &sink_);
+  ASSERT_TRUE(other.ok()) << other.error().message();
+
+  wire::StatusReply mine;
+  sut_.fill_status(&mine, StatusView::own(1000));
+  ASSERT_EQ(mine.streams_size(), 1);
+  ASSERT_EQ(mine.segments_size(), 1);
+  EXPECT_EQ(mine.segments(0).owner_uid(), 1000u);
+  EXPECT_EQ(mine.streams_of_others(), 1u);
+  EXPECT_EQ(mine.segment_bytes_of_others(), other->reply.segment_bytes());
+
+  wire::StatusReply none;
+  sut_.fill_status(&none, StatusView::none());
+  EXPECT_EQ(none.streams_size(), 0);
+  EXPECT_EQ(none.segments_size(), 0);
+  EXPECT_EQ(none.streams_of_others(), 2u);
+  EXPECT_EQ(none.workers_size(), 2) << "workers are the daemon's own processes";
+
+  wire::StatusReply all;
+  sut_.fill_status(&all, StatusView::everything());
+  EXPECT_EQ(all.streams_size(), 2);
+  EXPECT_EQ(all.streams_of_others(), 0u);
 }
 
 }  // namespace
