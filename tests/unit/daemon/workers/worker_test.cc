@@ -72,8 +72,8 @@ TEST_F(WorkerTest, ChunksOfOneSlotMadeSeparatelyEqualTheWholeBatch) {
   r.set_depth(1);
   auto p = plan(r, PlanContext{}, datasets_);
   ASSERT_TRUE(p.ok()) << p.error().message();
-  SegmentPool pool(1 << 30);
-  auto segment = pool.create(&*p);
+  SegmentPool pool(std::move(SegmentInstance::claim()).value(), 1 << 30);
+  auto segment = pool.create(&*p, ::geteuid());
   ASSERT_TRUE(segment.ok());
   wire::WorkerCommand attach;
   *attach.mutable_attach() = p->attach;
@@ -127,8 +127,8 @@ TEST_F(WorkerTest, AChunkOutsideItsBatchIsRefused) {
   r.set_batch_size(10);
   auto p = plan(r, PlanContext{}, datasets_);
   ASSERT_TRUE(p.ok());
-  SegmentPool pool(1 << 30);
-  auto segment = pool.create(&*p);
+  SegmentPool pool(std::move(SegmentInstance::claim()).value(), 1 << 30);
+  auto segment = pool.create(&*p, ::geteuid());
   ASSERT_TRUE(segment.ok());
   wire::WorkerCommand attach;
   *attach.mutable_attach() = p->attach;
