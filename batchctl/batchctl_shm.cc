@@ -60,7 +60,8 @@ void print_shm_report(const ShmReport& r) {
                 age(f.age_seconds).c_str(), f.instance_id.c_str(), f.in_use ? ", still mapped by a client" : "");
     print_kept(f);
   }
-  if (!r.orphans.empty() && r.removed.empty()) std::printf("  remove with: batchctl shm --gc\n");
+  const bool collected = !r.removed.empty() || (!r.orphans.empty() && !r.orphans.front().kept.empty());
+  if (!r.orphans.empty() && !collected) std::printf("  remove with: batchctl shm --gc\n");
   if (!r.legacy.empty()) std::printf("named by an older batchd (batchd.<pid>.<id>; --gc removes those not in use):\n");
   for (const auto& f : r.legacy) {
     std::printf("  %-40s %10s %6s  %s\n", f.name.c_str(), format_bytes(f.bytes).c_str(), age(f.age_seconds).c_str(),

@@ -1,7 +1,9 @@
 // batchd — the data-loading daemon. See `batchd --help` and docs/ for the whole story.
 //
-// Start-up order matters: configuration, datasets (loaded once, shared copy-on-write), then the worker processes
-// are forked — before any thread exists — then the control socket is served on this single thread.
+// Start-up order matters: configuration, the socket's instance lock, this run's segment instance (its id and lock
+// in /dev/shm) before the clean-up of gone instances' segments, datasets (loaded once, shared copy-on-write), then
+// the worker processes are forked — before any thread exists — then the control socket is served on this single
+// thread.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
