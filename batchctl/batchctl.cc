@@ -3,8 +3,9 @@
 //   batchctl [--socket PATH] status [--json]   daemon, workers, streams, segments
 //   batchctl [--socket PATH] shm [--json] [--gc [--include-foreign]]
 //       every live segment (stream, owner pid/uid, strategy, size, slots, age), the fds each client holds, and a
-//       scan of /dev/shm for orphans (batchd.* whose daemon is gone) and foreign leftovers (torch_*, ...).
-//       Works when the daemon is down, from /dev/shm alone.
+//       scan of /dev/shm for orphans (batchd.<instance>.* whose instance is provably gone), legacy batchd.<pid>.*
+//       names and foreign leftovers (torch_*, ...). Works when the daemon is down, from /dev/shm alone. --gc never
+//       removes a file in use, nor, unless run as root, another user's (batchd/wire/shm_scan.h).
 //
 // Exit status: 0 on success, 1 if the daemon cannot be reached or answers with an error, 2 on a usage error.
 #include <CLI/CLI.hpp>
@@ -81,9 +82,12 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
   batchd::ShmReportOptions shm_options;
   auto* shm_cmd = app.add_subcommand(
       "shm", "/dev/shm usage and leaks: the daemon's live segments (stream, owner pid/uid, strategy, size, slot "
-             "states, age), the fds each client holds, orphans (batchd.* segments whose daemon is gone) and foreign "
-             "files (torch_* leftovers, ...). Works when the daemon is down.");
-  auto* gc = shm_cmd->add_flag("--gc", shm_options.gc, "remove the orphans");
+             "states, age), the fds each client holds, orphans (segments of batchd instances that are provably "
+             "gone), legacy batchd.<pid>.* names and foreign files (torch_* leftovers, ...). Works when the daemon "
+             "is down.");
+  auto* gc = shm_cmd->add_flag("--gc", shm_options.gc,
+                               "remove the orphans and legacy names that no process has open or mapped (as a user "
+                               "other than root: only your own files); each file kept is listed with the reason");
   shm_cmd->add_option("--shm-dir", shm_options.shm_dir, "where POSIX shared memory lives")->capture_default_str();
   shm_cmd->add_flag("--include-foreign", shm_options.include_foreign,
                     "with --gc: also remove PyTorch leftovers (torch_*) that no process has open or mapped")

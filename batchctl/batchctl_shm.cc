@@ -18,6 +18,11 @@ std::string age(double seconds) {
   return buf;
 }
 
+// A file that --gc considered and left, with the reason.
+void print_kept(const ShmFile& f) {
+  if (!f.kept.empty()) std::printf("    kept: %s\n", f.kept.c_str());
+}
+
 }  // namespace
 
 void print_shm_report(const ShmReport& r) {
@@ -27,9 +32,9 @@ void print_shm_report(const ShmReport& r) {
   if (!r.daemon_reachable) {
     std::printf("daemon: not reachable (%s); showing what /dev/shm holds\n\n", r.daemon_error.c_str());
   } else if (r.segments.empty()) {
-    std::printf("live segments of batchd pid %d: none\n\n", r.daemon_pid);
+    std::printf("live segments of batchd pid %d (instance %s): none\n\n", r.daemon_pid, r.instance_id.c_str());
   } else {
-    std::printf("live segments of batchd pid %d:\n", r.daemon_pid);
+    std::printf("live segments of batchd pid %d (instance %s):\n", r.daemon_pid, r.instance_id.c_str());
     std::printf("  %-6s %-30s %-16s %10s %8s %6s %6s  %s\n", "STREAM", "SEGMENT", "STRATEGY", "SIZE", "PID", "UID",
                 "AGE", "SLOTS");
     for (const auto& s : r.segments) {
@@ -49,17 +54,31 @@ void print_shm_report(const ShmReport& r) {
     }
     std::printf("\n");
   }
-  std::printf("orphans (batchd segments whose daemon is gone): %s\n", r.orphans.empty() ? "none" : "");
+  std::printf("orphans (segments and locks of batchd instances that are gone): %s\n", r.orphans.empty() ? "none" : "");
   for (const auto& f : r.orphans) {
-    std::printf("  %-40s %10s %6s  daemon pid %d gone%s\n", f.name.c_str(), format_bytes(f.bytes).c_str(),
-                age(f.age_seconds).c_str(), f.daemon_pid, f.in_use ? ", still mapped by a client" : "");
+    std::printf("  %-40s %10s %6s  instance %s gone%s\n", f.name.c_str(), format_bytes(f.bytes).c_str(),
+                age(f.age_seconds).c_str(), f.instance_id.c_str(), f.in_use ? ", still mapped by a client" : "");
+    print_kept(f);
   }
-  if (!r.orphans.empty()) std::printf("  remove with: batchctl shm --gc\n");
+  const bool collected = !r.removed.empty() || (!r.orphans.empty() && !r.orphans.front().kept.empty());
+  if (!r.orphans.empty() && !collected) std::printf("  remove with: batchctl shm --gc\n");
+  if (!r.legacy.empty()) std::printf("named by an older batchd (batchd.<pid>.<id>; --gc removes those not in use):\n");
+  for (const auto& f : r.legacy) {
+    std::printf("  %-40s %10s %6s  %s\n", f.name.c_str(), format_bytes(f.bytes).c_str(), age(f.age_seconds).c_str(),
+                f.in_use ? "in use" : "not in use");
+    print_kept(f);
+  }
+  if (!r.undecided.empty()) std::printf("batchd files whose instance cannot be probed (never removed):\n");
+  for (const auto& f : r.undecided) {
+    std::printf("  %-40s %10s %6s  %s\n", f.name.c_str(), format_bytes(f.bytes).c_str(), age(f.age_seconds).c_str(),
+                f.kept.c_str());
+  }
   std::printf("foreign files: %s\n", r.foreign.empty() ? "none" : "");
   for (const auto& f : r.foreign) {
     std::printf("  %-40s %10s %6s  %s%s\n", f.name.c_str(), format_bytes(f.bytes).c_str(),
                 age(f.age_seconds).c_str(), f.in_use ? "in use" : "not in use",
                 wire::is_torch_leftover(f.name) && !f.in_use ? " (PyTorch leftover: --gc --include-foreign)" : "");
+    print_kept(f);
   }
   for (const auto& name : r.removed) std::printf("removed /dev/shm/%s\n", name.c_str());
 }

@@ -1,5 +1,6 @@
 // batchctl_shm.h — how `batchctl shm` prints the /dev/shm report (batchd::shm_report in batchd/admin.h) for
-// people: free space, the daemon's live segments and their clients, orphans, foreign files, what --gc removed.
+// people: free space, the daemon's live segments and their clients, orphans, legacy and undecided batchd files,
+// foreign files, what --gc removed and why it kept what it kept.
 #pragma once
 
 #include "batchd/admin.h"

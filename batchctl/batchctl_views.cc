@@ -63,8 +63,8 @@ void print_datasets(const DaemonStatus& st) {
 }
 
 void print_status(const DaemonStatus& st) {
-  std::printf("batchd %s, pid %d, up %.0f s, %u connections, default strategy %s%s\n", st.version.c_str(),
-              st.daemon_pid, st.uptime_seconds, st.connections, strategy_name(st.default_strategy),
+  std::printf("batchd %s, pid %d, instance %s, up %.0f s, %u connections, default strategy %s%s\n",
+              st.version.c_str(), st.daemon_pid, st.instance_id.c_str(), st.uptime_seconds, st.connections, strategy_name(st.default_strategy),
               st.draining ? ", DRAINING (new streams refused)" : "");
   if (!st.admin) {
     std::printf("you are not an admin of this daemon: other users' streams are only counted, drain and shutdown are "

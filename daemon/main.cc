@@ -1,7 +1,9 @@
 // batchd — the data-loading daemon. See `batchd --help` and docs/ for the whole story.
 //
-// Start-up order matters: configuration, datasets (loaded once, shared copy-on-write), then the worker processes
-// are forked — before any thread exists — then the control socket is served on this single thread.
+// Start-up order matters: configuration, the socket's instance lock, this run's segment instance (its id and lock
+// in /dev/shm) before the clean-up of gone instances' segments, datasets (loaded once, shared copy-on-write), then
+// the worker processes are forked — before any thread exists — then the control socket is served on this single
+// thread.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -19,6 +21,7 @@
 #include "server/server.h"
 #include "server/service_notify.h"
 #include "streams/orphan_segments.h"
+#include "streams/segment_instance.h"
 #include "streams/stream_manager.h"
 #include "workers/worker_pool.h"
 
@@ -38,8 +41,10 @@ default applies: the datasets `fashion-mnist` and `fashion-mnist-test` from Debi
 package. Command-line options override the file.
 
 Signals: SIGTERM/SIGINT/SIGQUIT drain and exit (running streams get a "daemon shutting down" error; every segment
-is released and the socket removed). At start-up, /dev/shm/batchd.<pid>.<id> segments left by a daemon that is
-gone are removed. Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
+is released and the socket removed). Each run has a fresh instance id (in `batchctl status`); its file_system
+segments are /dev/shm/batchd.<instance>.<stream> and it holds /dev/shm/batchd.<instance>.lock while it runs. At
+start-up, the segments of instances that are provably gone (their lock is free) are removed, unless a process
+still has them open or mapped. Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
 which file, key or resource and what to do).)";
 
 }  // namespace
@@ -69,7 +74,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3600000));
   app.add_option("--shm-strategy", strategy,
                  "default sharing strategy: file_descriptor (memfd passed over the socket; nothing can leak) or "
-                 "file_system (named /dev/shm/batchd.<pid>.<stream>)")
+                 "file_system (named /dev/shm/batchd.<instance>.<stream>, readable only by the stream's uid)")
       ->check(CLI::IsMember({"file_descriptor", "file_system"}));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
@@ -115,6 +120,14 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", lock.error().message());
     return 1;
   }
+  // This run's identity in /dev/shm, claimed (its lock held) before the clean-up, so that nothing of a live
+  // instance, this one included, can look like an orphan.
+  auto instance = SegmentInstance::claim("/dev/shm", config->socket);
+  if (!instance.ok()) {
+    spdlog::critical("{}", instance.error().message());
+    return 1;
+  }
+  spdlog::info("instance {}", instance->id());
   remove_orphan_segments();
 
   DatasetRegistry datasets = DatasetRegistry::open_all(config->datasets);
@@ -138,7 +151,7 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start workers: {}", pool.error().message());
     return 1;
   }
-  StreamManager streams(*config, datasets, **pool);
+  StreamManager streams(*config, datasets, **pool, std::move(instance).value());
   (*pool)->serve(streams);  // worker events go to the stream manager from here on
   auto server = Server::create(io, *config, streams, datasets);
   if (!server.ok()) {

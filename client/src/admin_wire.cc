@@ -66,6 +66,9 @@ void fill_wire(const ShmFile& f, wire::ShmFile* w) {
   w->set_age_seconds(f.age_seconds);
   w->set_daemon_pid(f.daemon_pid);
   w->set_in_use(f.in_use);
+  w->set_instance_id(f.instance_id);
+  w->set_owner_uid(f.owner_uid);
+  w->set_kept(f.kept);
 }
 
 }  // namespace
@@ -135,6 +138,7 @@ wire::SegmentInfo to_wire(const SegmentStatus& s) {
 DaemonStatus from_wire(const wire::StatusReply& w) {
   DaemonStatus s;
   s.daemon_pid = w.daemon_pid();
+  s.instance_id = w.instance_id();
   s.version = w.version();
   s.uptime_seconds = w.uptime_seconds();
   s.default_strategy = from_wire(w.default_strategy());
@@ -154,6 +158,7 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
 wire::StatusReply to_wire(const DaemonStatus& s) {
   wire::StatusReply w;
   w.set_daemon_pid(s.daemon_pid);
+  w.set_instance_id(s.instance_id);
   w.set_version(s.version);
   w.set_uptime_seconds(s.uptime_seconds);
   w.set_default_strategy(to_wire(s.default_strategy));
@@ -175,6 +180,7 @@ wire::ShmReport to_wire(const ShmReport& r) {
   w.set_daemon_reachable(r.daemon_reachable);
   w.set_daemon_error(r.daemon_error);
   w.set_daemon_pid(r.daemon_pid);
+  w.set_instance_id(r.instance_id);
   for (const auto& x : r.segments) *w.add_segments() = to_wire(x);
   for (const auto& c : r.clients) {
     auto* wc = w.add_clients();
@@ -183,6 +189,8 @@ wire::ShmReport to_wire(const ShmReport& r) {
     wc->set_segment_mappings(c.segment_mappings);
   }
   for (const auto& f : r.orphans) fill_wire(f, w.add_orphans());
+  for (const auto& f : r.legacy) fill_wire(f, w.add_legacy());
+  for (const auto& f : r.undecided) fill_wire(f, w.add_undecided());
   for (const auto& f : r.foreign) fill_wire(f, w.add_foreign());
   for (const auto& n : r.removed) w.add_removed(n);
   w.set_shm_total_bytes(r.shm_total_bytes);

@@ -1,6 +1,9 @@
 // shm_report() of batchd/admin.h: the daemon's live segments (when it answers) and what a scan of the shm
-// directory finds either way (proto's wire/shm_scan.h), with the optional garbage collection.
-#include <filesystem>
+// directory finds either way (proto's wire/shm_scan.h), with the optional garbage collection under that file's rule
+// (gc_decision), as the caller's effective uid.
+#include <unistd.h>
+
+#include <map>
 #include <set>
 
 #include "batchd/admin.h"
@@ -13,14 +16,8 @@ namespace {
 using wire::ShmEntry;
 
 ShmFile file_of(const ShmEntry& e) {
-  return {.name = e.name, .bytes = e.bytes, .age_seconds = e.age_seconds, .daemon_pid = e.daemon_pid,
-          .in_use = e.in_use};
-}
-
-bool removable(const ShmEntry& e, const ShmReportOptions& options) {
-  if (!options.gc) return false;
-  if (e.kind == ShmEntry::Kind::kOrphan) return true;
-  return options.include_foreign && e.kind == ShmEntry::Kind::kForeign && wire::is_torch_leftover(e.name) && !e.in_use;
+  return {.name = e.name, .bytes = e.bytes, .age_seconds = e.age_seconds, .daemon_pid = e.legacy_pid,
+          .in_use = e.in_use, .instance_id = e.instance, .owner_uid = e.owner_uid, .kept = e.note};
 }
 
 // The daemon's part: its live segments and the processes that hold them.
@@ -33,6 +30,7 @@ void add_daemon_part(const ShmReportOptions& options, ShmReport* report) {
   }
   report->daemon_reachable = true;
   report->daemon_pid = status->daemon_pid;
+  report->instance_id = status->instance_id;
   report->segments = std::move(status->segments);
   std::set<pid_t> owners;
   for (const auto& s : report->segments) owners.insert(s.owner_pid);
@@ -43,6 +41,16 @@ void add_daemon_part(const ShmReportOptions& options, ShmReport* report) {
   }
 }
 
+void list(const ShmEntry& e, ShmReport* report) {
+  switch (e.kind) {
+    case ShmEntry::Kind::kOrphan: report->orphans.push_back(file_of(e)); break;
+    case ShmEntry::Kind::kLegacy: report->legacy.push_back(file_of(e)); break;
+    case ShmEntry::Kind::kUndecided: report->undecided.push_back(file_of(e)); break;
+    case ShmEntry::Kind::kForeign: report->foreign.push_back(file_of(e)); break;
+    case ShmEntry::Kind::kLive: break;  // the daemon's are in segments; other live instances' are not ours to list
+  }
+}
+
 }  // namespace
 
 ShmReport shm_report(const ShmReportOptions& options) {
@@ -50,17 +58,22 @@ ShmReport shm_report(const ShmReportOptions& options) {
   add_daemon_part(options, &report);
   auto entries = wire::scan_shm(options.shm_dir);
   wire::mark_in_use(entries, options.shm_dir);
-  for (const auto& e : entries) {
-    if (removable(e, options)) {
-      std::error_code ec;
-      if (std::filesystem::remove(std::filesystem::path(options.shm_dir) / e.name, ec)) {
-        report.removed.push_back(e.name);
-        continue;
-      }
+  if (options.gc) {
+    const wire::GcPolicy policy{.euid = ::geteuid(), .include_legacy = true, .include_foreign = options.include_foreign};
+    auto outcome = wire::collect_garbage(entries, options.shm_dir, policy);
+    std::set<std::string> removed;
+    for (const auto& e : outcome.removed) {
+      report.removed.push_back(e.name);
+      removed.insert(e.name);
     }
-    if (e.kind == ShmEntry::Kind::kOrphan) report.orphans.push_back(file_of(e));
-    if (e.kind == ShmEntry::Kind::kForeign) report.foreign.push_back(file_of(e));
+    std::erase_if(entries, [&](const ShmEntry& e) { return removed.count(e.name) > 0; });
+    std::map<std::string, std::string> kept;
+    for (const auto& e : outcome.kept) kept[e.name] = e.note;
+    for (auto& e : entries) {
+      if (auto it = kept.find(e.name); it != kept.end()) e.note = it->second;
+    }
   }
+  for (const auto& e : entries) list(e, &report);
   if (const auto space = wire::shm_space(options.shm_dir)) {
     report.shm_total_bytes = space->total_bytes;
     report.shm_free_bytes = space->free_bytes;

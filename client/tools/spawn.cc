@@ -1,5 +1,6 @@
 #include "spawn.h"
 
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,9 +42,19 @@ Result<SpawnedDaemon> SpawnedDaemon::start(const SpawnOptions& options) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  const bool switch_user = options.uid != static_cast<uid_t>(-1);
+  if (switch_user && ::chown(tmpl.c_str(), options.uid, options.gid) != 0) {
+    const int err = errno;
+    std::filesystem::remove_all(tmpl);
+    return posix_error("cannot give " + tmpl + " to uid " + std::to_string(options.uid), err);
+  }
   const pid_t pid = ::fork();
   if (pid < 0) return posix_error("fork", errno);
   if (pid == 0) {
+    if (switch_user && (::setgroups(0, nullptr) != 0 || ::setresgid(options.gid, options.gid, options.gid) != 0 ||
+                        ::setresuid(options.uid, options.uid, options.uid) != 0)) {
+      std::_Exit(126);
+    }
     ::execv(binary.c_str(), argv.data());
     std::_Exit(127);
   }

@@ -2,7 +2,8 @@
 //
 // The daemon binary is $BATCHD_BIN if set, else `batchd` next to the running executable (build/bin/). start()
 // returns once the daemon accepts connections; the destructor (or stop()) sends SIGTERM, waits for it to exit and
-// removes the temporary directory. Move-only RAII over the child process.
+// removes the temporary directory. Move-only RAII over the child process. SpawnOptions::uid runs it as another user
+// (tests of a daemon that runs as its own user).
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +21,10 @@ struct SpawnOptions {
   std::string config_path;              // "" = embedded default config
   std::string log_level = "warn";
   std::vector<std::string> extra_args;  // appended to the command line
+  // Run the daemon as this uid and gid, with no supplementary groups (the caller must be root); the socket's
+  // temporary directory is given to it. -1: as the caller.
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
 };
 
 class SpawnedDaemon final {

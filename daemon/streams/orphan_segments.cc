@@ -1,26 +1,39 @@
 #include "streams/orphan_segments.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
-#include <filesystem>
+#include <algorithm>
 
 namespace batchd::daemon {
 
-std::vector<wire::ShmEntry> remove_orphan_segments(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::vector<wire::ShmEntry> removed;
-  for (auto& e : wire::scan_shm(dir, /*self_is_daemon=*/true)) {
-    if (e.kind != wire::ShmEntry::Kind::kOrphan) continue;
-    std::error_code ec;
-    if (fs::remove(fs::path(dir) / e.name, ec)) {
-      spdlog::info("removed orphan segment {}/{} ({} bytes) of batchd pid {}, which is gone", dir, e.name, e.bytes,
-                   e.daemon_pid);
-      removed.push_back(std::move(e));
-    } else if (ec) {
-      spdlog::warn("cannot remove orphan segment {}/{}: {}", dir, e.name, ec.message());
+wire::GcOutcome remove_orphan_segments(const std::string& dir) {
+  using Kind = wire::ShmEntry::Kind;
+  auto entries = wire::scan_shm(dir);
+  const bool any = std::any_of(entries.begin(), entries.end(), [](const wire::ShmEntry& e) {
+    return e.kind == Kind::kOrphan || e.kind == Kind::kLegacy || e.kind == Kind::kUndecided;
+  });
+  if (!any) return {};
+  wire::mark_in_use(entries, dir);
+  auto outcome = wire::collect_garbage(std::move(entries), dir, wire::GcPolicy{.euid = ::geteuid()});
+  for (const auto& e : outcome.removed) {
+    spdlog::info("removed {}/{} ({}) of batchd instance {}, which is gone", dir, e.name, wire::format_bytes(e.bytes),
+                 e.instance);
+  }
+  size_t legacy = 0;
+  for (const auto& e : outcome.kept) {
+    if (e.kind == Kind::kLegacy) {
+      ++legacy;
+    } else {
+      spdlog::warn("kept {}/{}: {}", dir, e.name, e.note);
     }
   }
-  return removed;
+  if (legacy > 0) {
+    spdlog::warn("kept {} segment(s) named batchd.<pid>.<id> in {} by an older batchd: nothing proves their daemon "
+                 "gone; `batchctl shm` lists them and `batchctl shm --gc` removes those that no process uses",
+                 legacy, dir);
+  }
+  return outcome;
 }
 
 }  // namespace batchd::daemon

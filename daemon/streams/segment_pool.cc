@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "batchd/wire/segment_layout.h"
+#include "batchd/wire/shm_scan.h"
+#include "streams/segment_acl.h"
 
 namespace batchd::daemon {
 
@@ -14,19 +16,19 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string segment_name(uint64_t stream_id) {
-  return "batchd." + std::to_string(::getpid()) + "." + std::to_string(stream_id);
-}
-
 }  // namespace
 
 Segment::Segment(Segment&& other) noexcept
-    : stream_id_(other.stream_id_), memory_(std::move(other.memory_)), budget_(std::exchange(other.budget_, nullptr)) {}
+    : stream_id_(other.stream_id_),
+      name_(std::move(other.name_)),
+      memory_(std::move(other.memory_)),
+      budget_(std::exchange(other.budget_, nullptr)) {}
 
 Segment& Segment::operator=(Segment&& other) noexcept {
   if (this != &other) {
     release();
     stream_id_ = other.stream_id_;
+    name_ = std::move(other.name_);
     memory_ = std::move(other.memory_);
     budget_ = std::exchange(other.budget_, nullptr);
   }
@@ -41,20 +43,23 @@ void Segment::release() {
 }
 
 std::string Segment::display_name() const {
-  return memory_.name().empty() ? "memfd:" + segment_name(stream_id_) : "/dev/shm/" + memory_.name();
+  return memory_.name().empty() ? "memfd:" + name_ : "/dev/shm/" + memory_.name();
 }
 
-SegmentPool::SegmentPool(uint64_t max_shm_bytes, std::string shm_dir) : budget_(max_shm_bytes, std::move(shm_dir)) {}
+SegmentPool::SegmentPool(SegmentInstance instance, uint64_t max_shm_bytes, std::string shm_dir)
+    : instance_(std::move(instance)), budget_(max_shm_bytes, std::move(shm_dir)) {}
 
-Result<Segment> SegmentPool::create(StreamPlan* plan) {
+Result<Segment> SegmentPool::create(StreamPlan* plan, uid_t client_uid) {
   wire::StreamOpened& opened = plan->opened;
   BATCHD_RETURN_IF_ERROR(budget_.admit(opened.segment_bytes(), opened.strategy()));
   const uint64_t id = next_id_++;
-  const std::string name = segment_name(id);
-  auto memory = opened.strategy() == wire::FILE_DESCRIPTOR
-                    ? wire::SharedMemory::create_anonymous(name, opened.segment_bytes())
-                    : wire::SharedMemory::create_named(name, opened.segment_bytes(), 0660);
+  const std::string name = wire::segment_name(instance_.id(), id);
+  const bool named = opened.strategy() == wire::FILE_SYSTEM;
+  auto memory = named ? wire::SharedMemory::create_named(name, opened.segment_bytes(), 0600)
+                      : wire::SharedMemory::create_anonymous(name, opened.segment_bytes());
   if (!memory.ok()) return memory.error();
+  // Before the client learns the name; on failure `memory` unlinks it.
+  if (named) BATCHD_RETURN_IF_ERROR(grant_client(memory->fd(), client_uid, plan->writable, "/dev/shm/" + name));
   {
     // Only the header page is mapped, and only for as long as it takes to write it (see the header comment).
     auto header_page = wire::Mapping::map(memory->fd(), wire::kPageBytes, true, /*populate=*/false);
@@ -65,11 +70,11 @@ Result<Segment> SegmentPool::create(StreamPlan* plan) {
     std::memcpy(header_page->data(), &header, sizeof(header));
   }
   opened.set_stream_id(id);
-  opened.set_segment_name(opened.strategy() == wire::FILE_SYSTEM ? name : "");
+  opened.set_segment_name(named ? name : "");
   opened.set_fd_attached(opened.strategy() == wire::FILE_DESCRIPTOR);
   plan->attach.set_stream_id(id);
   budget_.add(opened.segment_bytes());
-  return Segment(id, std::move(memory).value(), &budget_);
+  return Segment(id, name, std::move(memory).value(), &budget_);
 }
 
 }  // namespace batchd::daemon

@@ -29,7 +29,7 @@ Status ShmBudget::admit(uint64_t bytes, wire::SharingStrategy strategy) const {
     if (!space) return posix_error("statvfs " + shm_dir_, errno);
     const uint64_t free_bytes = space->free_bytes;
     const uint64_t total = space->total_bytes;
-    if (bytes > free_bytes) {
+    if (total > 0 && bytes > free_bytes) {  // a ramfs reports no size: it has no limit to check against
       return Error(ErrorCode::kResourceExhausted,
                    "this stream's segment needs " + wire::format_bytes(bytes) + " but " + shm_dir_ + " has only " +
                        wire::format_bytes(free_bytes) + " free of " + wire::format_bytes(total) +

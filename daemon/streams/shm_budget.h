@@ -2,8 +2,8 @@
 //
 // Two limits apply: the daemon's budget for all its segments together (limits.max_shm_bytes; 0 = half of the
 // machine's physical memory), and, for the file_system strategy, the free space of the /dev/shm filesystem (a
-// tmpfs whose size Docker sets with --shm-size, 64 MiB by default). A refusal says how much was needed, how much
-// there is, and how to get more. file_descriptor segments (memfd) are charged to memory, not to /dev/shm.
+// tmpfs whose size Docker sets with --shm-size, 64 MiB by default; a filesystem that reports no size, as ramfs,
+// has no free-space limit). A refusal says how much was needed, how much there is, and how to get more. file_descriptor segments (memfd) are charged to memory, not to /dev/shm.
 #pragma once
 
 #include <cstdint>

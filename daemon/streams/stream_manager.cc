@@ -6,8 +6,12 @@
 
 namespace batchd::daemon {
 
-StreamManager::StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers)
-    : config_(config), datasets_(datasets), segments_(config.limits.max_shm_bytes), scheduler_(workers) {}
+StreamManager::StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers,
+                             SegmentInstance instance)
+    : config_(config),
+      datasets_(datasets),
+      segments_(std::move(instance), config.limits.max_shm_bytes),
+      scheduler_(workers) {}
 
 PlanContext StreamManager::plan_context(uint64_t connection_id) const {
   return PlanContext{config_.limits, config_.shm_strategy, draining_, streams_of(connection_id)};
@@ -18,7 +22,7 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   auto planned = plan(req, plan_context(owner.connection_id), datasets_);
   if (!planned.ok()) return planned.error();
   if (planned->dry_run) return Opened{planned->opened, {}};  // the sizes for len(loader); nothing allocated
-  auto segment = segments_.create(&*planned);
+  auto segment = segments_.create(&*planned, owner.uid);
   if (!segment.ok()) return segment.error();
   wire::UniqueFd client_fd;
   if (planned->opened.strategy() == wire::FILE_DESCRIPTOR) {
@@ -181,6 +185,7 @@ void StreamManager::fill_status(wire::StatusReply* status, const StatusView& vie
   }
   status->set_batches_redone(batches_redone_);
   status->set_draining(draining_);
+  status->set_instance_id(segments_.instance_id());
 }
 
 }  // namespace batchd::daemon

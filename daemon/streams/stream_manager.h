@@ -1,7 +1,7 @@
 // stream_manager.h — opens and closes streams, turns worker events into stream events, and delivers batches.
 //
-// open() is plan() (validation, pipeline options, layout: plan.h), then the segment pool (admission, creation:
-// segment_pool.h), then a Stream registered with the Scheduler (scheduler.h), which hands its tasks to the
+// open() is plan() (validation, pipeline options, layout: plan.h), then the segment pool (admission, creation, the
+// client uid's access: segment_pool.h), then a Stream registered with the Scheduler (scheduler.h), which hands its tasks to the
 // Workers. As the WorkerEvents of the pool it applies each stream's error policy to lost tasks and bad samples
 // and sends BatchReady / StreamEnd / StreamFailed to the owning connection's EventSink, in order.
 //
@@ -46,7 +46,9 @@ struct StatusView {
 class StreamManager final : public WorkerEvents {
  public:
   // `workers` must outlive the manager; the manager must be the pool's WorkerEvents before any event arrives.
-  StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers);
+  // `instance` (this daemon's identity in /dev/shm) goes to the segment pool, which releases it after the last
+  // segment.
+  StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers, SegmentInstance instance);
 
   struct Opened {
     wire::StreamOpened reply;
@@ -77,7 +79,7 @@ class StreamManager final : public WorkerEvents {
 
   uint64_t batches_redone() const { return batches_redone_; }
   uint64_t shm_bytes_in_use() const { return segments_.bytes_in_use(); }
-  // Workers, streams and segments (those `view` shows; the others counted), batches_redone, draining.
+  // Workers, streams and segments (those `view` shows; the others counted), batches_redone, draining, instance_id.
   void fill_status(wire::StatusReply* status, const StatusView& view) const;
 
  private:

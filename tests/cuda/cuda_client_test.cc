@@ -62,7 +62,8 @@ TEST_F(CudaClientTest, WithoutADeviceOpenFailsClearlyAndTheStreamIsClosed) {
   EXPECT_NE(dev.error().message().find("read batches on the host"), std::string::npos) << dev.error().message();
   // The stream given to open() was closed with it: the daemon holds no stream and no segment for it.
   EXPECT_TRUE(eventually([&] { return daemon_status(daemon().socket_path()).streams.empty(); }));
-  EXPECT_TRUE(eventually([&] { return shm_names_of(daemon().pid()).empty(); }));
+  const std::string instance = instance_of(daemon());
+  EXPECT_TRUE(eventually([&] { return shm_names_of(instance).empty(); }));
   // The CPU path still works on this connection's daemon.
   Stream again = open(fmnist_options());
   EXPECT_EQ(read_all_indices(again).size(), 10000u);

@@ -63,7 +63,7 @@ labels = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"
     config = *parsed;
     config.socket = "/tmp/batchd-fuzz-" + std::to_string(::getpid()) + ".sock";
     datasets = DatasetRegistry::open_all(config.datasets);
-    streams = std::make_unique<StreamManager>(config, datasets, workers);
+    streams = std::make_unique<StreamManager>(config, datasets, workers, std::move(SegmentInstance::claim()).value());
     auto s = Server::create(io, config, *streams, datasets);
     if (!s.ok()) std::abort();
     server = std::move(s).value();

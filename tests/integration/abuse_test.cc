@@ -82,19 +82,22 @@ TEST(AbuseTest, ClientThatNeverReadsRepliesCannotGrowTheDaemon) {
   EXPECT_LT(during - before, 32 * 1024) << "RSS grew from " << before << " KiB to " << during << " KiB";
 }
 
-TEST(AbuseTest, StaleSegmentsOfDeadDaemonsAreRemovedAtStartUp) {
-  // A dead pid: a child that has exited and been reaped.
-  const pid_t dead = ::fork();
-  if (dead == 0) std::_Exit(0);
-  ::waitpid(dead, nullptr, 0);
-  const std::string stale = "/dev/shm/batchd." + std::to_string(dead) + ".1";
-  const std::string not_batchd = "/dev/shm/batchd." + std::to_string(::getpid()) + ".2";  // live, but not batchd
+TEST(AbuseTest, StaleSegmentsOfGoneInstancesAreRemovedAtStartUp) {
+  // An instance that is gone: its lock file is there and nobody holds it (as after a SIGKILL).
+  char gone[17];
+  std::snprintf(gone, sizeof(gone), "%016llx", 0xdead000000000000ull | static_cast<unsigned>(::getpid()));
+  const std::string stale = "/dev/shm/batchd." + std::string(gone) + ".1";
+  const std::string stale_lock = "/dev/shm/batchd." + std::string(gone) + ".lock";
+  // Named by an older batchd after a pid: nothing proves that daemon gone, so the daemon leaves it.
+  const std::string legacy = "/dev/shm/batchd." + std::to_string(::getpid()) + ".2";
   const std::string foreign = "/dev/shm/batchd.test-foreign." + std::to_string(::getpid());
-  for (const auto& p : {stale, not_batchd, foreign}) std::ofstream(p) << "x";
+  for (const auto& p : {stale, stale_lock, legacy, foreign}) std::ofstream(p) << "x";
   auto daemon = start_daemon();
   EXPECT_FALSE(std::filesystem::exists(stale));
-  EXPECT_FALSE(std::filesystem::exists(not_batchd));
-  EXPECT_TRUE(std::filesystem::exists(foreign)) << "names that are not batchd.<pid>.<id> are left alone";
+  EXPECT_FALSE(std::filesystem::exists(stale_lock));
+  EXPECT_TRUE(std::filesystem::exists(legacy)) << "legacy names are for batchctl shm --gc";
+  EXPECT_TRUE(std::filesystem::exists(foreign)) << "names that are not batchd's are left alone";
+  std::filesystem::remove(legacy);
   std::filesystem::remove(foreign);
 }
 

@@ -27,6 +27,8 @@ TEST(AdminTest, StatusShowsTheDaemonItsWorkersStreamsAndSegments) {
   auto status = sut->status();
   ASSERT_TRUE(status.ok()) << status.error().message();
   EXPECT_EQ(status->daemon_pid, daemon.pid());
+  EXPECT_EQ(status->instance_id.size(), 16u) << status->instance_id;
+  EXPECT_TRUE(std::filesystem::exists("/dev/shm/batchd." + status->instance_id + ".lock"));
   EXPECT_FALSE(status->version.empty());
   EXPECT_GT(status->uptime_seconds, 0.0);
   EXPECT_EQ(status->default_strategy, SharingStrategy::kFileSystem);
@@ -97,7 +99,8 @@ TEST(AdminTest, ShmReportListsLiveSegmentsAndTheirClients) {
   EXPECT_EQ(report.clients[0].segment_mappings, 1);
   EXPECT_GT(report.shm_total_bytes, 0u);
   EXPECT_LE(report.shm_free_bytes, report.shm_total_bytes);
-  for (const auto& f : report.orphans) EXPECT_NE(f.daemon_pid, daemon.pid()) << "a live daemon's segment: " << f.name;
+  EXPECT_EQ(report.instance_id, instance_of(daemon));
+  for (const auto& f : report.orphans) EXPECT_NE(f.instance_id, report.instance_id) << "a live segment: " << f.name;
 }
 
 TEST(AdminTest, ShmReportWithTheDaemonDownFindsOrphansAndCollectsThem) {
@@ -106,9 +109,11 @@ TEST(AdminTest, ShmReportWithTheDaemonDownFindsOrphansAndCollectsThem) {
   ::waitpid(dead, nullptr, 0);
   const std::string dir = ::testing::TempDir() + "admin-shm-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
-  const std::string orphan = "batchd." + std::to_string(dead) + ".7";
+  // An instance that is gone: its lock file is there, and nobody holds it.
+  const std::string orphan = "batchd.00000000000ad0e5.7", lock = "batchd.00000000000ad0e5.lock";
+  const std::string legacy = "batchd." + std::to_string(dead) + ".7";  // named by an older batchd
   const std::string torch = "torch_" + std::to_string(dead) + "_admin_test";
-  for (const auto& n : {orphan, torch}) std::ofstream(dir + "/" + n) << std::string(300, 'x');
+  for (const auto& n : {orphan, lock, legacy, torch}) std::ofstream(dir + "/" + n) << std::string(300, 'x');
 
   ShmReportOptions options;
   options.socket_path = "/tmp/batchd-no-such-dir/batchd.sock";
@@ -117,18 +122,27 @@ TEST(AdminTest, ShmReportWithTheDaemonDownFindsOrphansAndCollectsThem) {
   EXPECT_FALSE(report.daemon_reachable);
   EXPECT_NE(report.daemon_error.find("no batchd is listening on /tmp/batchd-no-such-dir"), std::string::npos)
       << report.daemon_error;
-  ASSERT_EQ(report.orphans.size(), 1u);
-  EXPECT_EQ(report.orphans[0].name, orphan);
-  EXPECT_EQ(report.orphans[0].daemon_pid, dead);
-  EXPECT_EQ(report.orphans[0].bytes, 300u);
+  ASSERT_EQ(report.orphans.size(), 2u);
+  const ShmFile& o = report.orphans[0].name == orphan ? report.orphans[0] : report.orphans[1];
+  EXPECT_EQ(o.name, orphan);
+  EXPECT_EQ(o.instance_id, "00000000000ad0e5");
+  EXPECT_EQ(o.bytes, 300u);
+  EXPECT_EQ(o.owner_uid, ::geteuid());
+  ASSERT_EQ(report.legacy.size(), 1u);
+  EXPECT_EQ(report.legacy[0].name, legacy);
+  EXPECT_EQ(report.legacy[0].daemon_pid, dead);
   ASSERT_EQ(report.foreign.size(), 1u);
   EXPECT_EQ(report.foreign[0].name, torch);
   EXPECT_TRUE(report.removed.empty()) << "nothing is removed without gc";
 
   options.gc = true;
   report = shm_report(options);
-  EXPECT_EQ(report.removed, std::vector<std::string>{orphan});
+  ASSERT_EQ(report.removed.size(), 3u);
+  EXPECT_EQ(report.removed.back(), lock) << "a gone instance's lock goes after its segments";
+  EXPECT_EQ(std::set<std::string>(report.removed.begin(), report.removed.end()),
+            (std::set<std::string>{orphan, lock, legacy}));
   EXPECT_TRUE(report.orphans.empty());
+  EXPECT_TRUE(report.legacy.empty());
   EXPECT_FALSE(std::filesystem::exists(dir + "/" + orphan));
   options.include_foreign = true;
   report = shm_report(options);

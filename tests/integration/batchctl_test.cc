@@ -12,21 +12,6 @@
 namespace batchd::testing {
 namespace {
 
-struct Run {
-  int exit_code;
-  std::string out;
-};
-
-Run batchctl(const std::string& args) {
-  const std::string cmd = std::string(BATCHD_BIN_DIR "/batchctl ") + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof(buf), p)) out += buf;
-  const int status = ::pclose(p);
-  return {WEXITSTATUS(status), out};
-}
-
 TEST(BatchctlTest, StatusAndShmShowWorkersStreamsAndSegments) {
   auto daemon = start_daemon("file_system", 3);
   auto client = Client::connect(daemon.socket_path());
@@ -40,6 +25,7 @@ TEST(BatchctlTest, StatusAndShmShowWorkersStreamsAndSegments) {
   wire::StatusReply status;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &status).ok()) << run.out;
   EXPECT_EQ(status.daemon_pid(), daemon.pid());
+  EXPECT_EQ(status.instance_id(), instance_of(daemon));
   EXPECT_EQ(status.workers_size(), 3);
   ASSERT_EQ(status.streams_size(), 1);
   EXPECT_EQ(status.streams(0).dataset(), "fashion-mnist-test");
@@ -73,6 +59,7 @@ TEST(BatchctlTest, StatusAndShmShowWorkersStreamsAndSegments) {
 
   run = batchctl("--socket " + daemon.socket_path() + " status");
   EXPECT_EQ(run.exit_code, 0);
+  EXPECT_NE(run.out.find("instance " + status.instance_id()), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("workers (3)"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("fashion-mnist-test"), std::string::npos) << run.out;
 }
@@ -81,7 +68,7 @@ TEST(BatchctlTest, ShmFindsOrphansAndForeignLeftoversWithTheDaemonDown) {
   const pid_t dead = ::fork();
   if (dead == 0) std::_Exit(0);
   ::waitpid(dead, nullptr, 0);
-  const std::string orphan = "batchd." + std::to_string(dead) + ".3";
+  const std::string orphan = "batchd.00000000000bc7e5.3";  // of an instance that is gone: no lock file
   const std::string torch_idle = "torch_" + std::to_string(dead) + "_batchctl_test";
   const std::string torch_busy = "torch_" + std::to_string(::getpid()) + "_batchctl_test";
   // A private shm directory: daemons that other tests start in parallel remove orphans from /dev/shm at start-up.
@@ -105,7 +92,7 @@ TEST(BatchctlTest, ShmFindsOrphansAndForeignLeftoversWithTheDaemonDown) {
   };
   auto o = find(report.orphans(), orphan);
   ASSERT_TRUE(o) << run.out;
-  EXPECT_EQ(o->daemon_pid(), dead);
+  EXPECT_EQ(o->instance_id(), "00000000000bc7e5");
   EXPECT_EQ(o->bytes(), 1000u);
   ASSERT_TRUE(find(report.foreign(), torch_idle));
   EXPECT_FALSE(find(report.foreign(), torch_idle)->in_use());

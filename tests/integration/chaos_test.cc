@@ -135,9 +135,10 @@ TEST(ChaosTest, ExactlyOnceAndNoLeaksWhileWorkersAndAClientAreKilled) {
   EXPECT_EQ(std::set<int64_t>(victim_epoch.begin(), victim_epoch.end()).size(), 10000u)
       << "killed + resumed client: every index exactly once";
 
-  EXPECT_TRUE(eventually([&] { return shm_names_of(daemon.pid()).empty(); }, std::chrono::milliseconds(1000)))
+  const std::string instance = instance_of(daemon);
+  EXPECT_TRUE(eventually([&] { return shm_names_of(instance).empty(); }, std::chrono::milliseconds(1000)))
       << "segments left in /dev/shm";
-  const size_t leaked = shm_names_of(daemon.pid()).size();
+  const size_t leaked = shm_names_of(instance).size();
   const auto st = daemon_status(socket);
   EXPECT_EQ(st.streams.size(), 0u);
   EXPECT_GE(kills.load(), 5) << "the killer must have had a chance to hurt";

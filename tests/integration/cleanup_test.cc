@@ -21,12 +21,13 @@ TEST(CleanupTest, FileSystemSegmentLivesExactlyAsLongAsItsStream) {
     auto stream = client->open_stream(fmnist_options());
     ASSERT_TRUE(stream.ok()) << stream.error().message();
     const std::string name = stream->info().segment_name;
-    EXPECT_EQ(name.rfind("/dev/shm/batchd." + std::to_string(daemon.pid()) + ".", 0), 0u) << name;
+    const std::string instance = instance_of(daemon);
+    EXPECT_EQ(name.rfind("/dev/shm/batchd." + instance + ".", 0), 0u) << name;
     EXPECT_TRUE(std::filesystem::exists(name));
     EXPECT_EQ(std::filesystem::file_size(name), stream->info().segment_bytes);
-    EXPECT_EQ(shm_names_of(daemon.pid()).size(), 1u) << "one name per stream, not per batch";
+    EXPECT_EQ(shm_names_of(instance).size(), 1u) << "one name per stream, not per batch";
     for (int i = 0; i < 20; ++i) ASSERT_TRUE(stream->next().ok());
-    EXPECT_EQ(shm_names_of(daemon.pid()).size(), 1u);
+    EXPECT_EQ(shm_names_of(instance).size(), 1u);
     ASSERT_TRUE(stream->close().ok());
     EXPECT_FALSE(std::filesystem::exists(name)) << "close must unlink the segment";
   }
@@ -40,7 +41,7 @@ TEST(CleanupTest, FileDescriptorStrategyPutsNothingInDevShm) {
   EXPECT_TRUE(stream->info().segment_name.empty());
   auto batch = stream->next();
   ASSERT_TRUE(batch.ok() && *batch);
-  EXPECT_TRUE(shm_names_of(daemon.pid()).empty());
+  EXPECT_TRUE(shm_names_of(daemon).empty());
 }
 
 TEST(CleanupTest, AKilledClientsSegmentsAreReclaimed) {
@@ -62,10 +63,11 @@ TEST(CleanupTest, AKilledClientsSegmentsAreReclaimed) {
   char ok = 0;
   ASSERT_EQ(::read(ready[0], &ok, 1), 1);
   ASSERT_EQ(ok, 'y');
-  EXPECT_EQ(shm_names_of(daemon.pid()).size(), 2u);
+  const std::string instance = instance_of(daemon);
+  EXPECT_EQ(shm_names_of(instance).size(), 2u);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
-  EXPECT_TRUE(eventually([&] { return shm_names_of(daemon.pid()).empty(); }, std::chrono::milliseconds(1000)))
+  EXPECT_TRUE(eventually([&] { return shm_names_of(instance).empty(); }, std::chrono::milliseconds(1000)))
       << "segments of a dead client must be reclaimed within a second";
   // The daemon still serves.
   auto client = Client::connect(daemon.socket_path());
@@ -76,17 +78,18 @@ TEST(CleanupTest, AKilledClientsSegmentsAreReclaimed) {
 
 TEST(CleanupTest, ShutdownFailsLiveStreamsClearlyAndUnlinksEverything) {
   auto daemon = start_daemon("file_system");
-  const pid_t pid = daemon.pid();
+  const std::string instance = instance_of(daemon);
   auto client = Client::connect(daemon.socket_path());
   auto stream = client->open_stream(fmnist_options());
   ASSERT_TRUE(stream.ok());
   auto held = stream->next();  // a lease held across the shutdown
   ASSERT_TRUE(held.ok() && *held);
-  EXPECT_EQ(shm_names_of(pid).size(), 1u);
+  EXPECT_EQ(shm_names_of(instance).size(), 1u);
   auto status = daemon.stop();
   ASSERT_TRUE(status.ok()) << status.error().message();
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "status " << *status;
-  EXPECT_TRUE(shm_names_of(pid).empty());
+  EXPECT_TRUE(shm_names_of(instance).empty());
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/batchd." + instance + ".lock")) << "a clean exit removes the lock";
   EXPECT_FALSE(std::filesystem::exists(daemon.socket_path())) << "the socket file must be removed";
   // The client drains what was already delivered, then sees why the stream ended.
   Result<std::optional<Batch>> next = std::optional<Batch>();
@@ -164,7 +167,7 @@ TEST(CleanupTest, FileSystemSegmentLargerThanDevShmIsRefusedBeforeAllocating) {
   EXPECT_NE(msg.find("/dev/shm has only"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--shm-size"), std::string::npos) << msg;
   EXPECT_NE(msg.find("remount,size="), std::string::npos) << msg;
-  EXPECT_TRUE(shm_names_of(daemon.pid()).empty());
+  EXPECT_TRUE(shm_names_of(daemon).empty());
 }
 
 TEST(CleanupTest, TotalSegmentBudgetIsEnforcedAcrossStreams) {

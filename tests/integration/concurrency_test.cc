@@ -27,7 +27,8 @@ TEST(ConcurrencyTest, FourClientsReadTheirOwnEpochsConcurrently) {
   }
   for (auto& t : threads) t.join();
   for (int c = 0; c < kClients; ++c) EXPECT_EQ(failures[c], "") << "client " << c;
-  EXPECT_TRUE(eventually([&] { return shm_names_of(daemon.pid()).empty(); }));
+  const std::string instance = instance_of(daemon);
+  EXPECT_TRUE(eventually([&] { return shm_names_of(instance).empty(); }));
 }
 
 TEST(ConcurrencyTest, TwoStreamsOnOneConnectionInterleave) {

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -77,17 +78,43 @@ inline long rss_kib(pid_t pid) {
   return -1;
 }
 
-// Names in /dev/shm that belong to the daemon with this pid ("batchd.<pid>.<stream>").
-inline std::vector<std::string> shm_names_of(pid_t daemon_pid) {
+// The daemon's instance id (what its segment names carry), from its status.
+inline std::string instance_of(const tools::SpawnedDaemon& daemon) {
+  const std::string id = daemon_status(daemon.socket_path()).instance_id;
+  EXPECT_EQ(id.size(), 16u) << "instance id '" << id << "'";
+  return id;
+}
+
+// The segments in /dev/shm of the daemon instance `instance` ("batchd.<instance>.<stream>"; not its lock file).
+inline std::vector<std::string> shm_names_of(const std::string& instance) {
   std::vector<std::string> out;
-  const std::string prefix = "batchd." + std::to_string(daemon_pid) + ".";
+  const std::string prefix = "batchd." + instance + ".";
   if (DIR* d = ::opendir("/dev/shm")) {
     while (dirent* e = ::readdir(d)) {
-      if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(e->d_name);
+      const std::string name = e->d_name;
+      if (name.rfind(prefix, 0) == 0 && name != prefix + "lock") out.push_back(name);
     }
     ::closedir(d);
   }
   return out;
+}
+inline std::vector<std::string> shm_names_of(const tools::SpawnedDaemon& daemon) {
+  return shm_names_of(instance_of(daemon));
+}
+
+// batchctl (build/bin) with `args`, as this process's user: its exit status and its stdout and stderr.
+struct Run {
+  int exit_code;
+  std::string out;
+};
+inline Run batchctl(const std::string& args) {
+  const std::string cmd = std::string(BATCHD_BIN_DIR "/batchctl ") + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof(buf), p)) out += buf;
+  const int status = ::pclose(p);
+  return {WEXITSTATUS(status), out};
 }
 
 // Polls `condition` for up to `timeout`.

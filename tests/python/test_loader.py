@@ -2,6 +2,7 @@
 import gc
 import gzip
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -122,8 +123,11 @@ def test_default_depth_is_one_more_than_the_daemons(socket_path):
     gc.collect()
 
 
-def test_tensors_are_writable_views_of_ones_own_batch(socket_path):
-    batch = next(iter(loader(socket_path)))
+@pytest.mark.parametrize("strategy", ["file_descriptor", "file_system"])
+def test_tensors_are_writable_views_of_ones_own_batch(socket_path, strategy):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch.from_numpy warns on a read-only array: the Loader's must be writable
+        batch = next(iter(loader(socket_path, strategy=strategy)))
     batch["image"].sub_(1.0)  # in place: changes only this batch
     assert batch["image"].min() < -1.0
 

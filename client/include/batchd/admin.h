@@ -77,7 +77,7 @@ struct StreamStatus {
 // One stream's shared-memory segment; slots_free + slots_working + slots_ready + slots_leased = slots.
 struct SegmentStatus {
   uint64_t stream_id = 0;
-  std::string name;             // "/dev/shm/batchd.<pid>.<id>" (kFileSystem) or "memfd:batchd.<pid>.<id>"
+  std::string name;             // "/dev/shm/batchd.<instance>.<id>" (kFileSystem) or "memfd:batchd.<instance>.<id>"
   SharingStrategy strategy = SharingStrategy::kDefault;
   uint64_t bytes = 0;
   uint32_t slots = 0;
@@ -93,6 +93,7 @@ struct SegmentStatus {
 // The whole daemon.
 struct DaemonStatus {
   pid_t daemon_pid = 0;
+  std::string instance_id;            // this daemon run's id (16 hex digits): its segments are batchd.<instance_id>.*
   std::string version;
   double uptime_seconds = 0;
   SharingStrategy default_strategy = SharingStrategy::kDefault;  // the daemon's: kFileDescriptor or kFileSystem
@@ -150,8 +151,11 @@ struct ShmFile {
   std::string name;          // without the directory
   uint64_t bytes = 0;
   double age_seconds = 0;    // since its last modification
-  pid_t daemon_pid = 0;      // batchd.<pid>.<id> files: the daemon that made it; 0 otherwise
+  pid_t daemon_pid = 0;      // legacy batchd.<pid>.<id> files: the older daemon that made it; 0 otherwise
   bool in_use = false;       // some process this user can see has it open or mapped
+  std::string instance_id;   // batchd.<instance>.* files: the daemon run that made it
+  uid_t owner_uid = 0;
+  std::string kept;          // with gc: why it was not removed
 };
 
 // A client process holding live segments.
@@ -165,10 +169,16 @@ struct ShmReport {
   bool daemon_reachable = false;
   std::string daemon_error;            // why not, when not (the connect or status error's message)
   pid_t daemon_pid = 0;
+  std::string instance_id;             // the daemon's (DaemonStatus::instance_id)
   std::vector<SegmentStatus> segments; // the daemon's live segments
   std::vector<ShmClient> clients;      // the owners of those segments
-  std::vector<ShmFile> orphans;        // batchd.* whose daemon is gone (not listed when removed)
-  std::vector<ShmFile> foreign;        // everything else: torch_*, sem.*, other programs' files
+  // Files no live daemon owns (not listed when removed): segments and lock files of batchd instances that are
+  // provably gone; legacy batchd.<pid>.<id> names of older versions; batchd.<instance>.* whose instance lock cannot
+  // be probed; everything else (torch_*, sem.*, other programs' files).
+  std::vector<ShmFile> orphans;
+  std::vector<ShmFile> legacy;
+  std::vector<ShmFile> undecided;
+  std::vector<ShmFile> foreign;
   std::vector<std::string> removed;    // names removed by ShmReportOptions::gc
   uint64_t shm_total_bytes = 0;        // of the filesystem holding shm_dir; 0 if statvfs failed
   uint64_t shm_free_bytes = 0;
@@ -177,13 +187,15 @@ struct ShmReport {
 struct ShmReportOptions {
   std::string socket_path;            // the daemon to ask ("" as Admin::connect); unreachable is not an error
   std::string shm_dir = "/dev/shm";   // where POSIX shared memory lives
-  bool gc = false;                    // remove the orphans
+  bool gc = false;                    // remove the orphans and the legacy files that no process uses
   bool include_foreign = false;       // with gc: also remove torch_* files that no process has open or mapped
 };
 
 // Scans shm_dir (and /proc, for who holds what) and asks the daemon for its live segments when it answers.
-// Removes files only with gc; a file that cannot be removed stays listed. Never fails: what could not be read is
-// missing from the report (daemon_error says why the daemon's part is).
+// Removes files only with gc, under the rule of batchd/wire/shm_scan.h (gc_decision): never a file that a process
+// this user can see has open or mapped, never a live instance's, and, for a caller other than root, only files it
+// owns. A file gc considered and kept stays listed with ShmFile::kept saying why. Never fails: what could not be
+// read is missing from the report (daemon_error says why the daemon's part is).
 ShmReport shm_report(const ShmReportOptions& options);
 
 // ---------------------------------------------------------------- JSON

@@ -53,7 +53,8 @@ const char* dtype_name(DType dtype);
 enum class SharingStrategy {
   kDefault,         // whatever the daemon is configured with (file_descriptor unless changed)
   kFileDescriptor,  // unnamed memfd; its fd is passed once over the socket (SCM_RIGHTS); nothing can leak
-  kFileSystem,      // named /dev/shm/batchd.<daemon-pid>.<stream-id>, opened by name; the daemon unlinks it
+  kFileSystem,      // named /dev/shm/batchd.<instance>.<stream-id>, opened by name (only by the stream's own uid:
+                    // one POSIX ACL entry, read-only unless writable); the daemon unlinks it
 };
 
 // One tensor of a batch: a C-contiguous view into the stream's shared-memory segment (read-only unless the stream

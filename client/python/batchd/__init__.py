@@ -10,7 +10,8 @@ One changed line to switch from torch.utils.data.DataLoader::
 
 Tensors are zero-copy views of the batch in the daemon's shared memory: the batch's slot is returned to the
 daemon when the last tensor viewing it is freed (never earlier), so keep tensors only as long as you need them, or
-.clone() them. They are writable: in-place ops change only your own batch.
+.clone() them. They are writable, as DataLoader's are: in-place ops change only your own batch (the daemon lets no
+other user open your stream's segment; see docs/operations.md).
 """
 import warnings
 
@@ -66,6 +67,12 @@ class Loader:
                 self.device = torch.device("cuda", torch.cuda.current_device())
         self._device_path = None  # CUDA: True = batchd's pinned DeviceStream, False = .to() copies (decided once)
         self.as_tuple = as_tuple
+        # writable=True: the Loader's promise is DataLoader's, tensors that training code may modify in place
+        # (x.sub_(mean), mixup's x[i] = ...). PyTorch has no read-only tensor: torch.from_numpy of a read-only array
+        # warns that writing is undefined, and on a PROT_READ mapping a write kills the trainer with SIGSEGV; the
+        # only read-only alternative is a copy of every batch, which is what batchd exists to avoid. Writable costs
+        # no isolation: only this user's uid gets rw- on the segment (a memfd fd, or one ACL entry on a file_system
+        # name), so a write reaches only this stream's own slots, which the workers overwrite with each new batch.
         self._options = dict(dataset=dataset, pipeline=pipeline, batch_size=batch_size, shuffle=shuffle,
                              seed=seed, rank=rank, world_size=world_size, drop_last=drop_last, on_error=on_error,
                              writable=True)

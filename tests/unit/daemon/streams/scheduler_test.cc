@@ -23,7 +23,7 @@ class SchedulerTest : public ::testing::Test {
     r.set_depth(depth);
     auto p = plan(r, PlanContext{}, datasets_);
     EXPECT_TRUE(p.ok()) << p.error().message();
-    auto segment = segments_.create(&*p);
+    auto segment = segments_.create(&*p, ::geteuid());
     EXPECT_TRUE(segment.ok()) << segment.error().message();
     streams_.push_back(std::make_unique<Stream>(Peer{}, std::move(p).value(), std::move(segment).value()));
     sut_.add(streams_.back().get());
@@ -45,7 +45,7 @@ class SchedulerTest : public ::testing::Test {
   }
 
   DatasetRegistry datasets_ = testing::fmnist_registry();
-  SegmentPool segments_{1ull << 30};
+  SegmentPool segments_{std::move(SegmentInstance::claim()).value(), 1ull << 30};
   testing::FakeWorkers workers_{1};
   Scheduler sut_{workers_};
   std::vector<std::unique_ptr<Stream>> streams_;

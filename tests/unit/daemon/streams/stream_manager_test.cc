@@ -53,7 +53,7 @@ class StreamManagerTest : public ::testing::Test {
   Config config_ = config();
   DatasetRegistry datasets_ = testing::fmnist_registry();
   testing::FakeWorkers workers_{2};
-  StreamManager sut_{config_, datasets_, workers_};
+  StreamManager sut_{config_, datasets_, workers_, std::move(SegmentInstance::claim()).value()};
   RecordingSink sink_;
 };
 

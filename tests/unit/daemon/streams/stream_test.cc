@@ -27,12 +27,12 @@ class StreamTest : public ::testing::Test {
     wire::WorkerAttach attach;
     attach.set_dataset("d");
     StreamPlan plan{opened, attach, std::move(sampler).value(), on_error, false, false};
-    auto segment = pool_.create(&plan);
+    auto segment = pool_.create(&plan, ::geteuid());
     EXPECT_TRUE(segment.ok()) << segment.error().message();
     return std::make_unique<Stream>(Peer{}, std::move(plan), std::move(segment).value());
   }
 
-  SegmentPool pool_{1 << 20};
+  SegmentPool pool_{std::move(SegmentInstance::claim()).value(), 1 << 20};
   std::unique_ptr<Stream> sut_;
 };
 

@@ -67,8 +67,8 @@ class WorkerTest : public ::testing::Test {
 TEST_F(WorkerTest, ChunksOfOneSlotMadeSeparatelyEqualTheWholeBatch) {
   auto p = plan(testing::fmnist_u8_request(10, 1), PlanContext{}, datasets_);
   ASSERT_TRUE(p.ok()) << p.error().message();
-  SegmentPool pool(1 << 30);
-  auto segment = pool.create(&*p);
+  SegmentPool pool(std::move(SegmentInstance::claim()).value(), 1 << 30);
+  auto segment = pool.create(&*p, ::geteuid());
   ASSERT_TRUE(segment.ok());
   wire::WorkerCommand attach;
   *attach.mutable_attach() = p->attach;
@@ -122,8 +122,8 @@ TEST_F(WorkerTest, AChunkOutsideItsBatchIsRefused) {
   r.set_batch_size(10);
   auto p = plan(r, PlanContext{}, datasets_);
   ASSERT_TRUE(p.ok());
-  SegmentPool pool(1 << 30);
-  auto segment = pool.create(&*p);
+  SegmentPool pool(std::move(SegmentInstance::claim()).value(), 1 << 30);
+  auto segment = pool.create(&*p, ::geteuid());
   ASSERT_TRUE(segment.ok());
   wire::WorkerCommand attach;
   *attach.mutable_attach() = p->attach;
