@@ -78,7 +78,7 @@ void RefusalLog::warn(const std::string& what) {
     return;
   }
   if (quiet_ > 0) {
-    spdlog::warn("{} (and {} more refused since the last such line)", what, quiet_);
+    spdlog::warn("{} (and {} more refusals since the last such line)", what, quiet_);
   } else {
     spdlog::warn("{}", what);
   }

@@ -92,8 +92,8 @@ void Connection::handle(const std::string& payload) {
   wire::Request request;
   if (auto st = wire::parse_payload(payload, &request, "request"); !st.ok()) return protocol_error(0, st.error());
   if (auto st = check_enums(request); !st.ok()) {
-    spdlog::warn("connection {} ({}): request {} refused: {}", peer_.connection_id, credentials_.describe(),
-                 request.request_id(), st.error().message());
+    spdlog::debug("connection {} ({}): request {} refused: {}", peer_.connection_id, credentials_.describe(),
+                  request.request_id(), st.error().message());
     return reply_error(request.request_id(), st.error());
   }
   try {
@@ -133,8 +133,9 @@ void Connection::dispatch(const wire::Request& request) {
   // The one authorization check: every admin request, whatever its type (authorization.h lists them).
   if (requires_admin(request.body_case()) && !admin_) {
     const Error refused = server_.admin_policy().refusal(request_name(request.body_case()), credentials_);
-    spdlog::warn("connection {}: refused {} from {}: not an admin (root, the daemon's uid or daemon.admin_group)",
-                 peer_.connection_id, request_name(request.body_case()), credentials_.describe());
+    server_.log_denied("connection " + std::to_string(peer_.connection_id) + ": refused " +
+                       request_name(request.body_case()) + " from " + credentials_.describe() +
+                       ": not an admin (root, the daemon's uid or daemon.admin_group)");
     return reply_error(rid, refused);
   }
   switch (request.body_case()) {
@@ -250,8 +251,17 @@ void Connection::flush() {
 
 void Connection::close(bool now) {
   if (closed_) return;
-  closing_ = true;
+  const bool was_closing = std::exchange(closing_, true);
   if (now || queue_.empty()) return finish();
+  if (!was_closing) {
+    // The last frames (e.g. the Error saying why) get frame_timeout_ to be read; a client that reads nothing does
+    // not keep the connection, and what it holds, any longer.
+    deadline_armed_ = false;
+    frame_deadline_.expires_after(frame_timeout_);
+    frame_deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && !self->closed_) self->finish();
+    });
+  }
   flush();
 }
 

@@ -8,12 +8,14 @@
 // stream, lease and segment the connection held.
 //
 // Memory per connection is bounded (issue 14): the bytes of one incomplete request frame (at most
-// max_request_bytes, buffered as they arrive, never allocated up front from the announced length) plus the unsent
-// replies, which stop the dispatching of further requests as soon as they exceed kMaxQueuedBytes: the requests
-// still buffered wait, and nothing more is read from the socket, until the client has read its replies down to half
-// of that. Events of open streams (BatchReady, ...) are always queued; they are bounded by the streams' depth. A
-// request frame not complete within limits.frame_timeout_ms of its first byte closes the connection with an Error
-// naming the key (time spent paused by back-pressure does not count).
+// max_request_bytes, buffered as they arrive, never allocated up front from the announced length) and of one read
+// (64 KiB) of requests not yet served, plus the unsent replies, which stop the dispatching of further requests as soon
+// as they exceed kMaxQueuedBytes: the requests still buffered wait, and nothing more is read from the socket, until the
+// client has read its replies down to half of that. Events of open streams (BatchReady, ...) are always queued; they
+// are bounded by the streams' depth. A request frame not complete within limits.frame_timeout_ms of its first byte
+// closes the connection with an Error naming the key (time spent paused by back-pressure does not count). A connection
+// closed after an error keeps its last frames (that Error) for at most frame_timeout_ms more for the client to read,
+// then is closed anyway. Refused admin requests are logged through Server::log_denied (rate-limited).
 //
 // Outgoing frames are queued and written without blocking the event loop; a frame that carries a segment fd
 // (file_descriptor strategy) sends it as SCM_RIGHTS on its first byte. Single-threaded: the daemon's io_context.

@@ -55,6 +55,8 @@ class Server final {
   void fill_status(wire::StatusReply* status, const StatusView& view) const;
   size_t connections() const { return connections_.size(); }
   const AdminPolicy& admin_policy() const { return admin_policy_; }
+  // Logs a refused admin request (at most one line a second; RefusalLog).
+  void log_denied(const std::string& what) { denied_.warn(what); }
   // Scratch space for one read (connections read into it and copy out what they keep): valid until the next read.
   std::vector<char>& read_buffer() { return read_buffer_; }
 
@@ -74,7 +76,8 @@ class Server final {
   AdminPolicy admin_policy_;
   ConnectionCaps caps_;
   FdReserve fd_reserve_;
-  RefusalLog refusals_;
+  RefusalLog refusals_;  // connections turned away
+  RefusalLog denied_;    // admin requests from non-admins
   std::vector<char> read_buffer_ = std::vector<char>(1 << 16);
   boost::asio::steady_timer trim_timer_;
   bool trim_pending_ = false;

@@ -69,6 +69,24 @@ TEST(ConnectionLimitsTest, IncompleteRequestFrameTimesOutWithAnErrorNamingTheKey
   EXPECT_EQ(daemon_status(daemon.socket_path()).connections, 2u) << "the slow client and this status request";
 }
 
+TEST(ConnectionLimitsTest, ConnectionClosedAfterAnErrorIsNotKeptForAClientThatReadsNothing) {
+  auto daemon = start_daemon("", 2, {"--config", write_test_config("linger", "[limits]\nframe_timeout_ms = 300\n")});
+  RawConnection probe(daemon.socket_path());
+  const auto status = ask_status(probe);
+  ASSERT_TRUE(status && status->has_status());
+  // Replies enough to fill the socket's kernel buffer and leave ~200 KiB queued in the daemon (under its 256 KiB
+  // cap, so that it goes on to the bad frame), then a frame that closes the connection; none of it is ever read.
+  const size_t requests = (200u << 10) / (status->ByteSizeLong() + 4) + 1;
+  std::string burst;
+  for (size_t i = 0; i < requests; ++i) burst += *wire::encode_frame(status_request(i + 1));
+  wire::Request empty;  // a request without a body: a protocol error
+  empty.set_request_id(99);
+  RawConnection never_reads(daemon.socket_path());
+  never_reads.send_bytes(burst + *wire::encode_frame(empty));
+  EXPECT_TRUE(eventually([&] { return daemon_status(daemon.socket_path()).connections == 2; }, std::chrono::seconds(5)))
+      << "the connection is gone about frame_timeout_ms after its error, read or not";
+}
+
 TEST(ConnectionLimitsTest, RequestFramesAreBoundedByMaxRequestBytes) {
   auto daemon =
       start_daemon("", 2, {"--config", write_test_config("max-request", "[limits]\nmax_request_bytes = 4096\n")});
