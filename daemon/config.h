@@ -41,8 +41,8 @@ struct Limits {
 inline constexpr uint32_t kDefaultMinChunkUs = 50;
 // The task watchdog (streams/task.h TaskTimeouts): a task of n samples may take max(task_timeout_min_s,
 // per_sample_timeout_ms × n). Defaults measured as deploy/batchd.toml and docs/reliability.md say.
-inline constexpr uint32_t kDefaultTaskTimeoutMinS = 30;
-inline constexpr uint32_t kDefaultPerSampleTimeoutMs = 1000;
+inline constexpr uint32_t kDefaultTaskTimeoutMinS = 60;
+inline constexpr uint32_t kDefaultPerSampleTimeoutMs = 5000;
 
 struct Config {
   std::string socket = "/run/batchd/batchd.sock";

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "workers/worker_process.h"
@@ -78,7 +79,13 @@ void WorkerPool::handle_frame(size_t w, const std::string& payload) {
   Task task = std::move(*worker.task);
   worker.task.reset();
   worker.watchdog->cancel();
-  worker.busy += std::chrono::steady_clock::now() - worker.task_started;
+  const auto took = std::chrono::steady_clock::now() - worker.task_started;
+  worker.busy += took;
+  // What the watchdog's budget must cover (docs/reliability.md measures the defaults from these lines).
+  spdlog::trace("worker {} answered a task of {} samples in {:.3f} ms ({:.3f} ms per sample; budget {} ms)", w,
+                task.samples(), std::chrono::duration<double, std::milli>(took).count(),
+                std::chrono::duration<double, std::milli>(took).count() / std::max<uint32_t>(1, task.samples()),
+                options_.timeouts.budget(task.samples()).count());
   ++worker.batches_done;
   if (worker.restart_pending) replace(w);  // before on_done can give it the next batch
   events_->on_task_done(w, done, std::move(task));
@@ -100,8 +107,10 @@ std::string WorkerPool::describe_task(const Task& task) const {
                   " of epoch " + std::to_string(task.work.epoch()) + ", samples [" + std::to_string(task.begin()) +
                   ", " + std::to_string(task.end()) + ") of the batch";
   if (!indices.empty()) {
-    s += " (dataset indices " + std::to_string(indices[0]) +
-         (indices.size() > 1 ? " .. " + std::to_string(indices[indices.size() - 1]) : "") + ")";
+    s += indices.size() == 1 ? " (dataset index " + std::to_string(indices[0]) + ")"
+                             : " (dataset indices " + std::to_string(indices[0]) +
+                                   (indices.size() > 2 ? ", ..., " : ", ") + std::to_string(indices[indices.size() - 1]) +
+                                   ")";
   }
   return s;
 }

@@ -75,6 +75,24 @@ TEST(ConfigTest, WrongTypesAndRangesAreRefused) {
   EXPECT_NE(error_of("daemon = 3\n").find("must be a table"), std::string::npos);
 }
 
+TEST(ConfigTest, WatchdogTimeoutsAreReadAndRangeChecked) {
+  auto sut = parse_config("[daemon]\ntask_timeout_min_s = 5\nper_sample_timeout_ms = 250\n", "t.toml");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  EXPECT_EQ(sut->task_timeout_min_s, 5u);
+  EXPECT_EQ(sut->per_sample_timeout_ms, 250u);
+  auto defaults = parse_config(default_config_text(), "<embedded>");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->task_timeout_min_s, kDefaultTaskTimeoutMinS) << "default_config.toml and config.h agree";
+  EXPECT_EQ(defaults->per_sample_timeout_ms, kDefaultPerSampleTimeoutMs);
+  const auto zero = error_of("[daemon]\ntask_timeout_min_s = 0\n");
+  EXPECT_NE(zero.find("test.toml:2: key 'daemon.task_timeout_min_s': 0 is out of range [1, 86400]"),
+            std::string::npos)
+      << zero;
+  const auto big = error_of("[daemon]\nper_sample_timeout_ms = 3600001\n");
+  EXPECT_NE(big.find("key 'daemon.per_sample_timeout_ms': 3600001 is out of range"), std::string::npos) << big;
+  EXPECT_NE(error_of("[daemon]\nper_sample_timeout_ms = \"1s\"\n").find("must be an integer"), std::string::npos);
+}
+
 TEST(ConfigTest, DatasetsNeedAKnownFormatAndTheirFiles) {
   EXPECT_NE(error_of("[datasets.x]\nformat = \"tfrecord\"\n").find("not a supported dataset format"),
             std::string::npos);

@@ -158,7 +158,8 @@ TEST_F(WorkerPoolTest, AWorkerPastItsDeadlineIsKilledAndItsTaskLostAsTimedOut) {
 TEST_F(WorkerPoolTest, ATaskDoneInTimeDisarmsTheWatchdog) {
   start(one_worker_300ms());
   const pid_t first = pid(0);
-  sut_->assign(0, task_of_ten(), attach_, segment_->fd());
+  const Task t = task_of_ten();  // before segment_->fd(): it makes the segment
+  sut_->assign(0, t, attach_, segment_->fd());
   ASSERT_TRUE(run_until([&] { return !events_.done.empty(); }));
   run_until([] { return false; }, milliseconds(600));  // past the deadline the task had
   EXPECT_TRUE(events_.lost.empty());
@@ -169,7 +170,8 @@ TEST_F(WorkerPoolTest, OnlyTheSampleOnTheProgressPageIsBlamedForATimeout) {
   WorkerPool::Options o = one_worker_300ms();
   o.faults.hang_on_sample = 103;
   start(o);
-  sut_->assign(0, task_of_ten(), attach_, segment_->fd());
+  const Task t = task_of_ten();  // before segment_->fd(): it makes the segment
+  sut_->assign(0, t, attach_, segment_->fd());
   ASSERT_TRUE(run_until([&] { return !events_.lost.empty(); }));
   EXPECT_TRUE(events_.lost[0].loss.timed_out);
   EXPECT_EQ(events_.lost[0].loss.culprit, 103) << "the sample it hung on, not the task's other samples";
