@@ -177,9 +177,13 @@ Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::stri
       return region_.decode(bytes, path, scale.num, scale.denom, whole, (flags & TJFLAG_FASTDCT) != 0, out, &at);
     }
     rc = tjDecompress2(tj_, bytes.data(), bytes.size(), target, out->width, 0, out->height, pf, flags);
-    if (rc != 0 && tjGetErrorCode(tj_) != TJERR_WARNING) {
+    // A fatal error after the warning is reported as a warning too, with the rows after it unwritten (the last
+    // image's pixels showed through). libjpeg prints only a decode's first warning, so the message is then the
+    // error's, not that warning again.
+    if (rc != 0 && (tjGetErrorCode(tj_) != TJERR_WARNING || msg != tjGetErrorStr2(tj_))) {
+      const std::string why = tjGetErrorStr2(tj_);
       reset_tj();
-      return bad_image(path, std::string("corrupt JPEG (") + tjGetErrorStr2(tj_) + ")");
+      return bad_image(path, "corrupt JPEG (" + why + ")");
     }
   }
   if (cmyk) {  // Adobe-inverted CMYK -> RGB, as Pillow's "CMYK;I" then convert("RGB")
