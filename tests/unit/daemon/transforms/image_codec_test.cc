@@ -186,6 +186,37 @@ TEST(ImageCodecTest, ACorruptHeaderDoesNotBreakTheNextImage) {
   }
 }
 
+// A JPEG without its quantization table is an error, as in PIL, whatever the worker decoded before: TurboJPEG
+// keeps the tables of earlier images in its handle, and such a file decoded with the previous image's (found by
+// fuzz_decode). The fast region path (a fresh libjpeg decompressor per image) agrees.
+TEST(ImageCodecTest, AJpegMissingATableNeverUsesAnEarlierImages) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  std::vector<uint8_t> jpeg = slurp(scratch().photos[0]);
+  const std::vector<uint8_t> dqt = {0xFF, 0xDB};
+  for (auto at = std::search(jpeg.begin(), jpeg.end(), dqt.begin(), dqt.end()); at != jpeg.end();
+       at = std::search(jpeg.begin(), jpeg.end(), dqt.begin(), dqt.end())) {
+    jpeg.erase(at, at + 2 + (at[2] << 8 | at[3]));  // the marker and its segment
+  }
+  spit(tmp("nodqt.jpg"), jpeg);
+  auto dec = std::move(ImageDecoder::create().value());
+  const ImageHeader hdr = dec->header(jpeg, "nodqt.jpg").value();
+  for (const std::string& before : {std::string(), scratch().photos[1], scratch().photos[2]}) {
+    SCOPED_TRACE("after " + (before.empty() ? "nothing" : before));
+    RgbImage out;
+    if (!before.empty()) {
+      const std::vector<uint8_t> good = slurp(before);
+      ASSERT_TRUE(dec->decode(good, before, dec->header(good, before).value(), {1, 1}, &out).ok());
+    }
+    for (bool fast : {false, true}) {
+      const Status st = dec->decode(jpeg, "nodqt.jpg", hdr, {1, 1}, &out, fast);
+      ASSERT_FALSE(st.ok()) << "decoded with another image's quantization table";
+      EXPECT_EQ(st.error().message(), "nodqt.jpg: corrupt JPEG (Quantization table 0x00 was not defined)");
+    }
+    PixelRect at;
+    EXPECT_FALSE(dec->decode_region(jpeg, "nodqt.jpg", hdr, {1, 2}, {10, 10, 50, 50}, &out, &at, true).ok());
+  }
+}
+
 // A fatal error after a warning is an error on every path (TurboJPEG 2.1 reports it as a warning), naming the file
 // and libjpeg's reason; the same error without the warning too.
 void expect_fatal_after_warning_fails(const std::vector<uint8_t>& good, const std::string& name) {
