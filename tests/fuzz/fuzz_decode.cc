@@ -30,8 +30,10 @@
 // Built by setup.sh with clang-14 into build-fuzz/ (BATCHD_FUZZ=ON) and run by ctest for 20 s
 // (tests/fuzz/run_fuzz.sh). The seeds, tests/fuzz/corpus_decode/, come from make_decode_corpus.py. A long run:
 //   mkdir -p /tmp/decode-corpus && nice -n 19 build-fuzz/bin/fuzz_decode -runs=1000000 -max_len=65536 \
-//     -timeout=10 -rss_limit_mb=4096 -dict=tests/fuzz/decode.dict -print_final_stats=1 /tmp/decode-corpus \
+//     -timeout=120 -rss_limit_mb=4096 -dict=tests/fuzz/decode.dict -print_final_stats=1 /tmp/decode-corpus \
 //     tests/fuzz/corpus_decode
+// (-timeout is wall-clock time: at nice 19 on a busy machine an input can wait seconds for a CPU; ctest's 10 s
+// runs at normal priority.)
 #include <turbojpeg.h>
 
 #include <algorithm>
