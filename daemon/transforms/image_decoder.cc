@@ -62,6 +62,9 @@ Result<std::unique_ptr<ImageDecoder>> ImageDecoder::create() {
 
 Status ImageDecoder::jpeg_header(std::span<const uint8_t> bytes, const std::string& path, int* w, int* h,
                                  int* subsamp, int* colorspace) {
+  // Every image starts on a fresh handle: a TurboJPEG handle keeps the quantization and Huffman tables of the
+  // images before, so a file missing one decoded with another image's (PIL fails it), differently on each worker.
+  reset_tj();
   if (tjDecompressHeader3(tj_, bytes.data(), bytes.size(), w, h, subsamp, colorspace) != 0 &&
       (tjGetErrorCode(tj_) != TJERR_WARNING || *w <= 0 || *h <= 0)) {  // warnings (junk bytes) are tolerated
     Error e = bad_image(path, std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj_));
@@ -73,7 +76,8 @@ Status ImageDecoder::jpeg_header(std::span<const uint8_t> bytes, const std::stri
 
 void ImageDecoder::reset_tj() {
   // TurboJPEG 2.1 leaves its handle mid-header after a failed header read: every later call on it then fails with
-  // the same message (one corrupt file would poison every later image of the worker). A fresh handle is cheap.
+  // the same message (one corrupt file would poison every later image of the worker). A fresh handle is cheap
+  // (under a microsecond).
   tjDestroy(tj_);
   tj_ = tjInitDecompress();
 }
@@ -177,9 +181,13 @@ Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::stri
       return region_.decode(bytes, path, scale.num, scale.denom, whole, (flags & TJFLAG_FASTDCT) != 0, out, &at);
     }
     rc = tjDecompress2(tj_, bytes.data(), bytes.size(), target, out->width, 0, out->height, pf, flags);
-    if (rc != 0 && tjGetErrorCode(tj_) != TJERR_WARNING) {
+    // A fatal error after the warning is reported as a warning too, with the rows after it unwritten (the last
+    // image's pixels showed through). libjpeg prints only a decode's first warning, so the message is then the
+    // error's, not that warning again.
+    if (rc != 0 && (tjGetErrorCode(tj_) != TJERR_WARNING || msg != tjGetErrorStr2(tj_))) {
+      const std::string why = tjGetErrorStr2(tj_);
       reset_tj();
-      return bad_image(path, std::string("corrupt JPEG (") + tjGetErrorStr2(tj_) + ")");
+      return bad_image(path, "corrupt JPEG (" + why + ")");
     }
   }
   if (cmyk) {  // Adobe-inverted CMYK -> RGB, as Pillow's "CMYK;I" then convert("RGB")

@@ -68,7 +68,7 @@ class ImageDecoder final {
   Status jpeg_header(std::span<const uint8_t> bytes, const std::string& path, int* w, int* h, int* subsamp,
                      int* colorspace);
 
-  void reset_tj();  // a fresh TurboJPEG handle after an error
+  void reset_tj();  // a fresh TurboJPEG handle: for each image, and after an error
 
   void* tj_ = nullptr;  // tjhandle
   JpegRegionDecoder region_;

@@ -186,11 +186,40 @@ TEST(ImageCodecTest, ACorruptHeaderDoesNotBreakTheNextImage) {
   }
 }
 
+// A JPEG without its quantization table is an error, as in PIL, whatever the worker decoded before: TurboJPEG
+// keeps the tables of earlier images in its handle, and such a file decoded with the previous image's (found by
+// fuzz_decode). The fast region path (a fresh libjpeg decompressor per image) agrees.
+TEST(ImageCodecTest, AJpegMissingATableNeverUsesAnEarlierImages) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  std::vector<uint8_t> jpeg = slurp(scratch().photos[0]);
+  const std::vector<uint8_t> dqt = {0xFF, 0xDB};
+  for (auto at = std::search(jpeg.begin(), jpeg.end(), dqt.begin(), dqt.end()); at != jpeg.end();
+       at = std::search(jpeg.begin(), jpeg.end(), dqt.begin(), dqt.end())) {
+    jpeg.erase(at, at + 2 + (at[2] << 8 | at[3]));  // the marker and its segment
+  }
+  spit(tmp("nodqt.jpg"), jpeg);
+  auto dec = std::move(ImageDecoder::create().value());
+  const ImageHeader hdr = dec->header(jpeg, "nodqt.jpg").value();
+  for (const std::string& before : {std::string(), scratch().photos[1], scratch().photos[2]}) {
+    SCOPED_TRACE("after " + (before.empty() ? "nothing" : before));
+    RgbImage out;
+    if (!before.empty()) {
+      const std::vector<uint8_t> good = slurp(before);
+      ASSERT_TRUE(dec->decode(good, before, dec->header(good, before).value(), {1, 1}, &out).ok());
+    }
+    for (bool fast : {false, true}) {
+      const Status st = dec->decode(jpeg, "nodqt.jpg", hdr, {1, 1}, &out, fast);
+      ASSERT_FALSE(st.ok()) << "decoded with another image's quantization table";
+      EXPECT_EQ(st.error().message(), "nodqt.jpg: corrupt JPEG (Quantization table 0x00 was not defined)");
+    }
+    PixelRect at;
+    EXPECT_FALSE(dec->decode_region(jpeg, "nodqt.jpg", hdr, {1, 2}, {10, 10, 50, 50}, &out, &at, true).ok());
+  }
+}
+
 // A fatal error after a warning is an error on every path (TurboJPEG 2.1 reports it as a warning), naming the file
 // and libjpeg's reason; the same error without the warning too.
-TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsOnEveryPath) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
-  const std::vector<uint8_t> good = slurp(scratch().photos[0]);
+void expect_fatal_after_warning_fails(const std::vector<uint8_t>& good, const std::string& name) {
   const std::vector<uint8_t> dqt = {0xFF, 0xDB}, sos = {0xFF, 0xDA};
   for (bool with_warning : {true, false}) {
     std::vector<uint8_t> jpeg = good;
@@ -198,7 +227,7 @@ TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsOnEveryPath) {
     const size_t scan = std::search(jpeg.begin(), jpeg.end(), sos.begin(), sos.end()) - jpeg.begin();
     const size_t at = scan + (jpeg.size() - scan) * 7 / 10;
     jpeg.insert(jpeg.begin() + static_cast<long>(at), {0xFF, 0x28, 0x00, 0x00});  // a marker libjpeg refuses
-    const std::string path = tmp(with_warning ? "warn_fatal.jpg" : "fatal.jpg");
+    const std::string path = tmp(name + (with_warning ? "_warn_fatal.jpg" : "_fatal.jpg"));
     spit(path, jpeg);
     for (bool fast : {false, true}) {
       SCOPED_TRACE(args(path, fast ? "fast" : "exact"));
@@ -218,6 +247,29 @@ TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsOnEveryPath) {
     EXPECT_NE(st.error().message().find(path + ": corrupt JPEG (Unsupported marker type 0x28)"), std::string::npos)
         << st.error().message();
   }
+}
+
+TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsOnEveryPath) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  expect_fatal_after_warning_fails(slurp(scratch().photos[0]), "ycc");
+}
+
+// The same for a CMYK JPEG (TurboJPEG decodes those, libjpeg's region decoder does not): it "decoded", its rows
+// after the error holding the previous image's pixels (found by fuzz_decode).
+TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsForCmykToo) {
+  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  ASSERT_EQ(sh(helper(args("cmyk", scratch().photos[0], tmp("fcmyk.jpg"), tmp("fcmyk.raw")))), 0);
+  expect_fatal_after_warning_fails(slurp(tmp("fcmyk.jpg")), "cmyk");
+  // The warning alone (junk bytes before a marker) is still tolerated, with the clean file's pixels.
+  std::vector<uint8_t> junk = slurp(tmp("fcmyk.jpg"));
+  const std::vector<uint8_t> dqt = {0xFF, 0xDB};
+  junk.insert(std::search(junk.begin(), junk.end(), dqt.begin(), dqt.end()), {0x00, 0x11, 0x22});
+  spit(tmp("fcmyk_junk.jpg"), junk);
+  RgbImage clean, tolerated;
+  ASSERT_TRUE(decode_file(tmp("fcmyk.jpg"), {1, 1}, &clean).ok());
+  const Status st = decode_file(tmp("fcmyk_junk.jpg"), {1, 1}, &tolerated);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_TRUE(tolerated.pixels == clean.pixels);
 }
 
 TEST(ImageCodecTest, CmykJpegMatchesPillowWithinOneLevel) {
