@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "../streams/fake_workers.h"
 #include "streams/plan.h"
+#include "streams/segment_instance.h"
 #include "streams/segment_pool.h"
 
 namespace batchd::daemon {
@@ -71,7 +73,7 @@ class WorkerPoolTest : public ::testing::Test {
   Task task_of_ten() {
     auto p = plan(testing::fmnist_u8_request(10, 1), PlanContext{}, datasets_);
     EXPECT_TRUE(p.ok());
-    auto segment = segments_.create(&*p);
+    auto segment = segments_.create(&*p, ::geteuid());
     EXPECT_TRUE(segment.ok());
     attach_ = p->attach;
     segment_.emplace(std::move(segment).value());
@@ -85,7 +87,7 @@ class WorkerPoolTest : public ::testing::Test {
   DatasetRegistry datasets_ = testing::fmnist_registry();
   boost::asio::io_context io_;
   Recorder events_;
-  SegmentPool segments_{1 << 30};
+  SegmentPool segments_{std::move(SegmentInstance::claim()).value(), 1 << 30};
   std::optional<Segment> segment_;
   wire::WorkerAttach attach_;
   std::unique_ptr<WorkerPool> sut_;
