@@ -21,7 +21,7 @@ namespace {
 
 constexpr uid_t kVictim = 65534;    // nobody: opens the stream
 constexpr uid_t kAttacker = 65533;  // another member of the same groups
-constexpr gid_t kNogroup = 65534;
+
 
 std::string config_with(const std::string& daemon_section) {
   const std::string path = ::testing::TempDir() + "segment-access-" + std::to_string(::getpid()) + ".toml";

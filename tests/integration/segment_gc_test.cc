@@ -192,7 +192,7 @@ TEST(SegmentGcTest, ASegmentWhoseInstanceLockIsHeldStaysUntilTheHolderIsGone) {
 TEST(SegmentGcTest, GcAsAnOrdinaryUserRemovesNeitherAnInUseTorchFileNorAnotherUsersFile) {
   SKIP_UNLESS_ROOT();
   constexpr uid_t kUser = 65534, kOther = 65533;
-  constexpr gid_t kNogroup = 65534;
+
   // Not sticky, writable by all: the kernel would let anyone unlink anything here; only batchd's rule protects.
   const fs::path dir = ::testing::TempDir() + "gc-user-" + std::to_string(::getpid());
   fs::create_directories(dir);

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +24,12 @@ namespace batchd::testing {
                   "and tests run as uid "                                                                          \
                << ::geteuid()
 
+inline constexpr uid_t kNobody = 65534;   // Debian's nobody
+inline constexpr gid_t kNogroup = 65534;  // and nogroup
+
 struct Credentials {
-  uid_t uid;
-  gid_t gid;
+  uid_t uid = kNobody;
+  gid_t gid = kNogroup;
   std::vector<gid_t> groups;  // supplementary
 };
 
@@ -54,6 +59,23 @@ class UserProcess {
     while (::read(out_, &c, 1) == 1 && c != '\n') line += c;
     return line;
   }
+  // Whether the child closed its end (exited, or about to) within `timeout_s`; if not, it is SIGKILLed.
+  bool finished_within(int timeout_s) {
+    pollfd ready{out_, POLLHUP, 0};
+    for (;;) {
+      const int r = ::poll(&ready, 1, timeout_s * 1000);
+      if (r == 1 && (ready.revents & POLLHUP)) return true;
+      if (r == 1 && (ready.revents & POLLIN)) {  // data before the hang-up: keep it for finish()
+        char buf[512];
+        const ssize_t n = ::read(out_, buf, sizeof(buf));
+        if (n <= 0) return true;
+        early_.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      ::kill(pid_, SIGKILL);
+      return false;
+    }
+  }
   void release() {
     if (in_ >= 0) ::close(in_);
     in_ = -1;
@@ -61,7 +83,7 @@ class UserProcess {
   std::string finish() {
     release();
     if (pid_ <= 0) return "";
-    std::string all;
+    std::string all = std::move(early_);
     char buf[512];
     ssize_t n;
     while ((n = ::read(out_, buf, sizeof(buf))) > 0) all.append(buf, static_cast<size_t>(n));
@@ -100,11 +122,17 @@ class UserProcess {
   pid_t pid_ = -1;
   int out_ = -1;
   int in_ = -1;
+  std::string early_;  // read by finished_within()
 };
 
-// Runs fn as `who` and returns what it returned ("" for success, by convention) plus any note from finish().
-inline std::string run_as(const Credentials& who, const std::function<std::string()>& fn) {
+// Runs fn as `who` and returns what it returned ("" for success, by convention) plus any note from finish(); if the
+// child has not finished within `timeout_s`, it is killed and the verdict says so (a test fails, never hangs).
+inline std::string run_as(const Credentials& who, const std::function<std::string()>& fn, int timeout_s = 60) {
   UserProcess child(who, [&](int out, int) { UserProcess::send(out, fn()); });
+  if (!child.finished_within(timeout_s)) {
+    return "the child (uid " + std::to_string(who.uid) + ") did not finish within " + std::to_string(timeout_s) +
+           " s; " + child.finish();
+  }
   return child.finish();
 }
 
