@@ -71,7 +71,7 @@ void Connection::process() {
   while (!closing_) {
     // Back-pressure, checked before every frame: a client that sends requests but does not read its replies is
     // neither served nor read from until it does (flush() resumes).
-    if (queued_bytes_ > kMaxQueuedBytes) {
+    if (queue_.bytes() > kMaxQueuedBytes) {
       read_paused_ = true;
       deadline_armed_ = false;
       frame_deadline_.cancel();
@@ -198,8 +198,7 @@ void Connection::reply(uint64_t request_id, wire::Reply r, wire::UniqueFd fd) {
     spdlog::error("connection {}: {}", peer_.connection_id, frame.error().message());
     return close(true);
   }
-  queued_bytes_ += frame->size();
-  queue_.push_back(Outgoing{std::move(frame).value(), std::move(fd), 0});
+  queue_.push(std::move(frame).value(), std::move(fd));
   flush();
 }
 
@@ -217,12 +216,10 @@ void Connection::protocol_error(uint64_t request_id, const Error& error) {
 }
 
 void Connection::flush() {
-  while (!queue_.empty() && !waiting_to_write_ && !closed_) {
-    Outgoing& out = queue_.front();
-    auto n = wire::send_some(socket_.native_handle(), out.frame.data() + out.sent, out.frame.size() - out.sent,
-                             out.sent == 0 ? out.fd.get() : -1);
-    if (!n.ok()) return close(true);  // the client is gone
-    if (*n == wire::kWouldBlock) {
+  if (!queue_.empty() && !waiting_to_write_ && !closed_) {
+    auto all_sent = queue_.write_to(socket_.native_handle());
+    if (!all_sent.ok()) return close(true);  // the client is gone
+    if (!*all_sent) {
       waiting_to_write_ = true;
       socket_.async_wait(boost::asio::socket_base::wait_write,
                          [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -232,15 +229,9 @@ void Connection::flush() {
                          });
       return;
     }
-    out.sent += *n;
-    out.fd.reset();
-    if (out.sent == out.frame.size()) {
-      queued_bytes_ -= out.frame.size();
-      queue_.pop_front();
-    }
   }
   if (queue_.empty() && closing_) return finish();
-  if (read_paused_ && queued_bytes_ <= kMaxQueuedBytes / 2 && !closed_) {
+  if (read_paused_ && queue_.bytes() <= kMaxQueuedBytes / 2 && !closed_) {
     read_paused_ = false;
     // Not from inside flush(): process() dispatches, and dispatching replies, which flushes.
     boost::asio::post(socket_.get_executor(), [self = shared_from_this()] {

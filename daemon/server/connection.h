@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 
+#include "batchd/wire/frame_queue.h"
 #include "batchd/wire/framing.h"
 #include "batchd/wire/unique_fd.h"
 #include "config.h"
@@ -57,12 +58,6 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
   const PeerCredentials& credentials() const { return credentials_; }
 
  private:
-  struct Outgoing {
-    std::string frame;
-    wire::UniqueFd fd;  // sent with the first byte, then closed
-    size_t sent = 0;
-  };
-
   void read();
   void on_readable();
   // Dispatches the buffered complete frames until none is left or the reply queue is over its cap; then reads on.
@@ -90,10 +85,9 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
   uint64_t frames_done_ = 0;     // complete frames taken from the decoder
   bool deadline_armed_ = false;  // frame_deadline_ runs for the partly buffered frame number armed_for_
   uint64_t armed_for_ = 0;
-  std::deque<Outgoing> queue_;
-  size_t queued_bytes_ = 0;
+  wire::FrameQueue queue_;  // replies and events not yet written (wire/frame_queue.h)
   bool reading_ = false;      // an async_wait for readability is pending
-  bool read_paused_ = false;  // back-pressure: queued_bytes_ went over kMaxQueuedBytes
+  bool read_paused_ = false;  // back-pressure: queue_.bytes() went over kMaxQueuedBytes
   bool waiting_to_write_ = false;
   bool closing_ = false;
   bool closed_ = false;

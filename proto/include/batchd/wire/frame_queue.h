@@ -3,7 +3,7 @@
 //
 // write_to() sends as much as the socket takes now and keeps the rest, so a writer never waits for its peer: on
 // "full" it waits for the socket to be writable (asio's wait_write) and calls write_to() again. Used for the
-// daemon's channels to its workers (daemon/workers/worker_channel.h); the same loop serves a client connection.
+// daemon's channels to its workers (daemon/workers/worker_channel.h) and its client connections (server/connection.h).
 //
 // Not thread-safe. Move-only (it owns the fds of queued frames, closed once sent or on clear()).
 #pragma once
