@@ -16,6 +16,7 @@ packages=(
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev  # JPEG (TurboJPEG + libjpeg APIs) and PNG decoding
   libsystemd-dev                              # sd_notify, the journal
   libacl1-dev                                 # POSIX ACLs: who may open a file_system segment
+  libarchive-dev                              # webdataset tar shards: the member index (data/tar_index)
   pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   python3-matplotlib                          # bench/plot.py

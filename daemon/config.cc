@@ -59,6 +59,24 @@ Status read_string(const toml::table& t, const char* key, const std::string& pre
   return ok_status();
 }
 
+// A string or an array of strings (at least one element when present).
+Status read_string_list(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,
+                        std::vector<std::string>* out) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return ok_status();
+  if (node->is_string()) {
+    out->push_back(*node->value<std::string>());
+    return ok_status();
+  }
+  const toml::array* a = node->as_array();
+  if (a == nullptr || a->empty()) return bad(source, *node, prefix + key, "must be a string or an array of strings");
+  for (const auto& e : *a) {
+    if (!e.is_string()) return bad(source, e, prefix + key, "must be a string or an array of strings");
+    out->push_back(*e.value<std::string>());
+  }
+  return ok_status();
+}
+
 Status read_bool(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,
                  bool* out) {
   const toml::node* node = t.get(key);
@@ -71,11 +89,16 @@ Status read_bool(const toml::table& t, const char* key, const std::string& prefi
 Status parse_daemon(const toml::table& t, const std::string& source, Config* config) {
   BATCHD_RETURN_IF_ERROR(
       reject_unknown(t, {"socket", "socket_mode", "socket_group", "admin_group", "workers", "min_chunk_us",
-                         "shm_strategy", "log_level", "task_timeout_min_s", "per_sample_timeout_ms"},
+                         "shm_strategy", "log_level", "task_timeout_min_s", "per_sample_timeout_ms", "cache_dir"},
                      "daemon.", source));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket_group", "daemon.", source, &config->socket_group));
   BATCHD_RETURN_IF_ERROR(read_string(t, "socket", "daemon.", source, &config->socket));
   BATCHD_RETURN_IF_ERROR(read_string(t, "admin_group", "daemon.", source, &config->admin_group));
+  BATCHD_RETURN_IF_ERROR(read_string(t, "cache_dir", "daemon.", source, &config->cache_dir));
+  if (!config->cache_dir.empty() && config->cache_dir.front() != '/') {
+    return bad(source, *t.get("cache_dir"), "daemon.cache_dir",
+               "'" + config->cache_dir + "' must be an absolute path (or \"\" for no index cache)");
+  }
   if (!config->admin_group.empty() && ::getgrnam(config->admin_group.c_str()) == nullptr) {
     return bad(source, *t.get("admin_group"), "daemon.admin_group",
                "'" + config->admin_group + "' is not a group on this host (see getent group); create it "
@@ -164,9 +187,46 @@ Status parse_dataset(const std::string& name, const toml::node& node, const std:
     if (d.root.empty()) {
       return bad(source, node, p + "root", "is required for format \"imagefolder\" (root/<class>/<image>.jpg)");
     }
+  } else if (d.format == "webdataset") {
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"format", "shards", "image_field", "label_field"}, p, source));
+    BATCHD_RETURN_IF_ERROR(read_string_list(*t, "shards", p, source, &d.shards));
+    if (d.shards.empty()) {
+      return bad(source, node, p + "shards",
+                 "is required for format \"webdataset\" (\"/data/shard-{000000..000099}.tar\", a glob, or a list "
+                 "of them)");
+    }
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "image_field", p, source, &d.image_field));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "label_field", p, source, &d.label_field));
+    for (const char* key : {"image_field", "label_field"}) {
+      const std::string& v = key[0] == 'i' ? d.image_field : d.label_field;
+      if (v.empty() || v.find_first_of("/.") != std::string::npos || v.front() == ';' || v.back() == ';' ||
+          v.find(";;") != std::string::npos) {
+        return bad(source, t->get(key) ? *t->get(key) : node, p + key,
+                   "'" + v + "' must be member extensions without dots, separated by ';' (e.g. \"jpg;png\")");
+      }
+    }
+    if (d.label_field.find(';') != std::string::npos) {
+      return bad(source, *t->get("label_field"), p + "label_field", "must name one extension (e.g. \"cls\")");
+    }
+  } else if (d.format == "tokens") {
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"format", "path", "dtype", "seq_len"}, p, source));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "path", p, source, &d.path));
+    if (d.path.empty()) {
+      return bad(source, node, p + "path", "is required for format \"tokens\" (a raw uint16/uint32 token array, "
+                                           "as nanoGPT's train.bin)");
+    }
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "dtype", p, source, &d.dtype));
+    if (d.dtype != "uint16" && d.dtype != "uint32") {
+      return bad(source, *t->get("dtype"), p + "dtype", "'" + d.dtype + "' is not \"uint16\" or \"uint32\"");
+    }
+    if (t->get("seq_len") == nullptr) {
+      return bad(source, node, p + "seq_len", "is required for format \"tokens\" (T: tokens per sample)");
+    }
+    BATCHD_RETURN_IF_ERROR(read_int(*t, "seq_len", p, source, 1, 1 << 24, &d.seq_len));
   } else {
     return bad(source, t->get("format") ? *t->get("format") : node, p + "format",
-               "'" + d.format + "' is not a supported dataset format (supported: idx, imagefolder)");
+               "'" + d.format + "' is not a supported dataset format (supported: idx, imagefolder, webdataset, "
+                                "tokens)");
   }
   config->datasets.push_back(std::move(d));
   return ok_status();

@@ -14,13 +14,27 @@
 
 namespace batchd::daemon {
 
+// One [datasets.<name>] table. Every key of every format is a field here, and two entries are the same dataset only
+// if every field is equal (a reload compares them with ==, so a new key can never be missed).
 struct DatasetConfig {
   std::string name;
-  std::string format;  // "idx" or "imagefolder"
+  std::string format;  // "idx", "imagefolder", "webdataset" or "tokens"
   std::string images;  // idx: IDX3 image file, raw or .gz
   std::string labels;  // idx: IDX1 label file, raw or .gz
   std::string root;    // imagefolder: root/<class>/<image>
+  // webdataset: shard patterns, each a path with brace ranges ("shard-{000000..000099}.tar") or a glob.
+  std::vector<std::string> shards;
+  std::string image_field = "jpg;jpeg;png";  // webdataset: extensions that may hold the image, ';'-separated
+  std::string label_field = "cls";           // webdataset: extension of the label member (ASCII integer)
+  std::string path;                          // tokens: the raw token array (nanoGPT's train.bin)
+  std::string dtype = "uint16";              // tokens: "uint16" or "uint32", little-endian
+  uint32_t seq_len = 0;                      // tokens: T, tokens per sample (a window holds T + 1)
+
+  bool operator==(const DatasetConfig&) const = default;
 };
+
+// daemon.cache_dir's default: where dataset indexes (webdataset shard indexes) are kept between runs.
+inline constexpr const char* kDefaultCacheDir = "/var/cache/batchd";
 
 struct Limits {
   uint32_t max_frame_bytes = 1u << 20;      // bound on one control message
@@ -53,6 +67,7 @@ struct Config {
   uint32_t min_chunk_us = kDefaultMinChunkUs;  // no chunk of a batch shorter than this (streams/chunking.h)
   uint32_t task_timeout_min_s = kDefaultTaskTimeoutMinS;      // watchdog: the least time any task gets
   uint32_t per_sample_timeout_ms = kDefaultPerSampleTimeoutMs;  // watchdog: time per sample of a task
+  std::string cache_dir = kDefaultCacheDir;  // dataset index cache; "" = no cache (index at every start)
   wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;
   std::string log_level = "info";
   Limits limits;

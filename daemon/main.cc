@@ -5,6 +5,7 @@
 // the worker processes are forked — before any thread exists — then the control socket is served on this single
 // thread.
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -12,10 +13,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <filesystem>
 #include <thread>
 
 #include "config.h"
 #include "data/dataset.h"
+#include "data/dataset_loader.h"
 #include "server/instance_lock.h"
 #include "server/metrics_http.h"
 #include "server/server.h"
@@ -47,11 +50,27 @@ start-up, the segments of instances that are provably gone (their lock is free) 
 still has them open or mapped. Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
 which file, key or resource and what to do).)";
 
+// daemon.cache_dir: created if missing (the systemd unit's CacheDirectory= makes it); a daemon that cannot use it
+// still serves, rebuilding indexes at every start.
+void prepare_cache_dir(std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec && ::access(dir.c_str(), W_OK | X_OK) != 0) ec = std::error_code(errno, std::generic_category());
+  if (ec) {
+    spdlog::warn("daemon.cache_dir {} cannot be used ({}): dataset indexes will be built at every start and not "
+                 "kept; create it writable for the daemon's user (systemd: CacheDirectory=batchd) or set "
+                 "daemon.cache_dir",
+                 dir, ec.message());
+    dir.clear();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app(kDescription, "batchd");
-  std::string config_path, socket, strategy, log_level;
+  std::string config_path, socket, strategy, log_level, cache_dir;
   uint32_t workers = 0, min_chunk_us = 0, task_timeout_min_s = 0, per_sample_timeout_ms = 0;
   bool print_default = false;
   FaultInjection faults;
@@ -76,6 +95,9 @@ int main(int argc, char** argv) {
                  "default sharing strategy: file_descriptor (memfd passed over the socket; nothing can leak) or "
                  "file_system (named /dev/shm/batchd.<instance>.<stream>, readable only by the stream's uid)")
       ->check(CLI::IsMember({"file_descriptor", "file_system"}));
+  app.add_option("--cache-dir", cache_dir,
+                 "directory for dataset indexes kept between runs (webdataset shard indexes), an absolute path; "
+                 "\"\" = none (default: daemon.cache_dir, /var/cache/batchd)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--print-default-config", print_default, "print the embedded default configuration and exit");
@@ -106,6 +128,13 @@ int main(int argc, char** argv) {
   if (app.count("--task-timeout-min-s")) config->task_timeout_min_s = task_timeout_min_s;
   if (app.count("--per-sample-timeout-ms")) config->per_sample_timeout_ms = per_sample_timeout_ms;
   if (!strategy.empty()) config->shm_strategy = *parse_strategy(strategy);
+  if (app.count("--cache-dir")) {
+    if (!cache_dir.empty() && cache_dir.front() != '/') {
+      spdlog::critical("--cache-dir {} must be an absolute path (or \"\" for none)", cache_dir);
+      return 1;
+    }
+    config->cache_dir = cache_dir;
+  }
   if (!log_level.empty()) config->log_level = log_level;
   spdlog::set_level(spdlog::level::from_str(config->log_level));
   if (config->workers == 0) config->workers = std::max(1u, std::thread::hardware_concurrency());
@@ -130,12 +159,14 @@ int main(int argc, char** argv) {
   spdlog::info("instance {}", instance->id());
   remove_orphan_segments();
 
-  DatasetRegistry datasets = DatasetRegistry::open_all(config->datasets);
-  for (const auto& [name, why] : datasets.describe()) {
-    if (why.empty()) {
+  prepare_cache_dir(config->cache_dir);
+  DatasetRegistry datasets;
+  auto initial = datasets.reload(config->datasets, {}, config->cache_dir);
+  for (const auto& [name, d] : datasets.describe()) {
+    if (d.state == DatasetRegistry::State::kAvailable) {
       spdlog::info("dataset {}: {} samples", name, (*datasets.find(name))->size());
-    } else {
-      spdlog::warn("dataset {} is unavailable: {}", name, why);
+    } else if (d.state == DatasetRegistry::State::kUnavailable) {
+      spdlog::warn("dataset {} is unavailable: {}", name, d.detail);
     }
   }
 
@@ -151,6 +182,9 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start workers: {}", pool.error().message());
     return 1;
   }
+  // Background opens (webdataset indexes): once one is installed, the workers fork again to hold it.
+  DatasetLoader loader(io, datasets, config->cache_dir, [&](const std::string&) { (*pool)->restart_all(); });
+  loader.load(std::move(initial.jobs));
   StreamManager streams(*config, datasets, **pool, std::move(instance).value());
   (*pool)->serve(streams);  // worker events go to the stream manager from here on
   auto server = Server::create(io, *config, streams, datasets);
@@ -198,7 +232,7 @@ int main(int argc, char** argv) {
         notifier.ready("serving " + config->socket + " (reload failed, see the log)");
         return;
       }
-      const auto summary = datasets.reload(fresh->datasets, streams.dataset_keys_in_use());
+      auto summary = datasets.reload(fresh->datasets, streams.dataset_keys_in_use(), config->cache_dir);
       auto names = [](const std::vector<std::string>& v) {
         std::string s;
         for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
@@ -211,6 +245,7 @@ int main(int argc, char** argv) {
       for (const auto& name : summary.unavailable) {
         if (auto d = datasets.find(name); !d.ok()) spdlog::warn("dataset {}: {}", name, d.error().message());
       }
+      loader.load(std::move(summary.jobs));
       // Workers fork again from the daemon, which now holds the new datasets; the old ones are retired without
       // waiting for them (a stopped worker is killed after its exit grace).
       (*pool)->restart_all();
@@ -226,6 +261,7 @@ int main(int argc, char** argv) {
     spdlog::info("{} received: draining", ::strsignal(sig));
     notifier.stopping(std::string("draining (") + ::strsignal(sig) + ")");
     hangup.cancel();  // nothing may keep the event loop alive once the connections are drained
+    loader.stop();    // cancels an index under way; nothing is installed from here on
     if (metrics) metrics->stop();
     (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
                     [&] { deadline.cancel(); });

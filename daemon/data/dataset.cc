@@ -5,9 +5,7 @@
 
 namespace batchd::daemon {
 
-namespace {
-
-Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c) {
+Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c, const OpenContext&) {
   if (c.format == "idx") {
     auto ds = IdxDataset::open(c.name, c.images, c.labels);
     if (!ds.ok()) return ds.error();
@@ -21,33 +19,46 @@ Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c) {
   return Error(ErrorCode::kInvalidArgument, "unsupported format '" + c.format + "'");
 }
 
-bool same(const DatasetConfig& a, const DatasetConfig& b) {
-  return a.format == b.format && a.images == b.images && a.labels == b.labels && a.root == b.root;
-}
+bool opens_in_background(const DatasetConfig& c) { return c.format == "webdataset"; }
 
-}  // namespace
-
-DatasetRegistry DatasetRegistry::open_all(const std::vector<DatasetConfig>& configs) {
+DatasetRegistry DatasetRegistry::open_all(const std::vector<DatasetConfig>& configs, const std::string& cache_dir) {
   DatasetRegistry registry;
-  registry.reload(configs, {});
+  auto summary = registry.reload(configs, {}, cache_dir);
+  for (const LoadJob& job : summary.jobs) {
+    registry.install(job, open_dataset(job.config, OpenContext{cache_dir, job.progress.get()}));
+  }
   return registry;
 }
 
 DatasetRegistry::ReloadSummary DatasetRegistry::reload(const std::vector<DatasetConfig>& configs,
-                                                       const std::set<std::string>& in_use) {
+                                                       const std::set<std::string>& in_use,
+                                                       const std::string& cache_dir) {
   ReloadSummary summary;
   std::map<std::string, Loaded> available;
   std::map<std::string, std::string> unavailable;
+  std::map<std::string, Loading> loading;
   std::map<std::string, DatasetConfig> declared;
   for (const auto& c : configs) {
     declared[c.name] = c;
     auto old = configs_.find(c.name);
-    if (old != configs_.end() && same(old->second, c) && available_.count(c.name)) {
-      available[c.name] = available_[c.name];  // unchanged: keep the loaded data
-      continue;
+    if (old != configs_.end() && old->second == c) {  // unchanged: keep the loaded data, or the load under way
+      if (available_.count(c.name)) {
+        available[c.name] = available_[c.name];
+        continue;
+      }
+      if (loading_.count(c.name)) {
+        loading[c.name] = loading_[c.name];
+        continue;
+      }
     }
     (old == configs_.end() ? summary.added : summary.changed).push_back(c.name);
-    auto ds = open_dataset(c);
+    if (opens_in_background(c)) {
+      LoadJob job{c, ++tickets_, std::make_shared<LoadProgress>()};
+      loading[c.name] = Loading{job.ticket, job.progress};
+      summary.jobs.push_back(std::move(job));
+      continue;
+    }
+    auto ds = open_dataset(c, OpenContext{cache_dir, nullptr});
     if (ds.ok()) {
       available[c.name] = Loaded{std::move(ds).value(), c.name + "#" + std::to_string(++loads_)};
     } else {
@@ -55,10 +66,19 @@ DatasetRegistry::ReloadSummary DatasetRegistry::reload(const std::vector<Dataset
       summary.unavailable.push_back(c.name);
     }
   }
+  for (auto& [name, old] : loading_) {  // a load whose entry changed or went: tell its opener to give up
+    if (!loading.count(name) || loading[name].ticket != old.ticket) old.progress->cancel = true;
+  }
   std::map<std::string, std::shared_ptr<const Dataset>> retired;
   for (const auto& [name, loaded] : available_) {
     const bool kept = available.count(name) && available[name].key == loaded.key;
     if (!kept && in_use.count(loaded.key)) retired[loaded.key] = loaded.dataset;  // streams still read it
+    if (!declared.count(name)) summary.removed.push_back(name);
+  }
+  for (const auto& [name, _] : unavailable_) {
+    if (!declared.count(name)) summary.removed.push_back(name);
+  }
+  for (const auto& [name, _] : loading_) {
     if (!declared.count(name)) summary.removed.push_back(name);
   }
   for (const auto& [key, ds] : retired_) {
@@ -66,9 +86,29 @@ DatasetRegistry::ReloadSummary DatasetRegistry::reload(const std::vector<Dataset
   }
   available_ = std::move(available);
   unavailable_ = std::move(unavailable);
+  loading_ = std::move(loading);
   retired_ = std::move(retired);
   configs_ = std::move(declared);
   return summary;
+}
+
+bool DatasetRegistry::install(const LoadJob& job, Result<std::shared_ptr<const Dataset>> result) {
+  const std::string& name = job.config.name;
+  auto it = loading_.find(name);
+  if (it == loading_.end() || it->second.ticket != job.ticket) return false;  // superseded by a reload
+  loading_.erase(it);
+  if (result.ok()) {
+    available_[name] = Loaded{std::move(result).value(), name + "#" + std::to_string(++loads_)};
+  } else {
+    unavailable_[name] = result.error().message();
+  }
+  return true;
+}
+
+std::string DatasetRegistry::loading_text(const LoadProgress& progress) {
+  const uint64_t total = progress.total.load();
+  if (total == 0) return "indexing (listing its shards)";
+  return "indexing (" + std::to_string(progress.done.load()) + " of " + std::to_string(total) + " shards)";
 }
 
 std::string DatasetRegistry::key(const std::string& name) const {
@@ -90,6 +130,11 @@ Result<std::shared_ptr<const Dataset>> DatasetRegistry::find(const std::string& 
     return Error(ErrorCode::kUnavailable, "dataset '" + name + "' is declared but could not be opened: " +
                                               it->second);
   }
+  if (auto it = loading_.find(name); it != loading_.end()) {
+    return Error(ErrorCode::kUnavailable, "dataset '" + name + "' is " + loading_text(*it->second.progress) +
+                                              "; it can be opened once that is done (batchctl datasets shows the "
+                                              "progress), retry then");
+  }
   std::string names;
   for (const auto& [n, _] : describe()) names += (names.empty() ? "" : ", ") + n;
   return Error(ErrorCode::kNotFound, "dataset '" + name + "' is not declared in the daemon's config (declared: " +
@@ -97,10 +142,11 @@ Result<std::shared_ptr<const Dataset>> DatasetRegistry::find(const std::string& 
                                          "] table to the config");
 }
 
-std::map<std::string, std::string> DatasetRegistry::describe() const {
-  std::map<std::string, std::string> out;
-  for (const auto& [n, _] : available_) out[n] = "";
-  for (const auto& [n, why] : unavailable_) out[n] = why;
+std::map<std::string, DatasetRegistry::Description> DatasetRegistry::describe() const {
+  std::map<std::string, Description> out;
+  for (const auto& [n, _] : available_) out[n] = Description{State::kAvailable, ""};
+  for (const auto& [n, why] : unavailable_) out[n] = Description{State::kUnavailable, why};
+  for (const auto& [n, l] : loading_) out[n] = Description{State::kLoading, loading_text(*l.progress)};
   return out;
 }
 

@@ -1,10 +1,16 @@
 // dataset.h — named, read-only sources of samples, declared in the config and opened once at start-up.
 //
-// The registry is built in the daemon's main process before the workers are forked, so the workers share the
-// decoded dataset pages copy-on-write instead of loading their own copies. A dataset that fails to open does not
-// stop the daemon: it is listed as unavailable with the reason, and OpenStream on it returns that reason.
+// The registry lives in the daemon's main process and the workers are forked from it, so they share the dataset's
+// pages (its index, a mapped token file) instead of loading their own copies; when a dataset is installed later (a
+// reload, a background index) the workers are forked again. A dataset that fails to open does not stop the daemon:
+// it is listed as unavailable with the reason, and OpenStream on it returns that reason.
+//
+// Opening is quick for idx, imagefolder and tokens and happens where the registry is (start-up, SIGHUP). A
+// webdataset may need every shard's headers read: it is opened on a background thread (data/dataset_loader.h) and
+// is "loading" meanwhile; OpenStream on it gets kUnavailable "indexing (k of n shards)".
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -17,20 +23,66 @@
 
 namespace batchd::daemon {
 
+// The vision pipelines' view of a dataset (train224, train224_u8, val224): sample i is an encoded image (JPEG or
+// PNG) and an integer class label. ImageFolder and WebDataset shards both provide it.
+class ImageSamples {
+ public:
+  virtual ~ImageSamples() = default;
+  // Reads sample i's encoded image into *bytes (reusing its capacity) and its label into *label; i < size(). Called
+  // in workers, concurrently from several processes. A failure of this one sample (a file gone, a short read, a
+  // label that is not an integer, a sample without an image) is kDataError naming the file, and the offset where
+  // there is one, so the stream's on_error policy applies.
+  virtual Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const = 0;
+  // How errors name sample i: the image's path, or "shard.tar: sample 'key'".
+  virtual std::string sample_name(uint64_t i) const = 0;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
   virtual const std::string& name() const = 0;
   virtual const char* format() const = 0;
   virtual uint64_t size() const = 0;  // samples, indexed [0, size)
+  // The dataset as image samples, or nullptr if it holds none (the vision pipelines refuse it, naming its format).
+  virtual const ImageSamples* images() const { return nullptr; }
 };
 
+// Progress of an open that runs in the background (a webdataset's shard index). The opener sets `total` (shards)
+// first, then counts `done` up; the registry reads both for "indexing (k of n shards)". `cancel` is set when the
+// daemon stops: the opener returns as soon as it sees it (any error; the result is dropped).
+struct LoadProgress {
+  std::atomic<uint64_t> done{0}, total{0};
+  std::atomic<bool> cancel{false};
+};
+
+// What an open may use beyond the dataset's config. Openers run on a background thread: they must not log (spdlog's
+// locks must never be held across the fork of a worker) — they return what there is to say in the Result.
+struct OpenContext {
+  std::string cache_dir;             // daemon.cache_dir; "" = no index cache
+  LoadProgress* progress = nullptr;  // never null for a background open
+};
+
+// Opens one dataset as configured. kNotFound / kDataError / kInvalidArgument naming the file (and offset).
+Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& config, const OpenContext& context);
+// Whether open_dataset(config) may take long enough to belong on the background loader (webdataset).
+bool opens_in_background(const DatasetConfig& config);
+
+// A background open the registry hands out (DatasetRegistry::reload) and takes back (install). `ticket` tells a
+// result that a later reload superseded from the current one.
+struct LoadJob {
+  DatasetConfig config;
+  uint64_t ticket = 0;
+  std::shared_ptr<LoadProgress> progress;
+};
+
+// Used on the event loop only (the background loader posts its results there).
 class DatasetRegistry final {
  public:
-  // Opens every configured dataset; failures are recorded, not fatal.
-  static DatasetRegistry open_all(const std::vector<DatasetConfig>& configs);
+  // Opens every configured dataset now, background ones included (tests, tools); failures are recorded, not fatal.
+  static DatasetRegistry open_all(const std::vector<DatasetConfig>& configs, const std::string& cache_dir = "");
 
-  // The dataset, or kNotFound (undeclared: lists the declared names) / kUnavailable (failed to open: why).
+  // The dataset, or kNotFound (undeclared: lists the declared names) / kUnavailable (failed to open: why; or still
+  // loading: "indexing (k of n shards)").
   Result<std::shared_ptr<const Dataset>> find(const std::string& name) const;
   // Every loaded dataset also has a key ("<name>#<load number>") that names exactly that data: streams record it
   // and workers attach by it, so a stream keeps reading the data it opened even after a reload changed or removed
@@ -40,23 +92,42 @@ class DatasetRegistry final {
 
   struct ReloadSummary {
     std::vector<std::string> added, removed, changed, unavailable;
+    std::vector<LoadJob> jobs;  // background opens to run (DatasetLoader), their datasets "loading" until install()
   };
-  // SIGHUP: applies a new dataset list. Unchanged datasets keep their loaded data; new or changed ones are opened;
-  // replaced or removed data whose key is in `in_use_keys` is retired (kept for its streams) instead of dropped.
-  ReloadSummary reload(const std::vector<DatasetConfig>& configs, const std::set<std::string>& in_use_keys);
+  // Start-up and SIGHUP: applies a dataset list. Entries equal to the current ones (every key: DatasetConfig ==)
+  // keep their loaded data, or their load in progress; new or changed ones are opened now, or returned as jobs if
+  // they open in the background. Replaced or removed data whose key is in `in_use_keys` is retired (kept for its
+  // streams) instead of dropped.
+  ReloadSummary reload(const std::vector<DatasetConfig>& configs, const std::set<std::string>& in_use_keys,
+                       const std::string& cache_dir = "");
+  // Takes a background job's result: installs the dataset (or records why it is unavailable) and returns true, or
+  // returns false, dropping the result, if a reload changed or removed the dataset since the job was handed out.
+  bool install(const LoadJob& job, Result<std::shared_ptr<const Dataset>> result);
 
-  // Declared names with "" (available) or the error text (unavailable), sorted by name.
-  std::map<std::string, std::string> describe() const;
+  enum class State { kAvailable, kLoading, kUnavailable };
+  struct Description {
+    State state = State::kAvailable;
+    std::string detail;  // kLoading: "indexing (k of n shards)"; kUnavailable: the error text
+  };
+  // Every declared dataset, sorted by name.
+  std::map<std::string, Description> describe() const;
 
  private:
   struct Loaded {
     std::shared_ptr<const Dataset> dataset;
     std::string key;
   };
+  struct Loading {
+    uint64_t ticket = 0;
+    std::shared_ptr<LoadProgress> progress;
+  };
+  static std::string loading_text(const LoadProgress& progress);
+
   std::map<std::string, Loaded> available_;  // by name
   std::map<std::string, std::string> unavailable_;
+  std::map<std::string, Loading> loading_;
   std::map<std::string, std::shared_ptr<const Dataset>> retired_;  // by key
-  uint64_t loads_ = 0;
+  uint64_t loads_ = 0, tickets_ = 0;
   std::map<std::string, DatasetConfig> configs_;  // as declared, to tell unchanged entries on reload
 };
 

@@ -83,6 +83,11 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
   return ds;
 }
 
+Status ImageFolderDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const {
+  *label = labels_[i];
+  return read_file(paths_[i], bytes);
+}
+
 Status read_file(const std::string& path, std::vector<uint8_t>* out) {
   // Every failure is a data error of this one sample (the stream's on_error policy applies), naming the file. The
   // file may have been swapped for a FIFO or device since the scan: open_regular_file never blocks on one.

@@ -18,7 +18,7 @@
 
 namespace batchd::daemon {
 
-class ImageFolderDataset final : public Dataset {
+class ImageFolderDataset final : public Dataset, public ImageSamples {
  public:
   // kNotFound if root does not exist; kDataError if it holds no class directory, a class holds no image, an image
   // has an extension batchd cannot decode, or an image name is not a regular file (each naming the path).
@@ -27,6 +27,10 @@ class ImageFolderDataset final : public Dataset {
   const std::string& name() const override { return name_; }
   const char* format() const override { return "imagefolder"; }
   uint64_t size() const override { return paths_.size(); }
+  const ImageSamples* images() const override { return this; }
+  // Reads the file of sample i (read_file below); the label is its class's position.
+  Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const override;
+  std::string sample_name(uint64_t i) const override { return paths_[i]; }
 
   const std::string& root() const { return root_; }
   const std::string& path(uint64_t i) const { return paths_[i]; }  // absolute

@@ -198,8 +198,12 @@ void Server::fill_status(wire::StatusReply* status, const StatusView& view) cons
   streams_.fill_status(status, view);
   status->set_admin(view.all);
   status->set_connections(static_cast<uint32_t>(connections_.size()));
-  for (const auto& [name, why] : datasets_.describe()) {
-    status->add_datasets(why.empty() ? name : name + " (unavailable: " + why + ")");
+  for (const auto& [name, d] : datasets_.describe()) {
+    switch (d.state) {
+      case DatasetRegistry::State::kAvailable: status->add_datasets(name); break;
+      case DatasetRegistry::State::kLoading: status->add_datasets(name + " (" + d.detail + ")"); break;
+      case DatasetRegistry::State::kUnavailable: status->add_datasets(name + " (unavailable: " + d.detail + ")");
+    }
   }
 }
 

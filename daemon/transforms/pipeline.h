@@ -11,7 +11,7 @@
 //   fmnist_u8    the raw pixels: image uint8 [B,1,H,W]; label int64 [B]. Needs an `idx` dataset.
 //   train224     RandomResizedCrop(C, scale=(0.08, 1), ratio=(3/4, 4/3)) + RandomHorizontalFlip(0.5) + ToTensor +
 //                Normalize(ImageNet mean (0.485, 0.456, 0.406), std (0.229, 0.224, 0.225)): image float32
-//                [B,3,C,C]; label int64 [B]. C = crop_size (224). Needs an `imagefolder` dataset.
+//                [B,3,C,C]; label int64 [B]. C = crop_size (224). Needs an image dataset (imagefolder, webdataset).
 //   train224_u8  the same without ToTensor/Normalize: image uint8 [B,3,C,C] (normalize on the GPU).
 //   val224       Resize(R) (shorter side, bilinear, antialiased) + CenterCrop(C) + ToTensor + Normalize: float32
 //                [B,3,C,C]. R = resize_size (256).

@@ -5,7 +5,6 @@
 
 #include "transforms/crop_resize.h"
 #include "transforms/image_decoder.h"
-#include "data/imagefolder_dataset.h"
 #include "transforms/vision_transforms.h"
 
 namespace batchd::daemon {
@@ -16,10 +15,10 @@ using Clock = std::chrono::steady_clock;
 
 class VisionPipeline final : public Pipeline {
  public:
-  VisionPipeline(VisionMode mode, bool normalize, std::shared_ptr<const ImageFolderDataset> dataset,
+  VisionPipeline(VisionMode mode, bool normalize, std::shared_ptr<const Dataset> dataset,
                  const wire::VisionOptions& options, std::unique_ptr<ImageDecoder> decoder)
-      : mode_(mode), normalize_(normalize), dataset_(std::move(dataset)), options_(options),
-        decoder_(std::move(decoder)) {
+      : mode_(mode), normalize_(normalize), dataset_(std::move(dataset)), images_(*dataset_->images()),
+        options_(options), decoder_(std::move(decoder)) {
     const int64_t c = options.crop_size();
     tensors_ = {{"image", normalize ? wire::FLOAT32 : wire::UINT8, {3, c, c}}, {"label", wire::INT64, {}}};
     for (int ch = 0; ch < 3; ++ch) {
@@ -44,7 +43,7 @@ class VisionPipeline final : public Pipeline {
       }
       context.progress.at(idx);
       bool flip = false;
-      BATCHD_RETURN_IF_ERROR(make_sample(static_cast<uint64_t>(idx), context, &flip));
+      BATCHD_RETURN_IF_ERROR(make_sample(static_cast<uint64_t>(idx), context, &flip, &labels[i]));
       auto t = Clock::now();
       if (normalize_) {
         float* dst = reinterpret_cast<float*>(slot + offsets[0]) + i * 3 * plane;
@@ -53,19 +52,18 @@ class VisionPipeline final : public Pipeline {
         uint8_t* dst = reinterpret_cast<uint8_t*>(slot + offsets[0]) + i * 3 * plane;
         write_chw(dst, flip, [](int, uint8_t v) { return v; });
       }
-      labels[i] = dataset_->label(static_cast<uint64_t>(idx));
       times_.normalize_ns += stage_ns(t);
     }
     return ok_status();
   }
 
  private:
-  // Read, decode, crop/resize sample `idx` into rgb_ (crop x crop x 3, HWC); decide the flip.
-  Status make_sample(uint64_t idx, const BatchContext& context, bool* flip) {
-    const std::string& path = dataset_->path(idx);
+  // Read, decode, crop/resize sample `idx` into rgb_ (crop x crop x 3, HWC); decide the flip; read the label.
+  Status make_sample(uint64_t idx, const BatchContext& context, bool* flip, int64_t* label) {
     auto t = Clock::now();
-    BATCHD_RETURN_IF_ERROR(read_file(path, &bytes_));
+    BATCHD_RETURN_IF_ERROR(images_.read_image(idx, &bytes_, label));
     times_.read_ns += stage_ns(t);
+    const std::string path = images_.sample_name(idx);  // names the sample in decode errors
     auto header = decoder_->header(bytes_, path);
     if (!header.ok()) return header.error();
     CropSpec spec;
@@ -111,7 +109,8 @@ class VisionPipeline final : public Pipeline {
 
   VisionMode mode_;
   bool normalize_;
-  std::shared_ptr<const ImageFolderDataset> dataset_;
+  std::shared_ptr<const Dataset> dataset_;  // keeps images_ alive
+  const ImageSamples& images_;
   wire::VisionOptions options_;
   std::unique_ptr<ImageDecoder> decoder_;
   CropResizer resizer_{decoder_.get()};
@@ -143,10 +142,9 @@ Result<wire::VisionOptions> resolve_vision_options(VisionMode mode, const wire::
 Result<std::unique_ptr<Pipeline>> make_vision_pipeline(VisionMode mode, bool normalize,
                                                        std::shared_ptr<const Dataset> dataset,
                                                        const wire::VisionOptions& options) {
-  auto folder = std::dynamic_pointer_cast<const ImageFolderDataset>(dataset);
-  if (!folder) {
-    return Error(ErrorCode::kInvalidArgument, "the vision pipelines (train224, train224_u8, val224) need an "
-                                              "imagefolder dataset; '" + dataset->name() + "' is " +
+  if (dataset->images() == nullptr) {
+    return Error(ErrorCode::kInvalidArgument, "the vision pipelines (train224, train224_u8, val224) need an image "
+                                              "dataset (imagefolder or webdataset); '" + dataset->name() + "' is " +
                                                   dataset->format());
   }
   auto resolved = resolve_vision_options(mode, options);  // idempotent: a resolved message passes unchanged
@@ -154,7 +152,7 @@ Result<std::unique_ptr<Pipeline>> make_vision_pipeline(VisionMode mode, bool nor
   auto decoder = ImageDecoder::create();
   if (!decoder.ok()) return decoder.error();
   return std::unique_ptr<Pipeline>(
-      new VisionPipeline(mode, normalize, std::move(folder), *resolved, std::move(decoder).value()));
+      new VisionPipeline(mode, normalize, std::move(dataset), *resolved, std::move(decoder).value()));
 }
 
 }  // namespace batchd::daemon

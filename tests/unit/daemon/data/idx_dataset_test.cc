@@ -101,9 +101,17 @@ TEST_F(IdxDatasetTest, MissingFileIsNotFound) {
 }
 
 TEST_F(IdxDatasetTest, RegistryReportsUndeclaredAndUnavailableDatasets) {
+  auto idx = [](std::string name, std::string images, std::string labels) {
+    DatasetConfig c;
+    c.name = std::move(name);
+    c.format = "idx";
+    c.images = std::move(images);
+    c.labels = std::move(labels);
+    return c;
+  };
   std::vector<DatasetConfig> configs = {
-      {"good", "idx", write("img", images(5, 3, 4), false), write("lbl", labels(5), false), ""},
-      {"broken", "idx", (dir_ / "missing").string(), (dir_ / "missing").string(), ""}};
+      idx("good", write("img", images(5, 3, 4), false), write("lbl", labels(5), false)),
+      idx("broken", (dir_ / "missing").string(), (dir_ / "missing").string())};
   const auto sut = DatasetRegistry::open_all(configs);
   EXPECT_TRUE(sut.find("good").ok());
   auto broken = sut.find("broken");

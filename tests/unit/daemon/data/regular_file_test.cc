@@ -69,7 +69,10 @@ TEST_F(RegularFileTest, TheImageFolderScanRefusesAFifoOrADeviceButLeavesADanglin
 
 TEST_F(RegularFileTest, AnIdxFileThatIsAFifoIsRefusedWithoutBlocking) {
   const std::string fifo = (dir_ / "cls" / "b.jpg").string();
-  DatasetConfig c{"idx-fifo", "idx", fifo, fifo, ""};
+  DatasetConfig c;
+  c.name = "idx-fifo";
+  c.format = "idx";
+  c.images = c.labels = fifo;
   const auto t0 = std::chrono::steady_clock::now();
   auto registry = DatasetRegistry::open_all({c});  // at start-up and on SIGHUP: on the event loop
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));

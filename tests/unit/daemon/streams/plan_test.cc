@@ -86,7 +86,7 @@ TEST_F(PlanTest, LegacyVisionFieldsAreMappedIntoPipelineOptions) {
   r.set_resize_size(120);
   r.set_exact_decode(true);
   // The idx dataset does not fit val224, but the options are resolved (and checked) first.
-  expect_error(r, ErrorCode::kInvalidArgument, "need an imagefolder dataset");
+  expect_error(r, ErrorCode::kInvalidArgument, "need an image dataset");
   r.set_resize_size(90);
   expect_error(r, ErrorCode::kInvalidArgument, "resize_size 90 must be at least crop_size (100)");
   r.mutable_pipeline_options()->mutable_vision()->set_crop_size(100);
@@ -124,7 +124,7 @@ TEST_F(PlanTest, EveryValidationErrorNamesTheCauseAndItsLimit) {
   r = request(), r.set_pipeline("train224"), r.mutable_pipeline_options()->mutable_vision()->set_crop_size(5000);
   expect_error(r, ErrorCode::kInvalidArgument, "crop_size 5000 is out of range [8, 4096]");
   r = request(), r.set_pipeline("train224");
-  expect_error(r, ErrorCode::kInvalidArgument, "need an imagefolder dataset");
+  expect_error(r, ErrorCode::kInvalidArgument, "need an image dataset");
   r = request(), r.set_batch_size(0);
   expect_error(r, ErrorCode::kInvalidArgument, "batch_size 0 is out of range");
   r = request(), r.set_batch_size(context_.limits.max_batch_size + 1);

@@ -1,0 +1,58 @@
+// dataset_loader.h — opens the datasets that take long (a webdataset's shard index) off the event loop.
+//
+// DatasetRegistry::reload hands out LoadJobs; the loader runs them one at a time, in order, on its own thread and
+// posts each result back to the event loop, where it is installed in the registry and `on_installed(name)` runs
+// (the daemon forks its workers again there, so they hold the new dataset). Meanwhile the dataset is "loading":
+// the event loop keeps serving, readiness and the systemd watchdog are not delayed, and OpenStream on it is refused
+// with "indexing (k of n shards)".
+//
+// The thread never logs and takes no lock a forked worker could need (data/dataset.h OpenContext); what there is to
+// say is logged on the event loop, with the result. stop() (and the destructor) cancels the job under way and the
+// queued ones and joins the thread; results not yet installed are dropped.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+
+#include "data/dataset.h"
+
+namespace batchd::daemon {
+
+class DatasetLoader final {
+ public:
+  // `registry` and `io` must outlive the loader; `on_installed` runs on the event loop after each install.
+  DatasetLoader(boost::asio::io_context& io, DatasetRegistry& registry, std::string cache_dir,
+                std::function<void(const std::string& name)> on_installed);
+  ~DatasetLoader();
+  DatasetLoader(const DatasetLoader&) = delete;
+  DatasetLoader& operator=(const DatasetLoader&) = delete;
+
+  // Queues jobs (from the event loop); each one's progress is visible through the registry from now on.
+  void load(std::vector<LoadJob> jobs);
+  // Cancels everything and joins the thread. Idempotent.
+  void stop();
+
+ private:
+  void run();
+
+  boost::asio::io_context& io_;
+  DatasetRegistry& registry_;
+  const std::string cache_dir_;
+  std::function<void(const std::string&)> on_installed_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<LoadJob> queue_;      // guarded by mutex_
+  LoadJob current_;                // guarded by mutex_: the job under way (progress null when none)
+  bool stopping_ = false;          // guarded by mutex_
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // posted results check it: the loader may be gone
+  std::thread thread_;
+};
+
+}  // namespace batchd::daemon
