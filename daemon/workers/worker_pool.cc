@@ -208,7 +208,7 @@ void WorkerPool::restart_all() {
 void WorkerPool::replace(size_t w) {
   const pid_t old = workers_[w].pid;
   retire(w, SIGTERM, options_.exit_grace, [w, old](int status) {
-    spdlog::info("worker {} (pid {}) replaced after a reload ({})", w, old, describe_exit(status));
+    spdlog::info("worker {} (pid {}) replaced to hold the datasets loaded since it forked ({})", w, old, describe_exit(status));
   });
   respawn(w);
 }
