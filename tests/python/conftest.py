@@ -54,8 +54,9 @@ class TokenFiles:
 @pytest.fixture(scope="module")
 def token_daemon():
     """text16: make_tokens.py's byte-level tokens of real text (uint16, T = 128); rand32: uint32 tokens over the
-    whole range, 400 windows of T = 48 and a 17-token tail; bad-size: 7 bytes (not whole uint16s); too-short:
-    10 tokens for T = 64. The two bad ones are refused alone; the others serve."""
+    whole range, 400 windows of T = 48 and a 17-token tail; cut16: 100 windows of T = 64, for the test that
+    truncates it; bad-size: 7 bytes (not whole uint16s); too-short: 10 tokens for T = 64. The two bad ones are
+    refused alone; the others serve."""
     with tempfile.TemporaryDirectory(prefix="batchd-py-tokens-") as tmp:
         text16 = os.path.join(tmp, "text16.bin")
         subprocess.run([sys.executable, MAKE_TOKENS, text16, "0.1"], check=True, stdout=subprocess.DEVNULL)
@@ -65,10 +66,13 @@ def token_daemon():
         bad_size = os.path.join(tmp, "bad-size.bin")
         with open(bad_size, "wb") as f:
             f.write(b"\x01" * 7)
+        cut16 = os.path.join(tmp, "cut16.bin")
+        np.arange(64 * 100 + 1, dtype="<u2").tofile(cut16)
         too_short = os.path.join(tmp, "too-short.bin")
         np.arange(10, dtype="<u2").tofile(too_short)
         datasets = {"text16": (text16, np.uint16, 128), "rand32": (rand32, np.uint32, 48),
-                    "bad-size": (bad_size, np.uint16, 16), "too-short": (too_short, np.uint16, 64)}
+                    "cut16": (cut16, np.uint16, 64), "bad-size": (bad_size, np.uint16, 16),
+                    "too-short": (too_short, np.uint16, 64)}
         config = os.path.join(tmp, "batchd.toml")
         with open(config, "w") as f:
             for name, (path, dtype, t) in datasets.items():

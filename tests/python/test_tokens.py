@@ -2,6 +2,7 @@
 np.memmap slices, sampler semantics (every window once per epoch, ranks, resume), as_tuple, and bad token files
 refused alone with their reasons."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -121,3 +122,20 @@ def test_pipelines_and_datasets_of_other_kinds_are_refused_by_name(token_daemon)
         next(iter(lm_loader(token_daemon, "rand32", pipeline="fmnist")))
     with pytest.raises(batchd.BatchdError, match="pipeline 'lm' takes no vision options"):
         len(lm_loader(token_daemon, "rand32", crop_size=128))
+
+
+def test_a_file_truncated_while_served_fails_or_skips_the_windows_it_lost_without_crashing_workers(token_daemon):
+    path = token_daemon.datasets["cut16"][0]
+    assert len(indices(lm_loader(token_daemon, "cut16"))) == 100
+    os.truncate(path, 2 * (64 * 50 + 1))  # windows 0..49 remain
+    # The workers check the file's size per batch: a window past the end is a per-sample error naming the file (a
+    # read of it would have killed the worker with SIGBUS: "crashed 2 workers (killed by signal Bus error ...)").
+    with pytest.raises(batchd.BatchdError, match=path + r": tokens \[\d+, \d+\) is no longer in the file: it was "
+                       "truncated to 6402 bytes"):
+        indices(lm_loader(token_daemon, "cut16", shuffle=False))
+    skipping = lm_loader(token_daemon, "cut16", on_error="skip", batch_size=10)
+    seen = []
+    for batch in skipping:
+        assert_windows_equal_memmap(token_daemon, "cut16", batch)
+        seen += batch["index"].tolist()
+    assert len(seen) == 100 and set(seen) == set(range(50)), "lost windows are replaced by windows still there"
