@@ -4,6 +4,7 @@ socket_path: the embedded default config (fashion-mnist, fashion-mnist-test).
 token_daemon: a config of token datasets (format "tokens"), good and bad, beside fashion-mnist-test.
 """
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,18 +17,29 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MAKE_TOKENS = os.path.join(ROOT, "..", "shared", "data", "make_tokens.py")
 
 
+def _accepts(sock):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(sock)
+            return True
+        except OSError:
+            return False
+
+
 def _run_daemon(tmp, extra_args=()):
     """Starts batchd on a socket in tmp and yields the socket's path; stops it afterwards."""
     binary = os.environ.get("BATCHD_BIN", os.path.join(ROOT, "build", "bin", "batchd"))
     sock = os.path.join(tmp, "batchd.sock")
     proc = subprocess.Popen([binary, "--socket", sock, "--workers", "2", "--log-level", "warn", *extra_args])
     try:
-        for _ in range(1500):
-            if os.path.exists(sock):
+        for _ in range(1500):  # ready once it accepts: the socket file exists a moment before listen()
+            if _accepts(sock):
                 break
             if proc.poll() is not None:
                 raise RuntimeError(f"batchd exited with {proc.returncode} during start-up")
             time.sleep(0.02)
+        else:
+            raise RuntimeError(f"batchd did not accept connections on {sock} within 30 s")
         yield sock
     finally:
         proc.terminate()
