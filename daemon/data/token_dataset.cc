@@ -59,12 +59,15 @@ Result<std::shared_ptr<TokenDataset>> TokenDataset::open(const DatasetConfig& co
   }
   ds->windows_ = ds->windows_in(bytes);
   auto mapping = wire::Mapping::map(fd->get(), bytes, /*writable=*/false, /*populate=*/false);
-  if (!mapping.ok()) return Error(mapping.error().code(), "cannot map " + path + ": " + mapping.error().message());
+  if (!mapping.ok()) {
+    return Error(mapping.error().code(), "cannot map " + path + " read-only (" + mapping.error().message() +
+                                             "): its filesystem must support mmap (else copy the file to a local "
+                                             "disk) and the daemon's address space must fit it (ulimit -v, LimitAS)");
+  }
   ds->mapping_ = std::move(mapping).value();
   ds->dev_ = st.st_dev;
   ds->ino_ = st.st_ino;
   return ds;  // the fd closes; the mapping keeps the file
-
 }
 
 uint64_t TokenDataset::windows_in(uint64_t bytes) const {
