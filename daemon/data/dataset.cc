@@ -2,6 +2,7 @@
 
 #include "data/idx_dataset.h"
 #include "data/imagefolder_dataset.h"
+#include "data/token_dataset.h"
 
 namespace batchd::daemon {
 
@@ -13,6 +14,11 @@ Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c, cons
   }
   if (c.format == "imagefolder") {
     auto ds = ImageFolderDataset::open(c.name, c.root);
+    if (!ds.ok()) return ds.error();
+    return std::shared_ptr<const Dataset>(std::move(ds).value());
+  }
+  if (c.format == "tokens") {  // a quick open: one fstat and one mmap
+    auto ds = TokenDataset::open(c);
     if (!ds.ok()) return ds.error();
     return std::shared_ptr<const Dataset>(std::move(ds).value());
   }

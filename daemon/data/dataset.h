@@ -37,6 +37,26 @@ class ImageSamples {
   virtual std::string sample_name(uint64_t i) const = 0;
 };
 
+// The lm pipeline's view of a dataset: a flat array of little-endian token ids and windows over it. Sample i is the
+// window tokens[i*T : i*T + T + 1] (T + 1 tokens: the inputs, and shifted by one the targets). A token file
+// (data/token_dataset.h) provides it, mapped read-only, so every reader shares the page cache's copy.
+class TokenWindows {
+ public:
+  enum class Dtype : uint8_t { kUint16 = 2, kUint32 = 4 };  // the value is the bytes per token
+  virtual ~TokenWindows() = default;
+  virtual Dtype dtype() const = 0;
+  virtual uint32_t seq_len() const = 0;  // T
+  // The first of window i's T + 1 tokens (of dtype()), i < size(); valid as long as the dataset.
+  virtual const void* window(uint64_t i) const = 0;
+  // How many windows the file holds now: size(), unless it was truncated after it was opened (touching a mapped page
+  // past its end kills the reader with SIGBUS). One stat: readers check it once per batch, not per token.
+  virtual uint64_t windows_present() const = 0;
+  // The kDataError for window i once it is no longer in the file (i >= windows_present()), naming the file and fix.
+  virtual Error window_missing(uint64_t i) const = 0;
+  // How errors name sample i: "path: tokens [a, b)".
+  virtual std::string sample_name(uint64_t i) const = 0;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -45,6 +65,8 @@ class Dataset {
   virtual uint64_t size() const = 0;  // samples, indexed [0, size)
   // The dataset as image samples, or nullptr if it holds none (the vision pipelines refuse it, naming its format).
   virtual const ImageSamples* images() const { return nullptr; }
+  // The dataset as token windows, or nullptr if it is not a token file (the lm pipeline refuses it, naming its format).
+  virtual const TokenWindows* tokens() const { return nullptr; }
 };
 
 // Progress of an open that runs in the background (a webdataset's shard index). The opener sets `total` (shards)

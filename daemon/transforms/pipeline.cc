@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "transforms/fmnist_pipeline.h"
+#include "transforms/lm_pipeline.h"
 #include "transforms/vision_pipeline.h"
 
 namespace batchd::daemon {
@@ -31,7 +32,7 @@ uint64_t TensorDesc::sample_bytes() const {
 namespace {
 
 // Every pipeline, once: its names, the family of options it takes, and how it is built.
-enum class Family { kFmnist, kVision };
+enum class Family { kFmnist, kVision, kLm };
 struct Entry {
   const char* name;
   const char* alias;  // "" = none
@@ -45,14 +46,16 @@ constexpr Entry kPipelines[] = {
     {"train224", "train", Family::kVision, VisionMode::kTrain, true},
     {"train224_u8", "train_u8", Family::kVision, VisionMode::kTrain, false},
     {"val224", "val", Family::kVision, VisionMode::kVal, true},
+    {"lm", "", Family::kLm, VisionMode::kTrain, false},
 };
 
 Result<const Entry*> find_entry(const std::string& name) {
   for (const Entry& e : kPipelines) {
     if (name == e.name || (*e.alias != '\0' && name == e.alias)) return &e;
   }
-  return Error(ErrorCode::kNotFound, "unknown pipeline '" + name +
-                                         "' (known: fmnist, fmnist_u8, train224, train224_u8, val224)");
+  std::string known;  // from the table, so that a new pipeline is listed
+  for (const Entry& e : kPipelines) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  return Error(ErrorCode::kNotFound, "unknown pipeline '" + name + "' (known: " + known + ")");
 }
 
 }  // namespace
@@ -64,6 +67,7 @@ Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name,
   wire::PipelineOptions resolved;
   switch ((*entry)->family) {
     case Family::kFmnist:
+    case Family::kLm:
       if (requested.has_vision()) {
         return Error(ErrorCode::kInvalidArgument, "pipeline '" + name + "' takes no vision options (crop_size, "
                                                   "resize_size, exact_decode); leave them unset");
@@ -89,6 +93,8 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::sh
                                   std::move(dataset));
     case Family::kVision:
       return make_vision_pipeline((*entry)->mode, (*entry)->normalize, std::move(dataset), options.vision());
+    case Family::kLm:
+      return make_lm_pipeline(std::move(dataset));
   }
   return Error(ErrorCode::kInternal, "pipeline '" + name + "' has no builder");
 }

@@ -15,6 +15,8 @@
 //   train224_u8  the same without ToTensor/Normalize: image uint8 [B,3,C,C] (normalize on the GPU).
 //   val224       Resize(R) (shorter side, bilinear, antialiased) + CenterCrop(C) + ToTensor + Normalize: float32
 //                [B,3,C,C]. R = resize_size (256).
+//   lm           language-model windows: input_ids int64 [B,T] = w[:-1], targets int64 [B,T] = w[1:] of the window
+//                w = tokens[i*T : i*T+T+1] of sample i (T = the dataset's seq_len). Needs a `tokens` dataset.
 // `train`, `train_u8` and `val` are the same pipelines by their size-free names.
 #pragma once
 
@@ -103,7 +105,7 @@ class Pipeline {
 // The options of pipeline `name` with every default applied and every range checked (OpenStream's plan calls this
 // once; workers receive the result in WorkerAttach). kNotFound for an unknown name (lists the known ones);
 // kInvalidArgument for an option out of range or options of another pipeline family (e.g. vision options for
-// fmnist), naming the option.
+// fmnist or lm), naming the option.
 Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name, const wire::PipelineOptions& requested);
 
 // Builds pipeline `name` for `dataset` with `options` (as resolve_pipeline_options returns them): kNotFound for an

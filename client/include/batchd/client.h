@@ -140,7 +140,7 @@ enum class OnError {
 };
 
 // Options of the vision pipelines (train224, train224_u8, val224). 0 / false = the daemon's default. Setting one
-// for a pipeline that takes no vision options (fmnist, fmnist_u8) is refused at open with kInvalidArgument.
+// for a pipeline that takes no vision options (fmnist, fmnist_u8, lm) is refused at open with kInvalidArgument.
 struct VisionOptions {
   uint32_t crop_size = 0;    // output side in pixels (RandomResizedCrop / CenterCrop size), 8..4096; 0 = 224
   uint32_t resize_size = 0;  // val224: shorter side after Resize, before CenterCrop, crop_size..8192; 0 = 256
@@ -156,7 +156,7 @@ struct VisionOptions {
 // drop_last also drops the last incomplete batch.
 struct StreamOptions {
   std::string dataset;          // a name from the daemon's config, e.g. "fashion-mnist"
-  std::string pipeline;         // e.g. "fmnist" (float32 normalized) or "fmnist_u8" (raw uint8)
+  std::string pipeline;         // e.g. "fmnist" (float32 normalized), "fmnist_u8" (raw uint8), "lm" (tokens)
   uint32_t batch_size = 256;    // samples per batch, 1..limits.max_batch_size
   bool shuffle = true;
   uint64_t seed = 0;

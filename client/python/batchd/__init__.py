@@ -8,6 +8,12 @@ One changed line to switch from torch.utils.data.DataLoader::
         for batch in loader:                         # {"image": float32 [B,1,28,28], "label": int64 [B],
             train_step(batch["image"], batch["label"])  #  "index": int64 [B]}
 
+Language-model token files (a `format = "tokens"` dataset, nanoGPT's train.bin) with pipeline "lm"::
+
+    loader = batchd.Loader("owt-train", pipeline="lm", batch_size=32, as_tuple=True)
+    for x, y in loader:                              # input_ids, targets: int64 [B,T] (window[:-1], window[1:])
+        loss = model(x, y)
+
 Tensors are zero-copy views of the batch in the daemon's shared memory: the batch's slot is returned to the
 daemon when the last tensor viewing it is freed (never earlier), so keep tensors only as long as you need them, or
 .clone() them. They are writable, as DataLoader's are: in-place ops change only your own batch (the daemon lets no
@@ -30,7 +36,15 @@ class Loader:
 
     Args:
         dataset: a dataset name from the daemon's config ("fashion-mnist", ...).
-        pipeline: "fmnist", "fmnist_u8", "train224", "train224_u8" or "val224" (see the batchd README).
+        pipeline: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224" (image datasets) or "lm" (token
+            datasets; see the batchd README). Each batch is a dict of tensors, every one with "index" int64 [B]
+            (the dataset indices of its samples):
+              fmnist            "image" float32 [B,1,28,28], "label" int64 [B]
+              fmnist_u8         "image" uint8 [B,1,28,28], "label" int64 [B]
+              train224, val224  "image" float32 [B,3,C,C], "label" int64 [B]
+              train224_u8       "image" uint8 [B,3,C,C], "label" int64 [B]
+              lm                "input_ids" int64 [B,T] = w[:-1], "targets" int64 [B,T] = w[1:], where
+                                w = tokens[i*T : i*T+T+1] is sample i's window and T the dataset's seq_len
         batch_size: samples per batch.
         shuffle, seed: a permutation per (seed, epoch), the same on every rank (RandomSampler semantics).
         rank, world_size, drop_last: DistributedSampler semantics (drop_last also drops a short last batch).
@@ -40,7 +54,8 @@ class Loader:
             Python loop's throughput went from ~0.88 to ~1.0 of the C++ loop's). Holding more than depth
             batches at once makes the next one fail with a BatchdError instead of waiting forever.
         socket: the daemon's socket; None = $BATCHD_SOCKET or /run/batchd/batchd.sock.
-        as_tuple: yield (image, label) instead of a dict.
+        as_tuple: yield a tuple instead of the dict: (input_ids, targets) for "lm", (image, label) for the image
+            pipelines (decided from the stream's tensor names).
         device: "cpu", or a CUDA device: batches then arrive as CUDA tensors through batchd's CUDA path (the
             stream's shared memory page-locked once, each batch copied asynchronously one batch ahead, ordered
             before later work on torch.cuda.current_stream(); see batchd/cuda.h). Where that path is missing
@@ -143,7 +158,7 @@ class Loader:
                 tensors = to_tensors(item[1])
                 del item  # the tensors alone hold the lease now
                 self._state["batches_yielded"] += 1
-                out = (tensors["image"], tensors["label"]) if self.as_tuple else tensors
+                out = _as_tuple(tensors) if self.as_tuple else tensors
                 del tensors
                 yield out
                 del out  # the generator must not keep the previous batch (and its slot) while making the next
@@ -201,6 +216,13 @@ class Loader:
         """After a complete pass: the next pass reads the next epoch, unless set_epoch() was called meanwhile."""
         if not self._explicit_epoch:
             self._epoch = epoch + 1
+
+
+def _as_tuple(tensors):
+    """(input_ids, targets) for a language-model stream, (image, label) for an image stream."""
+    if "input_ids" in tensors:
+        return tensors["input_ids"], tensors["targets"]
+    return tensors["image"], tensors["label"]
 
 
 class _HostSource:

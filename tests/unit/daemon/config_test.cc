@@ -103,6 +103,43 @@ TEST(ConfigTest, DatasetsNeedAKnownFormatAndTheirFiles) {
             std::string::npos);
 }
 
+TEST(ConfigTest, TokensDatasetKeysAreReadWithTheirDefaultsAndValidated) {
+  auto sut = parse_config("[datasets.owt]\nformat = \"tokens\"\npath = \"/data/train.bin\"\nseq_len = 1024\n"
+                          "[datasets.big]\nformat = \"tokens\"\npath = \"/data/b.bin\"\ndtype = \"uint32\"\n"
+                          "seq_len = 1\n",
+                          "t.toml");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  ASSERT_EQ(sut->datasets.size(), 2u);
+  const DatasetConfig& owt = sut->datasets[0].name == "owt" ? sut->datasets[0] : sut->datasets[1];
+  const DatasetConfig& big = sut->datasets[0].name == "owt" ? sut->datasets[1] : sut->datasets[0];
+  EXPECT_EQ(owt.format, "tokens");
+  EXPECT_EQ(owt.path, "/data/train.bin");
+  EXPECT_EQ(owt.dtype, "uint16") << "nanoGPT's train.bin is uint16: the default";
+  EXPECT_EQ(owt.seq_len, 1024u);
+  EXPECT_EQ(big.dtype, "uint32");
+  EXPECT_EQ(big.seq_len, 1u);
+  DatasetConfig longer = owt;
+  longer.seq_len = 2048;
+  EXPECT_FALSE(longer == owt) << "a reload must notice a changed seq_len";
+
+  const std::string head = "[datasets.t]\nformat = \"tokens\"\n";
+  const auto no_path = error_of(head + "seq_len = 8\n");
+  EXPECT_NE(no_path.find("key 'datasets.t.path'"), std::string::npos) << no_path;
+  const auto no_len = error_of(head + "path = \"/a.bin\"\n");
+  EXPECT_NE(no_len.find("key 'datasets.t.seq_len'"), std::string::npos) << no_len;
+  EXPECT_NE(no_len.find("is required"), std::string::npos) << no_len;
+  const auto dtype = error_of(head + "path = \"/a.bin\"\nseq_len = 8\ndtype = \"int16\"\n");
+  EXPECT_NE(dtype.find("key 'datasets.t.dtype': 'int16' is not \"uint16\" or \"uint32\""), std::string::npos) << dtype;
+  for (const char* bad_len : {"0", "16777217", "-1"}) {
+    const auto len = error_of(head + "path = \"/a.bin\"\nseq_len = " + bad_len + "\n");
+    EXPECT_NE(len.find("key 'datasets.t.seq_len': " + std::string(bad_len) + " is out of range"), std::string::npos)
+        << len;
+  }
+  EXPECT_NE(error_of(head + "path = \"/a.bin\"\nseq_len = \"1k\"\n").find("must be an integer"), std::string::npos);
+  const auto other = error_of(head + "path = \"/a.bin\"\nseq_len = 8\nroot = \"/x\"\n");
+  EXPECT_NE(other.find("datasets.t.root"), std::string::npos) << "keys of other formats are refused: " << other;
+}
+
 TEST(ConfigTest, SyntaxErrorsCarryLineAndColumn) {
   const auto msg = error_of("[daemon]\nworkers = = 2\n");
   EXPECT_NE(msg.find("test.toml:2:"), std::string::npos) << msg;
