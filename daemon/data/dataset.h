@@ -45,6 +45,9 @@ class Dataset {
   virtual uint64_t size() const = 0;  // samples, indexed [0, size)
   // The dataset as image samples, or nullptr if it holds none (the vision pipelines refuse it, naming its format).
   virtual const ImageSamples* images() const { return nullptr; }
+  // What there is to say about the open beyond the size, for the log and `batchctl datasets` ("" if nothing): a
+  // webdataset's shard count, how many came from the index cache, samples without an image or label.
+  virtual std::string summary() const { return ""; }
 };
 
 // Progress of an open that runs in the background (a webdataset's shard index). The opener sets `total` (shards)
@@ -107,7 +110,7 @@ class DatasetRegistry final {
   enum class State { kAvailable, kLoading, kUnavailable };
   struct Description {
     State state = State::kAvailable;
-    std::string detail;  // kLoading: "indexing (k of n shards)"; kUnavailable: the error text
+    std::string detail;  // kLoading: "indexing (k of n shards)"; kUnavailable: the error text; kAvailable: summary()
   };
   // Every declared dataset, sorted by name.
   std::map<std::string, Description> describe() const;
