@@ -133,7 +133,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const Dataset
   }
   ds->shard_first_.push_back(samples);
 
-  ds->summary_ = std::to_string(samples) + " samples in " + std::to_string(n) + " shards (" +
+  ds->summary_ = std::to_string(samples) + " samples in " + std::to_string(n) + (n == 1 ? " shard (" : " shards (") +
                  (stats.cache_file.empty() ? "indexed; no cache_dir"
                                            : std::to_string(stats.from_cache) + " from the index cache, " +
                                                  std::to_string(stats.indexed) + " indexed") + ")";
