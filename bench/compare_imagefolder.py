@@ -34,10 +34,10 @@ def ensure_tree(root, images, python):
     open(marker, "w").close()
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_image_args(ap, pipelines):
+    """The options every image benchmark takes (compare_webdataset.py too), parsed and checked."""
     ap.add_argument("--images", type=int, default=2000)
-    ap.add_argument("--pipelines", default="train224,val224")
+    ap.add_argument("--pipelines", default=pipelines)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=3)
@@ -51,6 +51,24 @@ def main():
         die("need --epochs >= 2 (steady state is epochs >= 1)")
     if subprocess.run([args.python, "-c", "import torch, torchvision"]).returncode != 0:
         die(f"{args.python} cannot import torch/torchvision; ./setup.sh installs them", 2)
+    return args
+
+
+def print_table(report, args):
+    """The markdown table of an image benchmark's report: per pipeline, each system's rates and batchd's ratio."""
+    print("| pipeline | system | workers | batch | epoch-0 img/s | steady img/s | ratio |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for pipe, rep in report.items():
+        for name, r in rep["results"].items():
+            ratio = f"{rep['ratio_steady']:.2f}x" if name == "batchd" else ""
+            print(f"| {pipe} | {name} | {args.workers} | {args.batch_size} | {r['epoch0_samples_per_s']:,.0f} "
+                  f"| {r['steady_samples_per_s']:,.0f} | {ratio} |")
+
+
+def main():
+    args = parse_image_args(argparse.ArgumentParser(description=__doc__,
+                                                    formatter_class=argparse.RawDescriptionHelpFormatter),
+                            "train224,val224")
     bench = os.path.join(ROOT, "build", "bin", "batchd-bench")
     root = os.path.join(ROOT, "build", "bench-data", f"imagefolder-{args.images}")
     ensure_tree(root, args.images, args.python)
@@ -93,13 +111,7 @@ def main():
                           "machine": machine, "pipelines": report}, indent=2))
         return 0
     print(f"ImageFolder of {args.images} JPEGs, {args.epochs} epochs per run, median of {args.repeats} run(s)\n")
-    print("| pipeline | system | workers | batch | epoch-0 img/s | steady img/s | ratio |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for pipe, rep in report.items():
-        for name, r in rep["results"].items():
-            ratio = f"{rep['ratio_steady']:.2f}x" if name == "batchd" else ""
-            print(f"| {pipe} | {name} | {args.workers} | {args.batch_size} | {r['epoch0_samples_per_s']:,.0f} "
-                  f"| {r['steady_samples_per_s']:,.0f} | {ratio} |")
+    print_table(report, args)
     print("\nbatchd worker time per image (µs, median over runs):")
     for pipe, rep in report.items():
         print(f"  {pipe}: {rep['batchd_stages_us_per_sample']}")

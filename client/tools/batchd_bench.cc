@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "batchd/admin.h"
@@ -139,8 +140,17 @@ int main(int argc, char** argv) {
                   : strategy == "file_descriptor" ? batchd::SharingStrategy::kFileDescriptor
                                                   : batchd::SharingStrategy::kDefault;
   using clock = std::chrono::steady_clock;
+  // A dataset indexed in the background (webdataset) refuses streams until it is done: wait for it, untimed (epoch 0
+  // starts with the OpenStream that succeeds, as for every other dataset).
   auto epoch_start = clock::now();
   auto stream = client->open_stream(opts);
+  for (const auto give_up = clock::now() + std::chrono::minutes(30);
+       !stream.ok() && stream.error().code() == batchd::ErrorCode::kUnavailable &&
+       stream.error().message().find(" is indexing (") != std::string::npos && clock::now() < give_up;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    epoch_start = clock::now();
+    stream = client->open_stream(opts);
+  }
   if (!stream.ok()) {
     std::fprintf(stderr, "batchd-bench: %s\n", stream.error().message().c_str());
     return 1;

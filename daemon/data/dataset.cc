@@ -3,10 +3,11 @@
 #include "data/idx_dataset.h"
 #include "data/imagefolder_dataset.h"
 #include "data/token_dataset.h"
+#include "data/webdataset_dataset.h"
 
 namespace batchd::daemon {
 
-Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c, const OpenContext&) {
+Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c, const OpenContext& context) {
   if (c.format == "idx") {
     auto ds = IdxDataset::open(c.name, c.images, c.labels);
     if (!ds.ok()) return ds.error();
@@ -19,6 +20,11 @@ Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c, cons
   }
   if (c.format == "tokens") {  // a quick open: one fstat and one mmap
     auto ds = TokenDataset::open(c);
+    if (!ds.ok()) return ds.error();
+    return std::shared_ptr<const Dataset>(std::move(ds).value());
+  }
+  if (c.format == "webdataset") {
+    auto ds = WebDatasetDataset::open(c, context);
     if (!ds.ok()) return ds.error();
     return std::shared_ptr<const Dataset>(std::move(ds).value());
   }
@@ -150,7 +156,7 @@ Result<std::shared_ptr<const Dataset>> DatasetRegistry::find(const std::string& 
 
 std::map<std::string, DatasetRegistry::Description> DatasetRegistry::describe() const {
   std::map<std::string, Description> out;
-  for (const auto& [n, _] : available_) out[n] = Description{State::kAvailable, ""};
+  for (const auto& [n, loaded] : available_) out[n] = Description{State::kAvailable, loaded.dataset->summary()};
   for (const auto& [n, why] : unavailable_) out[n] = Description{State::kUnavailable, why};
   for (const auto& [n, l] : loading_) out[n] = Description{State::kLoading, loading_text(*l.progress)};
   return out;

@@ -67,6 +67,9 @@ class Dataset {
   virtual const ImageSamples* images() const { return nullptr; }
   // The dataset as token windows, or nullptr if it is not a token file (the lm pipeline refuses it, naming its format).
   virtual const TokenWindows* tokens() const { return nullptr; }
+  // What there is to say about the open beyond the size, for the log and `batchctl datasets` ("" if nothing): a
+  // webdataset's shard count, how many came from the index cache, samples without an image or label.
+  virtual std::string summary() const { return ""; }
 };
 
 // Progress of an open that runs in the background (a webdataset's shard index). The opener sets `total` (shards)
@@ -129,7 +132,7 @@ class DatasetRegistry final {
   enum class State { kAvailable, kLoading, kUnavailable };
   struct Description {
     State state = State::kAvailable;
-    std::string detail;  // kLoading: "indexing (k of n shards)"; kUnavailable: the error text
+    std::string detail;  // kLoading: "indexing (k of n shards)"; kUnavailable: the error text; kAvailable: summary()
   };
   // Every declared dataset, sorted by name.
   std::map<std::string, Description> describe() const;

@@ -63,9 +63,10 @@ void DatasetLoader::run() {
       const bool ok = shared->ok();
       const std::string why = ok ? "" : shared->error().message();
       const uint64_t samples = ok ? (**shared)->size() : 0;
+      const std::string summary = ok ? (**shared)->summary() : "";
       if (!registry_.install(job, std::move(*shared))) return;  // superseded by a reload meanwhile
       if (ok) {
-        spdlog::info("dataset {}: {} samples, indexed", name, samples);
+        spdlog::info("dataset {}: {} samples, indexed{}", name, samples, summary.empty() ? "" : ": " + summary);
       } else {
         spdlog::warn("dataset {} is unavailable: {}", name, why);
       }

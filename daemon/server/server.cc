@@ -200,7 +200,9 @@ void Server::fill_status(wire::StatusReply* status, const StatusView& view) cons
   status->set_connections(static_cast<uint32_t>(connections_.size()));
   for (const auto& [name, d] : datasets_.describe()) {
     switch (d.state) {
-      case DatasetRegistry::State::kAvailable: status->add_datasets(name); break;
+      case DatasetRegistry::State::kAvailable:
+        status->add_datasets(d.detail.empty() ? name : name + " (" + d.detail + ")");
+        break;
       case DatasetRegistry::State::kLoading: status->add_datasets(name + " (" + d.detail + ")"); break;
       case DatasetRegistry::State::kUnavailable: status->add_datasets(name + " (unavailable: " + d.detail + ")");
     }

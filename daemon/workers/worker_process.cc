@@ -42,9 +42,17 @@ Result<ForkedWorker> fork_worker(size_t slot, const DatasetRegistry& datasets, u
   wire::UniqueFd ours(sv[0]), theirs(sv[1]);
   progress->sample.store(-1);
   const pid_t parent = ::getpid();
+  // Every signal is blocked across the fork: until the child has reset its handlers it has the daemon's (asio's
+  // writes to the daemon's own signal pipe), so a SIGTERM sent to a worker just forked (a restart right after a
+  // restart) would shut the daemon down. Blocked, it waits in the child until SIG_DFL applies (become_worker).
+  sigset_t all, previous;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
   const pid_t pid = ::fork();
-  if (pid < 0) return posix_error("fork of worker " + std::to_string(slot), errno);
   if (pid == 0) become_worker(theirs.get(), parent, datasets, max_frame_bytes, progress, faults);
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (pid < 0) return posix_error("fork of worker " + std::to_string(slot), fork_errno);
   return ForkedWorker{pid, std::move(ours)};
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/signal_set.hpp>
 #include <fstream>
 #include <thread>
 
@@ -128,6 +129,25 @@ TEST_F(WorkerPoolTest, RestartAllRetiresAStoppedIdleWorkerWithoutWaitingForIt) {
   sut_->assign(0, t, attach_, segment_->fd());
   ASSERT_TRUE(run_until([&] { return !events_.done.empty(); }));
   EXPECT_TRUE(events_.lost.empty());
+}
+
+// Background datasets installed one after another restart the workers back to back, so a worker is SIGTERMed
+// microseconds after its fork. Before it resets its signal handlers the child still has the daemon's (asio's, which
+// writes to the daemon's signal pipe): the daemon would take the worker's SIGTERM for its own and shut down.
+TEST_F(WorkerPoolTest, WorkersRetiredRightAfterTheirForkNeverSignalTheDaemon) {
+  boost::asio::signal_set daemon_signals(io_, SIGTERM);
+  bool daemon_signalled = false;
+  daemon_signals.async_wait([&](const boost::system::error_code& ec, int) { daemon_signalled = !ec; });
+  WorkerPool::Options o;
+  o.count = 2;
+  start(o);
+  for (int round = 0; round < 40 && !daemon_signalled; ++round) {
+    sut_->restart_all();
+    sut_->restart_all();
+    ASSERT_TRUE(run_until([&] { return sut_->retiring() == 0 || daemon_signalled; }));
+  }
+  EXPECT_FALSE(daemon_signalled) << "a retired worker's SIGTERM reached the daemon's handler";
+  daemon_signals.cancel();
 }
 
 TEST_F(WorkerPoolTest, AWorkerPastItsDeadlineIsKilledAndItsTaskLostAsTimedOut) {

@@ -1,0 +1,47 @@
+// index_cache.h — a webdataset's shard indexes kept in a file between runs, so a restart (or a second daemon)
+// does not read every shard's headers again.
+//
+// One file per dataset under daemon.cache_dir: webdataset-<16 hex digits>.idx, the digits a hash (FNV-1a 64) of the
+// expanded shard list and the sample fields, so datasets that differ in either never share a file, and the same
+// shards and fields declared twice (or by two daemons) do. It holds one entry per shard: the shard's path, its
+// size and mtime (ns) when indexed, and its ShardIndex. An entry is used only for a shard whose size and mtime are
+// still the same; the caller checks that, and ShardIndex::consistent() (every offset within the shard's size).
+//
+// Format (host byte order; the file is this host's): "BATCHDWX", u32 version, u32 length + the fields text, u64
+// shard count, per shard [u32 length + path, u64 size, i64 mtime_ns, u64 samples, u64 length + keys, u32 key_end
+// [samples], u64 image_offset[samples], u32 image_size[samples], u64 label_offset[samples], u32 label_size[samples]],
+// then the CRC-32 (zlib) of everything before it. A file that is missing, foreign, of another version, or fails
+// the CRC or any bound is not used (the shards are indexed again and the file is rewritten): it is never trusted.
+//
+// Written atomically: a temporary file in the same directory, then rename(2), mode 0644. Runs on the dataset
+// loader's thread: logs nothing (failures are returned as text) and takes no lock. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "batchd/result.h"
+#include "data/tar_index.h"
+
+namespace batchd::daemon {
+
+inline constexpr uint32_t kIndexCacheVersion = 1;
+
+// `fields` is the text that identifies the sample fields: image_field + "|" + label_field.
+// <dir>/webdataset-<hash>.idx for these shards (in order) and fields.
+std::string index_cache_path(const std::string& dir, const std::vector<std::string>& shards, const std::string& fields);
+
+struct LoadedIndexCache {
+  std::map<std::string, ShardIndex> shards;  // by path
+  std::string problem;  // why the file was not used ("" if it was, or if there was none)
+};
+// Reads the cache file; never fails (a file it cannot use gives no entries and `problem` says why).
+LoadedIndexCache load_index_cache(const std::string& file, const std::string& fields);
+
+// Writes the cache file: `paths[i]`'s index is `*indexes[i]`. kIo naming the file on failure (the temporary file is removed).
+Status save_index_cache(const std::string& file, const std::string& fields, const std::vector<std::string>& paths,
+                        const std::vector<const ShardIndex*>& indexes);
+
+}  // namespace batchd::daemon

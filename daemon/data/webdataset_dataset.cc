@@ -1,0 +1,210 @@
+#include "data/webdataset_dataset.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <tuple>
+
+#include "data/index_cache.h"
+#include "data/regular_file.h"
+#include "data/shard_spec.h"
+#include "data/tar_index.h"
+
+namespace batchd::daemon {
+
+namespace {
+
+int64_t mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// A label member longer than this is not a class index.
+constexpr uint32_t kMaxLabelBytes = 64;
+
+// webdataset's cls field: int(data) — an optionally signed decimal, ASCII whitespace around it.
+bool parse_label(std::string_view text, int64_t* out) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  if (!text.empty() && text.front() == '+') {
+    text.remove_prefix(1);
+    if (text.empty() || text.front() < '0' || text.front() > '9') return false;
+  }
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string printable(std::string_view bytes) {
+  std::string out;
+  for (unsigned char c : bytes.substr(0, 32)) out += c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
+  return out + (bytes.size() > 32 ? "..." : "");
+}
+
+}  // namespace
+
+Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const DatasetConfig& c, const OpenContext& ctx) {
+  const std::string key = "datasets." + c.name + ".shards";
+  auto shards = expand_shards(c.shards, key);
+  if (!shards.ok()) return shards.error();
+  const size_t n = shards->size();
+  LoadProgress* progress = ctx.progress;
+  if (progress != nullptr) progress->total = n;
+  const std::atomic<bool>* cancel = progress != nullptr ? &progress->cancel : nullptr;
+  const SampleFields fields = SampleFields::parse(c.image_field, c.label_field);
+  const std::string fields_text = c.image_field + "|" + c.label_field;
+
+  auto ds = std::make_shared<WebDatasetDataset>();
+  ds->name_ = c.name;
+  for (const auto& ext : fields.image) ds->image_exts_ += (ds->image_exts_.empty() ? "." : ", .") + ext;
+  ds->label_ext_ = "." + fields.label;
+  OpenStats& stats = ds->stats_;
+  stats.shards = n;
+  LoadedIndexCache cache;
+  if (!ctx.cache_dir.empty()) {
+    stats.cache_file = index_cache_path(ctx.cache_dir, *shards, fields_text);
+    cache = load_index_cache(stats.cache_file, fields_text);
+    stats.cache_problem = cache.problem;
+  }
+
+  std::vector<ShardIndex> all(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "indexing was cancelled");
+    const std::string& path = (*shards)[i];
+    struct stat st {};
+    auto cached = cache.shards.find(path);
+    if (cached != cache.shards.end() && ::stat(path.c_str(), &st) == 0 &&
+        cached->second.file_size == static_cast<uint64_t>(st.st_size) && cached->second.mtime_ns == mtime_ns(st)) {
+      all[i] = std::move(cached->second);
+      ++stats.from_cache;
+    } else {
+      auto indexed = index_shard(path, fields, cancel);
+      if (!indexed.ok()) {
+        if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "indexing was cancelled");
+        return Error(indexed.error().code(), indexed.error().message() + " (shard " + std::to_string(i + 1) +
+                                                 " of " + std::to_string(n) + " in " + key + ")");
+      }
+      all[i] = std::move(indexed).value();
+      ++stats.indexed;
+    }
+    if (progress != nullptr) progress->done = i + 1;
+  }
+  if (!stats.cache_file.empty() && (stats.indexed > 0 || cache.shards.size() != n)) {
+    std::vector<const ShardIndex*> indexes;
+    for (const auto& s : all) indexes.push_back(&s);
+    if (auto saved = save_index_cache(stats.cache_file, fields_text, *shards, indexes); !saved.ok()) {
+      stats.cache_problem += (stats.cache_problem.empty() ? "" : "; ") + saved.error().message() +
+                             " (the shards will be indexed again at the next start; make daemon.cache_dir "
+                             "writable)";
+    }
+  }
+
+  uint64_t samples = 0, key_bytes = 0;
+  for (const auto& s : all) {
+    samples += s.samples();
+    key_bytes += s.keys.size();
+  }
+  if (samples == 0) {
+    return Error(ErrorCode::kDataError, "the " + std::to_string(n) + " shard(s) of " + key + " hold no sample "
+                                        "(no member named <key>.<extension>); check the pattern");
+  }
+  ds->keys_.reserve(key_bytes);
+  for (auto* v : {&ds->key_end_, &ds->image_offset_, &ds->label_offset_}) v->reserve(samples);
+  for (auto* v : {&ds->image_size_, &ds->label_size_}) v->reserve(samples);
+  for (size_t i = 0; i < n; ++i) {
+    ShardIndex& s = all[i];
+    ds->shard_path_.push_back((*shards)[i]);
+    ds->shard_size_.push_back(s.file_size);
+    ds->shard_mtime_ns_.push_back(s.mtime_ns);
+    ds->shard_first_.push_back(ds->key_end_.size());
+    const uint64_t base = ds->keys_.size();
+    ds->keys_ += s.keys;
+    for (uint32_t end : s.key_end) ds->key_end_.push_back(base + end);
+    ds->image_offset_.insert(ds->image_offset_.end(), s.image_offset.begin(), s.image_offset.end());
+    ds->label_offset_.insert(ds->label_offset_.end(), s.label_offset.begin(), s.label_offset.end());
+    ds->image_size_.insert(ds->image_size_.end(), s.image_size.begin(), s.image_size.end());
+    ds->label_size_.insert(ds->label_size_.end(), s.label_size.begin(), s.label_size.end());
+    stats.without_image += static_cast<uint64_t>(std::count(s.image_size.begin(), s.image_size.end(), kMissingField));
+    stats.without_label += static_cast<uint64_t>(std::count(s.label_size.begin(), s.label_size.end(), kMissingField));
+    s = ShardIndex{};  // release as we go
+  }
+  ds->shard_first_.push_back(samples);
+
+  ds->summary_ = std::to_string(samples) + " samples in " + std::to_string(n) + (n == 1 ? " shard (" : " shards (") +
+                 (stats.cache_file.empty() ? "indexed; no cache_dir"
+                                           : std::to_string(stats.from_cache) + " from the index cache, " +
+                                                 std::to_string(stats.indexed) + " indexed") + ")";
+  if (stats.without_image + stats.without_label > 0) {
+    ds->summary_ += "; " + std::to_string(stats.without_image) + " without an image (" + ds->image_exts_ + ") and " +
+                    std::to_string(stats.without_label) + " without a label (" + ds->label_ext_ +
+                    "): they fail when read (on_error applies)";
+  }
+  if (!stats.cache_problem.empty()) ds->summary_ += "; index cache: " + stats.cache_problem;
+  return ds;
+}
+
+size_t WebDatasetDataset::shard_of(uint64_t i) const {
+  return static_cast<size_t>(std::upper_bound(shard_first_.begin(), shard_first_.end(), i) - shard_first_.begin()) -
+         1;
+}
+
+std::string WebDatasetDataset::key(uint64_t i) const {
+  const uint64_t begin = i == 0 ? 0 : key_end_[i - 1];
+  return keys_.substr(begin, key_end_[i] - begin);
+}
+
+std::string WebDatasetDataset::sample_name(uint64_t i) const {
+  return shard_path_[shard_of(i)] + ": sample '" + key(i) + "'";
+}
+
+Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const {
+  const size_t shard = shard_of(i);
+  const std::string& path = shard_path_[shard];
+  auto fail = [&](const std::string& what) { return Error(ErrorCode::kDataError, sample_name(i) + " " + what); };
+  for (auto [size, offset, what] : {std::tuple{image_size_[i], image_offset_[i], image_exts_},
+                                    std::tuple{label_size_[i], label_offset_[i], label_ext_}}) {
+    if (size == kMissingField) {
+      return fail("(its first member's header is at offset " + std::to_string(offset) + ") has no " + what +
+                  " member; add it to the shard, or set on_error = \"skip\"");
+    }
+  }
+  auto fd = open_regular_file(path);
+  if (!fd.ok()) return fail("cannot be read: " + fd.error().message());
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) return fail(std::string("cannot be read: fstat: ") + std::strerror(errno));
+  if (static_cast<uint64_t>(st.st_size) != shard_size_[shard] || mtime_ns(st) != shard_mtime_ns_[shard]) {
+    return fail("cannot be read: the shard changed (size or mtime) since it was indexed; restart batchd to index "
+                "it again");
+  }
+  auto pread_all = [&](char* dst, uint32_t size, uint64_t offset, const std::string& what) -> Status {
+    for (uint32_t got = 0; got < size;) {
+      const ssize_t r = ::pread(fd->get(), dst + got, size - got, static_cast<off_t>(offset + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        return fail("cannot be read: " + what + " member at offset " + std::to_string(offset) + ": " +
+                    (r < 0 ? std::strerror(errno) : "end of file"));
+      }
+      got += static_cast<uint32_t>(r);
+    }
+    return ok_status();
+  };
+  if (label_size_[i] > kMaxLabelBytes) {
+    return fail("has a " + label_ext_ + " member of " + std::to_string(label_size_[i]) + " bytes at offset " +
+                std::to_string(label_offset_[i]) + ", not an integer class index");
+  }
+  char text[kMaxLabelBytes];
+  BATCHD_RETURN_IF_ERROR(pread_all(text, label_size_[i], label_offset_[i], label_ext_));
+  if (!parse_label(std::string_view(text, label_size_[i]), label)) {
+    return fail("has a " + label_ext_ + " member at offset " + std::to_string(label_offset_[i]) +
+                " that is not an ASCII integer ('" + printable(std::string_view(text, label_size_[i])) +
+                "'); it must hold the class index in decimal");
+  }
+  bytes->resize(image_size_[i]);
+  if (bytes->empty()) return fail("has an empty image member at offset " + std::to_string(image_offset_[i]));
+  return pread_all(reinterpret_cast<char*>(bytes->data()), image_size_[i], image_offset_[i], "image");
+}
+
+}  // namespace batchd::daemon
