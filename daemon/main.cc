@@ -242,6 +242,9 @@ int main(int argc, char** argv) {
                    "[datasets] is reloaded (other changes need a restart)",
                    config_path, names(summary.added), names(summary.changed), names(summary.removed),
                    names(summary.unavailable));
+      for (const auto& [name, why] : summary.changed_on_disk) {
+        spdlog::info("SIGHUP: dataset {} is opened again: {}", name, why);
+      }
       for (const auto& name : summary.unavailable) {
         if (auto d = datasets.find(name); !d.ok()) spdlog::warn("dataset {}: {}", name, d.error().message());
       }
@@ -261,7 +264,7 @@ int main(int argc, char** argv) {
     spdlog::info("{} received: draining", ::strsignal(sig));
     notifier.stopping(std::string("draining (") + ::strsignal(sig) + ")");
     hangup.cancel();  // nothing may keep the event loop alive once the connections are drained
-    loader.stop();    // cancels an index under way; nothing is installed from here on
+    loader.cancel();  // an index under way gives up; nothing is installed from here on (joined after the loop)
     if (metrics) metrics->stop();
     (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
                     [&] { deadline.cancel(); });
@@ -286,6 +289,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   for (int sig : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) sigaddset(&stop_signals, sig);
   ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+  loader.stop();    // the loader thread ends (it was cancelled when the drain began)
   (*pool)->stop();  // idempotent; no worker event may reach `streams` after this point
   (*pool)->wait_stopped(pool_options.exit_grace + std::chrono::seconds(1));  // bounded: SIGKILL after the grace
   streams.shutdown("daemon shutting down");

@@ -54,11 +54,15 @@ DatasetRegistry::ReloadSummary DatasetRegistry::reload(const std::vector<Dataset
     declared[c.name] = c;
     auto old = configs_.find(c.name);
     if (old != configs_.end() && old->second == c) {  // unchanged: keep the loaded data, or the load under way
-      if (available_.count(c.name)) {
-        available[c.name] = available_[c.name];
-        continue;
+      if (auto it = available_.find(c.name); it != available_.end()) {
+        std::string why = it->second.dataset->changed_on_disk();
+        if (why.empty()) {
+          available[c.name] = it->second;
+          continue;
+        }
+        summary.changed_on_disk[c.name] = std::move(why);  // opened again below, like a changed entry
       }
-      if (loading_.count(c.name)) {
+      if (loading_.count(c.name) && !summary.changed_on_disk.count(c.name)) {
         loading[c.name] = loading_[c.name];
         continue;
       }

@@ -70,6 +70,11 @@ class Dataset {
   // What there is to say about the open beyond the size, for the log and `batchctl datasets` ("" if nothing): a
   // webdataset's shard count, how many came from the index cache, samples without an image or label.
   virtual std::string summary() const { return ""; }
+  // Why the files behind the dataset no longer match what was opened ("" if they do, or if the format does not
+  // check): a webdataset's pattern now matches other shards or a shard changed size or mtime; a token file was
+  // replaced or resized. A reload (SIGHUP) opens such a dataset again even though its config is unchanged. Called
+  // on the event loop: stat()s only, no reading.
+  virtual std::string changed_on_disk() const { return ""; }
 };
 
 // Progress of an open that runs in the background (a webdataset's shard index). The opener sets `total` (shards)
@@ -118,9 +123,10 @@ class DatasetRegistry final {
   struct ReloadSummary {
     std::vector<std::string> added, removed, changed, unavailable;
     std::vector<LoadJob> jobs;  // background opens to run (DatasetLoader), their datasets "loading" until install()
+    std::map<std::string, std::string> changed_on_disk;  // unchanged config, changed files: name -> why
   };
   // Start-up and SIGHUP: applies a dataset list. Entries equal to the current ones (every key: DatasetConfig ==)
-  // keep their loaded data, or their load in progress; new or changed ones are opened now, or returned as jobs if
+  // whose files did not change (Dataset::changed_on_disk) keep their loaded data, or their load in progress; new or changed ones are opened now, or returned as jobs if
   // they open in the background. Replaced or removed data whose key is in `in_use_keys` is retired (kept for its
   // streams) instead of dropped.
   ReloadSummary reload(const std::vector<DatasetConfig>& configs, const std::set<std::string>& in_use_keys,

@@ -22,16 +22,20 @@ void DatasetLoader::load(std::vector<LoadJob> jobs) {
   wake_.notify_one();
 }
 
-void DatasetLoader::stop() {
+void DatasetLoader::cancel() {
+  cancelled_ = true;
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
     for (auto& job : queue_) job.progress->cancel = true;
     queue_.clear();
     if (current_.progress) current_.progress->cancel = true;
   }
   wake_.notify_one();
+}
+
+void DatasetLoader::stop() {
+  cancel();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -46,9 +50,17 @@ void DatasetLoader::run() {
       queue_.pop_front();
       current_ = job;
     }
-    auto result = job.progress->cancel ? Result<std::shared_ptr<const Dataset>>(Error(ErrorCode::kUnavailable,
-                                                                                      "cancelled"))
-                                       : open_dataset(job.config, OpenContext{cache_dir_, job.progress.get()});
+    Result<std::shared_ptr<const Dataset>> result = Error(ErrorCode::kUnavailable, "cancelled");
+    if (!job.progress->cancel) {
+      try {
+        result = open_dataset(job.config, OpenContext{cache_dir_, job.progress.get()});
+      } catch (const std::bad_alloc&) {
+        result = Error(ErrorCode::kResourceExhausted, "out of memory while indexing; raise the daemon's memory "
+                                                      "limit (MemoryMax, RLIMIT_AS) or split the dataset");
+      } catch (const std::exception& e) {
+        result = Error(ErrorCode::kInternal, std::string("indexing failed: ") + e.what());
+      }
+    }
     {
       std::lock_guard lock(mutex_);
       current_ = LoadJob{};
@@ -58,18 +70,18 @@ void DatasetLoader::run() {
     // The result travels to the event loop, which owns the registry (a shared_ptr: the handler must be copyable).
     auto shared = std::make_shared<Result<std::shared_ptr<const Dataset>>>(std::move(result));
     boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), job = std::move(job), shared] {
-      if (alive.expired()) return;
+      if (alive.expired() || cancelled_) return;  // the daemon is stopping: nothing is installed any more
       const std::string name = job.config.name;
       const bool ok = shared->ok();
       const std::string why = ok ? "" : shared->error().message();
       const uint64_t samples = ok ? (**shared)->size() : 0;
       const std::string summary = ok ? (**shared)->summary() : "";
       if (!registry_.install(job, std::move(*shared))) return;  // superseded by a reload meanwhile
-      if (ok) {
-        spdlog::info("dataset {}: {} samples, indexed{}", name, samples, summary.empty() ? "" : ": " + summary);
-      } else {
+      if (!ok) {
         spdlog::warn("dataset {} is unavailable: {}", name, why);
+        return;  // nothing new for the workers to hold
       }
+      spdlog::info("dataset {}: {} samples, indexed{}", name, samples, summary.empty() ? "" : ": " + summary);
       on_installed_(name);
     });
   }

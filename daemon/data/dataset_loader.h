@@ -7,8 +7,10 @@
 // with "indexing (k of n shards)".
 //
 // The thread never logs and takes no lock a forked worker could need (data/dataset.h OpenContext); what there is to
-// say is logged on the event loop, with the result. stop() (and the destructor) cancels the job under way and the
-// queued ones and joins the thread; results not yet installed are dropped.
+// say is logged on the event loop, with the result. cancel() (on the event loop, at SIGTERM) cancels the job under
+// way and the queued ones without waiting, and drops every result not yet installed; stop() (and the destructor)
+// also joins the thread — call it once the event loop is done, since the job under way may take a while to see the
+// cancellation (a stat on a hung NFS mount). An exception in an opener becomes that dataset's error.
 #pragma once
 
 #include <condition_variable>
@@ -36,7 +38,9 @@ class DatasetLoader final {
 
   // Queues jobs (from the event loop); each one's progress is visible through the registry from now on.
   void load(std::vector<LoadJob> jobs);
-  // Cancels everything and joins the thread. Idempotent.
+  // Cancels everything; returns at once. Idempotent.
+  void cancel();
+  // cancel(), then joins the thread. Idempotent.
   void stop();
 
  private:
@@ -52,6 +56,7 @@ class DatasetLoader final {
   LoadJob current_;                // guarded by mutex_: the job under way (progress null when none)
   bool stopping_ = false;          // guarded by mutex_
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // posted results check it: the loader may be gone
+  bool cancelled_ = false;  // event loop only: results posted before cancel() are dropped too
   std::thread thread_;
 };
 

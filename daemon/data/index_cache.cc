@@ -107,10 +107,11 @@ Result<std::string> read_whole(const std::string& file) {
 
 }  // namespace
 
-std::string index_cache_path(const std::string& dir, const std::vector<std::string>& shards, const std::string& fields) {
+std::string index_cache_path(const std::string& dir, const std::vector<std::string>& patterns,
+                             const std::string& fields) {
   uint64_t h = fnv1a(14695981039346656037ull, "batchd webdataset index");
   h = fnv1a(h, std::string_view(fields.c_str(), fields.size() + 1));
-  for (const auto& s : shards) h = fnv1a(h, std::string_view(s.c_str(), s.size() + 1));
+  for (const auto& s : patterns) h = fnv1a(h, std::string_view(s.c_str(), s.size() + 1));
   char name[64];
   std::snprintf(name, sizeof(name), "webdataset-%016llx.idx", static_cast<unsigned long long>(h));
   return dir + (dir.empty() || dir.back() == '/' ? "" : "/") + name;

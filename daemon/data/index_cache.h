@@ -30,8 +30,11 @@ namespace batchd::daemon {
 inline constexpr uint32_t kIndexCacheVersion = 1;
 
 // `fields` is the text that identifies the sample fields: image_field + "|" + label_field.
-// <dir>/webdataset-<hash>.idx for these shards (in order) and fields.
-std::string index_cache_path(const std::string& dir, const std::vector<std::string>& shards, const std::string& fields);
+// <dir>/webdataset-<hash>.idx for these shard patterns (the config's `shards`, in order) and fields. The file holds
+// an entry per shard (path, size, mtime): expanding the patterns to more or fewer shards keeps the file, and every
+// entry that still matches is reused.
+std::string index_cache_path(const std::string& dir, const std::vector<std::string>& patterns,
+                             const std::string& fields);
 
 struct LoadedIndexCache {
   std::map<std::string, ShardIndex> shards;  // by path

@@ -104,7 +104,7 @@ Result<ShardIndex> index_shard_fd(int fd, const std::string& name, const SampleF
   if (::fstat(fd, &st) != 0) return posix_error("cannot stat " + name, errno);
   ShardIndex out;
   out.file_size = static_cast<uint64_t>(st.st_size);
-  out.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  out.mtime_ns = stat_mtime_ns(st);
   if (out.file_size == 0) return not_a_tar(name, "the file is empty");
   auto reader = open_reader(fd, name);
   if (!reader.ok()) return reader.error();

@@ -21,6 +21,8 @@
 // kUnavailable "cancelled" soon after *cancel becomes true.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -29,6 +31,13 @@
 #include "batchd/result.h"
 
 namespace batchd::daemon {
+
+// A file's mtime in ns (st_mtim), as the index and its cache record it. Computed modulo 2^64, so that an mtime
+// past the year 2262 (settable with touch -d) wraps the same way everywhere instead of overflowing.
+inline int64_t stat_mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
+                              static_cast<uint64_t>(st.st_mtim.tv_nsec));
+}
 
 // Which extensions hold a sample's image and label (from datasets.<name>.image_field / label_field).
 struct SampleFields {
@@ -45,7 +54,7 @@ inline constexpr uint32_t kMissingField = UINT32_MAX;
 // The samples of one shard, as parallel arrays (one element per sample).
 struct ShardIndex {
   uint64_t file_size = 0;  // bytes, when indexed
-  int64_t mtime_ns = 0;    // st_mtim, when indexed
+  int64_t mtime_ns = 0;    // st_mtim, when indexed (stat_mtime_ns)
   std::string keys;        // every sample's key, concatenated
   std::vector<uint32_t> key_end;  // sample j's key is keys[key_end[j - 1] (0 for j = 0), key_end[j])
   std::vector<uint64_t> image_offset, label_offset;  // byte offset of the member's data in the file

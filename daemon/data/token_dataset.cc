@@ -82,6 +82,16 @@ bool TokenDataset::stat_mapped_file(uint64_t* bytes) const {
   return true;
 }
 
+std::string TokenDataset::changed_on_disk() const {
+  uint64_t bytes = 0;
+  if (!stat_mapped_file(&bytes)) return path_ + " was replaced or removed since it was opened";
+  if (bytes != mapping_.size()) {
+    return path_ + " is now " + std::to_string(bytes) + " bytes (" + std::to_string(mapping_.size()) +
+           " when it was opened)";
+  }
+  return "";
+}
+
 uint64_t TokenDataset::windows_present() const {
   uint64_t bytes = 0;
   if (!stat_mapped_file(&bytes)) return windows_;  // unlinked or replaced: the mapped file is out of others' reach
@@ -94,8 +104,8 @@ Error TokenDataset::window_missing(uint64_t i) const {
   const std::string now = stat_mapped_file(&bytes) ? std::to_string(bytes) + " bytes" : "an unknown size";
   return Error(ErrorCode::kDataError, sample_name(i) + " is no longer in the file: it was truncated to " + now +
                                           " after the daemon opened it (" + std::to_string(mapping_.size()) +
-                                          " bytes); restore the file, or restart the daemon to serve it as it "
-                                          "is now (a reload re-opens only datasets whose config changed)");
+                                          " bytes); restore the file, or reload the daemon (systemctl reload batchd) "
+                                          "to serve it as it is now");
 }
 
 std::string TokenDataset::sample_name(uint64_t i) const {

@@ -15,9 +15,10 @@
 // once per batch (one stat of the path; workers hold no fd: they close every inherited one) and get a per-sample
 // kDataError for windows that are gone, which obeys the stream's on_error; only a truncation between that check and
 // the read kills the worker, which the daemon counts as a crash on that sample (two such crashes make it a bad
-// sample, see docs/reliability.md). A file replaced by rename or unlinked is not noticed, and need not be: the
-// mapping keeps the old file's pages until the daemon restarts (a reload re-opens a dataset only when its config
-// changed), and no one can truncate a file without a name short of holding it open.
+// sample, see docs/reliability.md). A file replaced by rename or unlinked is not noticed by the workers, and need
+// not be: the mapping keeps the old file's pages until the dataset is opened again (a reload does that when the
+// path names another file or the size changed: changed_on_disk), and no one can truncate a file without a name
+// short of holding it open.
 //
 // Errors at open (the dataset is refused alone, naming the file, the key and the fix): kNotFound for a missing file,
 // kDataError for something not a regular file, an empty file, or a size not a multiple of the dtype's, and
@@ -54,6 +55,8 @@ class TokenDataset final : public Dataset, public TokenWindows {
   uint64_t windows_present() const override;
   Error window_missing(uint64_t i) const override;
   std::string sample_name(uint64_t i) const override;
+  // The path names another file (replaced, e.g. renamed over) or the mapped file's size changed.
+  std::string changed_on_disk() const override;
 
   const std::string& path() const { return path_; }
   uint64_t token_count() const { return tokens_; }  // N

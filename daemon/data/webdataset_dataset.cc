@@ -18,9 +18,7 @@ namespace batchd::daemon {
 
 namespace {
 
-int64_t mtime_ns(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
+int64_t mtime_ns(const struct stat& st) { return stat_mtime_ns(st); }
 
 // A label member longer than this is not a class index.
 constexpr uint32_t kMaxLabelBytes = 64;
@@ -59,13 +57,16 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const Dataset
 
   auto ds = std::make_shared<WebDatasetDataset>();
   ds->name_ = c.name;
+  ds->patterns_ = c.shards;
   for (const auto& ext : fields.image) ds->image_exts_ += (ds->image_exts_.empty() ? "." : ", .") + ext;
   ds->label_ext_ = "." + fields.label;
   OpenStats& stats = ds->stats_;
   stats.shards = n;
   LoadedIndexCache cache;
   if (!ctx.cache_dir.empty()) {
-    stats.cache_file = index_cache_path(ctx.cache_dir, *shards, fields_text);
+    // Keyed by the patterns, not their expansion: a glob that gains a shard keeps its file, and the shards already
+    // in it (same path, size and mtime) are not read again.
+    stats.cache_file = index_cache_path(ctx.cache_dir, c.shards, fields_text);
     cache = load_index_cache(stats.cache_file, fields_text);
     stats.cache_problem = cache.problem;
   }
@@ -176,8 +177,8 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
   struct stat st {};
   if (::fstat(fd->get(), &st) != 0) return fail(std::string("cannot be read: fstat: ") + std::strerror(errno));
   if (static_cast<uint64_t>(st.st_size) != shard_size_[shard] || mtime_ns(st) != shard_mtime_ns_[shard]) {
-    return fail("cannot be read: the shard changed (size or mtime) since it was indexed; restart batchd to index "
-                "it again");
+    return fail("cannot be read: the shard changed (size or mtime) since it was indexed; reload batchd "
+                "(systemctl reload batchd, SIGHUP) to index it again");
   }
   auto pread_all = [&](char* dst, uint32_t size, uint64_t offset, const std::string& what) -> Status {
     for (uint32_t got = 0; got < size;) {
@@ -205,6 +206,23 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
   bytes->resize(image_size_[i]);
   if (bytes->empty()) return fail("has an empty image member at offset " + std::to_string(image_offset_[i]));
   return pread_all(reinterpret_cast<char*>(bytes->data()), image_size_[i], image_offset_[i], "image");
+}
+
+std::string WebDatasetDataset::changed_on_disk() const {
+  auto shards = expand_shards(patterns_, "datasets." + name_ + ".shards");
+  if (!shards.ok()) return shards.error().message();
+  if (*shards != shard_path_) {
+    return "its shards now expand to " + std::to_string(shards->size()) + " files (" +
+           std::to_string(shard_path_.size()) + " were indexed)";
+  }
+  for (size_t s = 0; s < shard_path_.size(); ++s) {
+    struct stat st {};
+    if (::stat(shard_path_[s].c_str(), &st) != 0) return shard_path_[s] + " is gone";
+    if (static_cast<uint64_t>(st.st_size) != shard_size_[s] || mtime_ns(st) != shard_mtime_ns_[s]) {
+      return shard_path_[s] + " changed (size or mtime) since it was indexed";
+    }
+  }
+  return "";
 }
 
 }  // namespace batchd::daemon

@@ -42,6 +42,9 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
   uint64_t size() const override { return key_end_.size(); }
   const ImageSamples* images() const override { return this; }
   std::string summary() const override { return summary_; }
+  // The patterns expanded again (a glob may match new shards) and every shard stat()ed against its indexed size and
+  // mtime.
+  std::string changed_on_disk() const override;
 
   Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const override;
   // "<shard path>: sample '<key>'".
@@ -62,6 +65,7 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
 
  private:
   std::string name_, image_exts_, label_ext_, summary_;
+  std::vector<std::string> patterns_;  // the config's shards, for changed_on_disk
   OpenStats stats_;
   // Per shard.
   std::vector<std::string> shard_path_;

@@ -7,6 +7,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <thread>
+
+#include "tar_writers.h"
 
 namespace batchd::daemon {
 namespace {
@@ -18,6 +22,8 @@ class FixedDataset final : public Dataset {
   const std::string& name() const override { return name_; }
   const char* format() const override { return "fixed"; }
   uint64_t size() const override { return size_; }
+  std::string changed_on_disk() const override { return *changed_; }
+  std::shared_ptr<std::string> changed_ = std::make_shared<std::string>();
 
  private:
   std::string name_;
@@ -106,24 +112,89 @@ TEST(DatasetRegistryTest, AReloadNoticesAChangeToAnyKeyAndSupersedesTheLoadUnder
   EXPECT_TRUE(relisted.jobs[0].progress->cancel);
 }
 
+TEST(DatasetRegistryTest, AReloadOpensAgainADatasetWhoseFilesChangedThoughItsConfigDidNot) {
+  DatasetRegistry sut;
+  auto first = sut.reload({shards("wds", "/a-*.tar")}, {});
+  auto loaded = std::make_shared<FixedDataset>("wds", 3);
+  ASSERT_TRUE(sut.install(first.jobs[0], std::shared_ptr<const Dataset>(loaded)));
+  EXPECT_TRUE(sut.reload({shards("wds", "/a-*.tar")}, {}).jobs.empty()) << "files unchanged: nothing to do";
+
+  *loaded->changed_ = "its shards now expand to 3 files (2 were indexed)";
+  auto again = sut.reload({shards("wds", "/a-*.tar")}, {});
+  EXPECT_EQ(again.changed, std::vector<std::string>{"wds"});
+  EXPECT_EQ(again.changed_on_disk.at("wds"), "its shards now expand to 3 files (2 were indexed)");
+  ASSERT_EQ(again.jobs.size(), 1u);
+  EXPECT_FALSE(sut.find("wds").ok()) << "indexing again";
+}
+
+// Runs the event loop until `name` is no longer loading (or 60 s).
+void run_until_loaded(boost::asio::io_context& io, const DatasetRegistry& registry, const std::string& name) {
+  boost::asio::steady_timer poll(io);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::function<void()> check = [&] {
+    if (registry.describe().at(name).state != DatasetRegistry::State::kLoading ||
+        std::chrono::steady_clock::now() > deadline) {
+      io.stop();
+      return;
+    }
+    poll.expires_after(std::chrono::milliseconds(5));
+    poll.async_wait([&](const boost::system::error_code&) { check(); });
+  };
+  check();
+  io.run();
+  io.restart();
+}
+
 TEST(DatasetLoaderTest, RunsJobsOffTheEventLoopAndInstallsTheirResultsOnIt) {
+  testing::ScratchDir dir("loader");
+  testing::python_tar(dir / "shard-0.tar", {{"a.jpg", "jpeg bytes"}, {"a.cls", "3"}});
   boost::asio::io_context io;
   DatasetRegistry registry;
   std::vector<std::string> installed;
-  DatasetLoader sut(io, registry, "", [&](const std::string& name) {
-    installed.push_back(name);
-    io.stop();
-  });
-  auto summary = registry.reload({shards("wds", "/nonexistent/batchd-loader-test-{0..1}.tar")}, {});
+  DatasetLoader sut(io, registry, "", [&](const std::string& name) { installed.push_back(name); });
+  auto summary = registry.reload({shards("wds", dir / "shard-*.tar")}, {});
   sut.load(std::move(summary.jobs));
-  boost::asio::steady_timer guard(io, std::chrono::seconds(30));
-  guard.async_wait([&](const boost::system::error_code&) { io.stop(); });
-  io.run();
-  ASSERT_EQ(installed, std::vector<std::string>{"wds"});
-  const auto d = registry.describe().at("wds");
-  EXPECT_NE(d.state, DatasetRegistry::State::kLoading);  // opened (or refused with its reason) by the loader thread
+  run_until_loaded(io, registry, "wds");
+  EXPECT_EQ(installed, std::vector<std::string>{"wds"}) << "the workers are re-forked to hold the new dataset";
+  auto ds = registry.find("wds");
+  ASSERT_TRUE(ds.ok()) << ds.error().message();
+  EXPECT_EQ((*ds)->size(), 1u);
   sut.stop();
   sut.stop();  // idempotent
+}
+
+TEST(DatasetLoaderTest, AFailedOpenIsUnavailableAndRestartsNoWorker) {
+  boost::asio::io_context io;
+  DatasetRegistry registry;
+  std::vector<std::string> installed;
+  DatasetLoader sut(io, registry, "", [&](const std::string& name) { installed.push_back(name); });
+  auto summary = registry.reload({shards("wds", "/nonexistent/batchd-loader-test-{0..1}.tar")}, {});
+  sut.load(std::move(summary.jobs));
+  run_until_loaded(io, registry, "wds");
+  const auto d = registry.describe().at("wds");
+  EXPECT_EQ(d.state, DatasetRegistry::State::kUnavailable);
+  EXPECT_NE(d.detail.find("/nonexistent/batchd-loader-test-0.tar"), std::string::npos) << d.detail;
+  EXPECT_TRUE(installed.empty()) << "nothing new was installed: the workers keep running";
+}
+
+TEST(DatasetLoaderTest, ResultsPostedBeforeCancelAreNotInstalled) {
+  testing::ScratchDir dir("loader-cancel");
+  testing::python_tar(dir / "shard-0.tar", {{"a.jpg", "jpeg bytes"}, {"a.cls", "3"}});
+  boost::asio::io_context io;
+  DatasetRegistry registry;
+  std::vector<std::string> installed;
+  DatasetLoader sut(io, registry, "", [&](const std::string& name) { installed.push_back(name); });
+  auto summary = registry.reload({shards("wds", dir / "shard-*.tar")}, {});
+  const auto progress = summary.jobs[0].progress;
+  sut.load(std::move(summary.jobs));
+  // Let the thread finish and post its result; the loop has not run, so the result waits on it.
+  for (int i = 0; i < 6000 && progress->done.load() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(progress->done.load(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  sut.stop();  // SIGTERM: cancel, then (after the loop) join
+  io.run_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(installed.empty());
+  EXPECT_EQ(registry.describe().at("wds").state, DatasetRegistry::State::kLoading);
 }
 
 }  // namespace

@@ -141,6 +141,22 @@ TEST_F(TokenDatasetTest, AFileTruncatedAfterOpenReportsTheWindowsThatAreGone) {
       << e.message();
 }
 
+TEST_F(TokenDatasetTest, ChangedOnDiskSeesAResizedOrReplacedFile) {
+  const std::string path = write_tokens<uint16_t>("grow.bin", 101, counting);
+  auto sut = TokenDataset::open(tokens_config(path, "uint16", 10));
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  EXPECT_EQ((*sut)->changed_on_disk(), "");
+  std::ofstream(path, std::ios::app | std::ios::binary) << std::string(20, '\0');
+  EXPECT_EQ((*sut)->changed_on_disk(), path + " is now 222 bytes (202 when it was opened)");
+
+  const std::string other = write_tokens<uint16_t>("other.bin", 101, counting);
+  auto replaced = TokenDataset::open(tokens_config(other, "uint16", 10));
+  ASSERT_TRUE(replaced.ok());
+  const std::string next = write_tokens<uint16_t>("next.bin", 101, counting);
+  ASSERT_EQ(::rename(next.c_str(), other.c_str()), 0);  // same size, another file
+  EXPECT_EQ((*replaced)->changed_on_disk(), other + " was replaced or removed since it was opened");
+}
+
 TEST_F(TokenDatasetTest, OpenDatasetOpensTokensAtOnceAndOtherFormatsHaveNoWindows) {
   const DatasetConfig c = tokens_config(write_tokens<uint16_t>("t.bin", 33, counting), "uint16", 8);
   EXPECT_FALSE(opens_in_background(c));

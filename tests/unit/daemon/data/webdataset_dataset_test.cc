@@ -117,6 +117,39 @@ TEST(WebDatasetDatasetTest, AShardChangedAfterIndexingFailsItsReads) {
       << st.error().message();
 }
 
+TEST(WebDatasetDatasetTest, ChangedOnDiskSeesNewShardsOfAGlobAndAChangedShard) {
+  testing::ScratchDir dir("wds-reload");
+  write_shards(dir, 2, 2);
+  auto ds = WebDatasetDataset::open(wds_config(dir / "shard-*.tar"), OpenContext{});
+  ASSERT_TRUE(ds.ok()) << ds.error().message();
+  EXPECT_EQ((*ds)->changed_on_disk(), "");
+  write_shards(dir, 3, 2);  // rewrites shards 0 and 1 with the same bytes, adds shard 2
+  EXPECT_EQ((*ds)->changed_on_disk(), "its shards now expand to 3 files (2 were indexed)");
+
+  auto fixed = WebDatasetDataset::open(wds_config(dir / "shard-{0..1}.tar"), OpenContext{});
+  ASSERT_TRUE(fixed.ok()) << fixed.error().message();
+  EXPECT_EQ((*fixed)->changed_on_disk(), "");
+  std::ofstream(dir / "shard-1.tar", std::ios::app) << std::string(512, '\0');
+  EXPECT_EQ((*fixed)->changed_on_disk(), dir / "shard-1.tar" + " changed (size or mtime) since it was indexed");
+  fs::remove(dir / "shard-0.tar");
+  EXPECT_NE((*fixed)->changed_on_disk().find("shard-0.tar"), std::string::npos);
+}
+
+TEST(WebDatasetDatasetTest, AGlobThatGainsAShardReadsOnlyTheNewShard) {
+  testing::ScratchDir dir("wds-grow");
+  testing::ScratchDir cache("wds-grow-cache");
+  write_shards(dir, 2, 2);
+  auto first = WebDatasetDataset::open(wds_config(dir / "shard-*.tar"), OpenContext{cache.path().string(), nullptr});
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_EQ((*first)->open_stats().indexed, 2u);
+  testing::python_tar(dir / "shard-2.tar", {{"s2_0.jpg", bytes_of(300, 20)}, {"s2_0.cls", "20"}});
+  auto grown = WebDatasetDataset::open(wds_config(dir / "shard-*.tar"), OpenContext{cache.path().string(), nullptr});
+  ASSERT_TRUE(grown.ok()) << grown.error().message();
+  EXPECT_EQ((*grown)->open_stats().from_cache, 2u) << (*grown)->summary();
+  EXPECT_EQ((*grown)->open_stats().indexed, 1u);
+  EXPECT_EQ((*grown)->size(), 5u);
+}
+
 TEST(WebDatasetDatasetTest, ShardProblemsMakeTheDatasetFailNamingTheFile) {
   testing::ScratchDir dir("wds-bad-shards");
   write_shards(dir, 2, 2);
