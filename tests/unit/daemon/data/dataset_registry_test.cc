@@ -145,56 +145,57 @@ void run_until_loaded(boost::asio::io_context& io, const DatasetRegistry& regist
   io.restart();
 }
 
-TEST(DatasetLoaderTest, RunsJobsOffTheEventLoopAndInstallsTheirResultsOnIt) {
-  testing::ScratchDir dir("loader");
-  testing::python_tar(dir / "shard-0.tar", {{"a.jpg", "jpeg bytes"}, {"a.cls", "3"}});
-  boost::asio::io_context io;
-  DatasetRegistry registry;
-  std::vector<std::string> installed;
-  DatasetLoader sut(io, registry, "", [&](const std::string& name) { installed.push_back(name); });
-  auto summary = registry.reload({shards("wds", dir / "shard-*.tar")}, {});
-  sut.load(std::move(summary.jobs));
-  run_until_loaded(io, registry, "wds");
-  EXPECT_EQ(installed, std::vector<std::string>{"wds"}) << "the workers are re-forked to hold the new dataset";
-  auto ds = registry.find("wds");
+// A loader on a real event loop, a registry, and one real shard of one sample; `installed` lists on_installed calls.
+class DatasetLoaderTest : public ::testing::Test {
+ protected:
+  DatasetLoaderTest() {
+    testing::python_tar(dir_ / "shard-0.tar", {{"a.jpg", "jpeg bytes"}, {"a.cls", "3"}});
+  }
+  // Declares dataset "wds" over `pattern` and hands its job to the loader; returns the job's progress.
+  std::shared_ptr<LoadProgress> load(const std::string& pattern) {
+    auto summary = registry_.reload({shards("wds", pattern)}, {});
+    auto progress = summary.jobs.at(0).progress;
+    sut_.load(std::move(summary.jobs));
+    return progress;
+  }
+
+  testing::ScratchDir dir_{"loader"};
+  boost::asio::io_context io_;
+  DatasetRegistry registry_;
+  std::vector<std::string> installed_;
+  DatasetLoader sut_{io_, registry_, "", [this](const std::string& name) { installed_.push_back(name); }};
+};
+
+TEST_F(DatasetLoaderTest, RunsJobsOffTheEventLoopAndInstallsTheirResultsOnIt) {
+  load(dir_ / "shard-*.tar");
+  run_until_loaded(io_, registry_, "wds");
+  EXPECT_EQ(installed_, std::vector<std::string>{"wds"}) << "the workers are re-forked to hold the new dataset";
+  auto ds = registry_.find("wds");
   ASSERT_TRUE(ds.ok()) << ds.error().message();
   EXPECT_EQ((*ds)->size(), 1u);
-  sut.stop();
-  sut.stop();  // idempotent
+  sut_.stop();
+  sut_.stop();  // idempotent
 }
 
-TEST(DatasetLoaderTest, AFailedOpenIsUnavailableAndRestartsNoWorker) {
-  boost::asio::io_context io;
-  DatasetRegistry registry;
-  std::vector<std::string> installed;
-  DatasetLoader sut(io, registry, "", [&](const std::string& name) { installed.push_back(name); });
-  auto summary = registry.reload({shards("wds", "/nonexistent/batchd-loader-test-{0..1}.tar")}, {});
-  sut.load(std::move(summary.jobs));
-  run_until_loaded(io, registry, "wds");
-  const auto d = registry.describe().at("wds");
+TEST_F(DatasetLoaderTest, AFailedOpenIsUnavailableAndRestartsNoWorker) {
+  load("/nonexistent/batchd-loader-test-{0..1}.tar");
+  run_until_loaded(io_, registry_, "wds");
+  const auto d = registry_.describe().at("wds");
   EXPECT_EQ(d.state, DatasetRegistry::State::kUnavailable);
   EXPECT_NE(d.detail.find("/nonexistent/batchd-loader-test-0.tar"), std::string::npos) << d.detail;
-  EXPECT_TRUE(installed.empty()) << "nothing new was installed: the workers keep running";
+  EXPECT_TRUE(installed_.empty()) << "nothing new was installed: the workers keep running";
 }
 
-TEST(DatasetLoaderTest, ResultsPostedBeforeCancelAreNotInstalled) {
-  testing::ScratchDir dir("loader-cancel");
-  testing::python_tar(dir / "shard-0.tar", {{"a.jpg", "jpeg bytes"}, {"a.cls", "3"}});
-  boost::asio::io_context io;
-  DatasetRegistry registry;
-  std::vector<std::string> installed;
-  DatasetLoader sut(io, registry, "", [&](const std::string& name) { installed.push_back(name); });
-  auto summary = registry.reload({shards("wds", dir / "shard-*.tar")}, {});
-  const auto progress = summary.jobs[0].progress;
-  sut.load(std::move(summary.jobs));
+TEST_F(DatasetLoaderTest, ResultsPostedBeforeCancelAreNotInstalled) {
+  const auto progress = load(dir_ / "shard-*.tar");
   // Let the thread finish and post its result; the loop has not run, so the result waits on it.
   for (int i = 0; i < 6000 && progress->done.load() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(progress->done.load(), 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  sut.stop();  // SIGTERM: cancel, then (after the loop) join
-  io.run_for(std::chrono::milliseconds(200));
-  EXPECT_TRUE(installed.empty());
-  EXPECT_EQ(registry.describe().at("wds").state, DatasetRegistry::State::kLoading);
+  sut_.stop();  // SIGTERM: cancel, then (after the loop) join
+  io_.run_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(installed_.empty());
+  EXPECT_EQ(registry_.describe().at("wds").state, DatasetRegistry::State::kLoading);
 }
 
 }  // namespace
