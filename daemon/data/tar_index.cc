@@ -34,17 +34,33 @@ Error not_a_tar(const std::string& name, const std::string& why) {
                                              "uncompressed tar (tar cf, Python's tarfile, webdataset's TarWriter)");
 }
 
+using FilterSupport = int (*)(archive*);
+
+// The compression filters this libarchive implements with a library. Registering a filter it would run through an
+// external program (its support function returns ARCHIVE_WARN) would register that program all the same, to be
+// exec'ed from the loader thread on a match: those are left out, found once on a throwaway reader (Debian 12's
+// libarchive links every one of these; a build without one gives "not a tar file" for that compression).
+const std::vector<FilterSupport>& in_process_filters() {
+  static const std::vector<FilterSupport> filters = [] {
+    std::vector<FilterSupport> ok;
+    ArchivePtr probe(archive_read_new());
+    for (FilterSupport support : {archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
+                                  archive_read_support_filter_xz, archive_read_support_filter_lzma,
+                                  archive_read_support_filter_lzip, archive_read_support_filter_zstd,
+                                  archive_read_support_filter_lz4, archive_read_support_filter_compress}) {
+      if (probe && support(probe.get()) == ARCHIVE_OK) ok.push_back(support);
+    }
+    return ok;
+  }();
+  return filters;
+}
+
 // A tar reader of `fd` that can tell compression (to refuse it) but never runs an external program: only the
 // filters libarchive implements with a library (lzop, grzip and lrzip would exec a decompressor from this thread).
 Result<ArchivePtr> open_reader(int fd, const std::string& name) {
   ArchivePtr a(archive_read_new());
   if (!a) return Error(ErrorCode::kResourceExhausted, "cannot index " + name + ": out of memory");
-  for (auto support : {archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
-                       archive_read_support_filter_xz, archive_read_support_filter_lzma,
-                       archive_read_support_filter_lzip, archive_read_support_filter_zstd,
-                       archive_read_support_filter_lz4, archive_read_support_filter_compress}) {
-    support(a.get());  // ARCHIVE_WARN would mean "through an external program": then it simply is not detected
-  }
+  for (auto support : in_process_filters()) support(a.get());
   archive_read_support_format_tar(a.get());
   // Apple's "._name" members are members like any other (as for tarfile), on every platform.
   archive_read_set_format_option(a.get(), "tar", "mac-ext", nullptr);
