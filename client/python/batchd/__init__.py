@@ -19,6 +19,7 @@ daemon when the last tensor viewing it is freed (never earlier), so keep tensors
 .clone() them. They are writable, as DataLoader's are: in-place ops change only your own batch (the daemon lets no
 other user open your stream's segment; see docs/operations.md).
 """
+import time
 import warnings
 
 import torch
@@ -29,6 +30,19 @@ from ._batchd import BatchdError
 __all__ = ["Loader", "BatchdError"]
 
 _MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsewhere or is closed
+
+
+def _while_indexing(call, timeout):
+    """call(), again every 0.1 s while the daemon answers that the dataset is still being indexed, for up to
+    `timeout` seconds; the last answer otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except BatchdError as e:
+            if e.code != "unavailable" or " is indexing (" not in str(e) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.1)
 
 
 class Loader:
@@ -64,6 +78,10 @@ class Loader:
         on_error: "fail" (a bad sample raises BatchdError naming the file) or "skip" (it is replaced and counted).
         crop_size, resize_size, exact_decode: options of the vision pipelines (train224, train224_u8, val224);
             None = the daemon's default (224, 256, False). Refused for the other pipelines.
+        index_timeout: seconds to wait, when the stream is first planned or opened, while the daemon is still
+            indexing the dataset (a webdataset's shards, in the background after the daemon starts or reloads;
+            `batchctl datasets` shows "indexing (k of n shards)"); then BatchdError. 0 = raise at once. Any other
+            error is raised at once.
 
     Epochs: with set_epoch(e) before iterating, that epoch's order is used (DistributedSampler); without it, each
     complete pass advances to the next epoch, so the order changes every pass (RandomSampler).
@@ -72,7 +90,7 @@ class Loader:
 
     def __init__(self, dataset, *, pipeline, batch_size=1, shuffle=True, seed=0, rank=0, world_size=1,
                  drop_last=False, depth=None, socket=None, as_tuple=False, device="cpu", on_error="fail",
-                 crop_size=None, resize_size=None, exact_decode=None, strategy=None):
+                 crop_size=None, resize_size=None, exact_decode=None, strategy=None, index_timeout=600.0):
         self.device = torch.device(device)
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
@@ -99,6 +117,7 @@ class Loader:
         if strategy is not None:
             self._options["strategy"] = strategy
         self._client = _batchd.Client(socket or "")
+        self._index_timeout = float(index_timeout)
         self._epoch = 0
         self._explicit_epoch = False
         self._resume_batch = 0
@@ -118,7 +137,7 @@ class Loader:
     def _plan(self):
         """The daemon's dry run of this loader's stream (sizes, the depth it would get), once."""
         if self._plan_info is None:
-            self._plan_info = self._client.plan_stream(**self._options)
+            self._plan_info = _while_indexing(lambda: self._client.plan_stream(**self._options), self._index_timeout)
         return self._plan_info
 
     def state_dict(self):
@@ -169,6 +188,7 @@ class Loader:
         self._advance(epoch, explicit)
 
     def _open(self, **kw):
+        self._plan()  # waits while the dataset is being indexed (index_timeout), before either path opens
         if "depth" not in kw:  # the daemon's default + 1 (see the class docstring), within its limits.max_depth
             kw["depth"] = self._plan()["depth"] + 1
             try:
