@@ -56,6 +56,19 @@ def cpu_model():
     return "unknown"
 
 
+def medians(runs):
+    """{system: [summary per run]} -> {system: {key: median over the runs}}."""
+    return {name: {key: statistics.median(s[key] for s in rs) for key in rs[0]} for name, rs in runs.items()}
+
+
+def machine_info(torch_version):
+    return {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu_model(), "torch": torch_version}
+
+
+def machine_line(machine):
+    return f"machine: nproc={machine['nproc']}, cpu={machine['cpu']}, torch {machine['torch']}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batch-size", type=int, default=256)
@@ -95,9 +108,9 @@ def main():
             torch_version = rows[0].get("torch", torch_version)
             runs[name].append(summarize(rows))
 
-    result = {name: {key: statistics.median(s[key] for s in rs) for key in rs[0]} for name, rs in runs.items()}
+    result = medians(runs)
     ratio = result["batchd"]["steady_samples_per_s"] / result["torch.DataLoader"]["steady_samples_per_s"]
-    machine = {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu_model(), "torch": torch_version}
+    machine = machine_info(torch_version)
     if args.json:
         print(json.dumps({"dataset": "fashion-mnist", "pipeline": "fmnist", "batch_size": args.batch_size,
                           "workers": args.workers, "epochs": args.epochs, "repeats": args.repeats,
@@ -110,7 +123,7 @@ def main():
     for name, r in result.items():
         print(f"| {name} | {args.workers} | {args.batch_size} | {r['epoch0_samples_per_s']:,.0f} "
               f"| {r['steady_samples_per_s']:,.0f} |")
-    print(f"\nmachine: nproc={machine['nproc']}, cpu={machine['cpu']}, torch {machine['torch']}")
+    print("\n" + machine_line(machine))
     print(f"ratio batchd/DataLoader (steady state): {ratio:.1f}x")
     return 0
 

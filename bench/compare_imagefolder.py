@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_fmnist import ROOT, cpu_model, die, run_json_lines, summarize  # noqa: E402
+from compare_fmnist import ROOT, die, machine_info, machine_line, medians, summarize  # noqa: E402
 
 
 def ensure_tree(root, images, python):
@@ -99,12 +99,12 @@ def main():
                             f"unique={r.get('unique_indices')}, expected {args.images}")
                 torch_version = rows[0].get("torch", torch_version)
                 runs[name].append(summarize(rows))
-        result = {n: {k: statistics.median(s[k] for s in rs) for k in rs[0]} for n, rs in runs.items()}
+        result = medians(runs)
         ratio = result["batchd"]["steady_samples_per_s"] / result["torch.DataLoader"]["steady_samples_per_s"]
         stage = {k: round(statistics.median(s[k] for s in stages), 1) for k in stages[0]} if stages else {}
         report[pipe] = {"results": result, "ratio_steady": round(ratio, 2), "batchd_stages_us_per_sample": stage}
 
-    machine = {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu_model(), "torch": torch_version}
+    machine = machine_info(torch_version)
     if args.json:
         print(json.dumps({"images": args.images, "batch_size": args.batch_size, "workers": args.workers,
                           "epochs": args.epochs, "repeats": args.repeats, "exact_decode": args.exact_decode,
@@ -115,7 +115,7 @@ def main():
     print("\nbatchd worker time per image (µs, median over runs):")
     for pipe, rep in report.items():
         print(f"  {pipe}: {rep['batchd_stages_us_per_sample']}")
-    print(f"\nmachine: nproc={machine['nproc']}, cpu={machine['cpu']}, torch {machine['torch']}")
+    print("\n" + machine_line(machine))
     return 0
 
 

@@ -18,13 +18,12 @@ epoch, or this exits 1. Exit 2 if the peer's Python lacks torch.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_fmnist import ROOT, cpu_model, die, run_json_lines  # noqa: E402
+from compare_fmnist import ROOT, die, machine_info, machine_line, medians, run_json_lines  # noqa: E402
 
 
 def ensure_tokens(path, python):
@@ -89,9 +88,9 @@ def main():
     finally:
         os.unlink(cfg.name)
 
-    result = {name: {key: statistics.median(s[key] for s in rs) for key in rs[0]} for name, rs in runs.items()}
+    result = medians(runs)
     ratio = result["batchd"]["steady_samples_per_s"] / result["torch.DataLoader"]["steady_samples_per_s"]
-    machine = {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu_model(), "torch": torch_version}
+    machine = machine_info(torch_version)
     if args.json:
         print(json.dumps({"dataset": "tokens", "pipeline": "lm", "seq_len": args.seq_len, "windows": windows,
                           "batch_size": args.batch_size, "workers": args.workers, "epochs": args.epochs,
@@ -104,7 +103,7 @@ def main():
     for name, r in result.items():
         print(f"| {name} | {args.workers} | {args.batch_size} | {systems[name][1]} | "
               f"{r['epoch0_samples_per_s']:,.0f} | {r['steady_samples_per_s']:,.0f} |")
-    print(f"\nmachine: nproc={machine['nproc']}, cpu={machine['cpu']}, torch {machine['torch']}")
+    print("\n" + machine_line(machine))
     print(f"ratio batchd/DataLoader (steady state): {ratio:.1f}x")
     return 0
 

@@ -17,13 +17,12 @@ for the index before epoch 0). batchd must deliver every sample exactly once per
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_fmnist import ROOT, cpu_model, die, summarize  # noqa: E402
+from compare_fmnist import ROOT, die, machine_info, machine_line, medians, summarize  # noqa: E402
 from compare_imagefolder import parse_image_args, print_table  # noqa: E402
 
 
@@ -83,14 +82,14 @@ def main():
                     rows = run(name, cmd, args.images)
                     torch_version = rows[0].get("torch", torch_version)
                     runs[name].append(summarize(rows))
-            result = {n: {k: statistics.median(s[k] for s in rs) for k in rs[0]} for n, rs in runs.items()}
+            result = medians(runs)
             ratio = (result["batchd"]["steady_samples_per_s"] /
                      result["webdataset (torch.DataLoader)"]["steady_samples_per_s"])
             report[pipe] = {"results": result, "ratio_steady": round(ratio, 2)}
     finally:
         os.unlink(cfg.name)
 
-    machine = {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu_model(), "torch": torch_version}
+    machine = machine_info(torch_version)
     if args.json:
         print(json.dumps({"images": args.images, "shards": shard_count, "batch_size": args.batch_size,
                           "workers": args.workers, "epochs": args.epochs, "repeats": args.repeats,
@@ -99,7 +98,7 @@ def main():
     print(f"WebDataset shards: {args.images} JPEGs in {shard_count} shards, {args.epochs} epochs per run, median of "
           f"{args.repeats} run(s)\n")
     print_table(report, args)
-    print(f"\nmachine: nproc={machine['nproc']}, cpu={machine['cpu']}, torch {machine['torch']}")
+    print("\n" + machine_line(machine))
     return 0
 
 

@@ -33,8 +33,14 @@ class ImageSamples {
   // label that is not an integer, a sample without an image) is kDataError naming the file, and the offset where
   // there is one, so the stream's on_error policy applies.
   virtual Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const = 0;
-  // How errors name sample i: the image's path, or "shard.tar: sample 'key'".
-  virtual std::string sample_name(uint64_t i) const = 0;
+  // How errors name sample i: the image's path, or "shard.tar: sample 'key'". Written into *out, reusing its
+  // capacity: the vision pipelines name every sample they decode, and this costs no allocation per sample.
+  virtual void sample_name(uint64_t i, std::string* out) const = 0;
+  std::string sample_name(uint64_t i) const {
+    std::string name;
+    sample_name(i, &name);
+    return name;
+  }
 };
 
 // The lm pipeline's view of a dataset: a flat array of little-endian token ids and windows over it. Sample i is the

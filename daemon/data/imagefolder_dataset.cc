@@ -91,22 +91,13 @@ Status ImageFolderDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, i
 Status read_file(const std::string& path, std::vector<uint8_t>* out) {
   // Every failure is a data error of this one sample (the stream's on_error policy applies), naming the file. The
   // file may have been swapped for a FIFO or device since the scan: open_regular_file never blocks on one.
-  auto fail = [&](const char* what, int err) {
-    return Error(ErrorCode::kDataError, path + ": cannot " + what + " (" + std::strerror(err) + ")");
-  };
-  auto fd = open_regular_file(path);
-  if (!fd.ok()) return Error(ErrorCode::kDataError, fd.error().message());
   struct stat st {};
-  if (::fstat(fd->get(), &st) != 0) return fail("stat", errno);
+  auto fd = open_regular_file(path, &st);
+  if (!fd.ok()) return Error(ErrorCode::kDataError, fd.error().message());
   out->resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < out->size()) {
-    const ssize_t n = ::read(fd->get(), out->data() + got, out->size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("read", n < 0 ? errno : EIO);
-    got += static_cast<size_t>(n);
-  }
   if (out->empty()) return Error(ErrorCode::kDataError, path + " is empty (0 bytes)");
+  auto read = pread_exactly(fd->get(), out->data(), out->size(), 0, path);
+  if (!read.ok()) return Error(ErrorCode::kDataError, read.error().message());
   return ok_status();
 }
 

@@ -30,7 +30,8 @@ class ImageFolderDataset final : public Dataset, public ImageSamples {
   const ImageSamples* images() const override { return this; }
   // Reads the file of sample i (read_file below); the label is its class's position.
   Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const override;
-  std::string sample_name(uint64_t i) const override { return paths_[i]; }
+  using ImageSamples::sample_name;
+  void sample_name(uint64_t i, std::string* out) const override { out->assign(paths_[i]); }
 
   const std::string& root() const { return root_; }
   const std::string& path(uint64_t i) const { return paths_[i]; }  // absolute

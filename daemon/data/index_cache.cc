@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "batchd/wire/unique_fd.h"
+#include "data/regular_file.h"
 
 namespace batchd::daemon {
 
@@ -88,20 +89,14 @@ class Reader {
 };
 
 Result<std::string> read_whole(const std::string& file) {
-  wire::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!fd.valid()) return posix_error("cannot open " + file, errno);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return posix_error("cannot stat " + file, errno);
-  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxCacheBytes) {
+  auto fd = open_regular_file(file, &st);
+  if (!fd.ok()) return fd.error();
+  if (static_cast<uint64_t>(st.st_size) > kMaxCacheBytes) {
     return Error(ErrorCode::kDataError, file + " is not a regular file of a plausible size");
   }
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  for (size_t got = 0; got < bytes.size();) {
-    const ssize_t n = ::pread(fd.get(), bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return posix_error("cannot read " + file, n < 0 ? errno : EIO);
-    got += static_cast<size_t>(n);
-  }
+  BATCHD_RETURN_IF_ERROR(pread_exactly(fd->get(), bytes.data(), bytes.size(), 0, file));
   return bytes;
 }
 

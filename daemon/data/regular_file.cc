@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -33,13 +34,29 @@ Status refuse_special_file(const std::string& path) {
   return require_regular(path, st);
 }
 
-Result<wire::UniqueFd> open_regular_file(const std::string& path) {
+Result<wire::UniqueFd> open_regular_file(const std::string& path, struct stat* st) {
   wire::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) return posix_error("cannot open " + path, errno);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return posix_error("cannot stat " + path, errno);
-  BATCHD_RETURN_IF_ERROR(require_regular(path, st));
+  struct stat local {};
+  if (st == nullptr) st = &local;
+  if (::fstat(fd.get(), st) != 0) return posix_error("cannot stat " + path, errno);
+  BATCHD_RETURN_IF_ERROR(require_regular(path, *st));
   return fd;
+}
+
+Status pread_exactly(int fd, void* dst, size_t n, uint64_t offset, const std::string& what) {
+  auto* out = static_cast<char*>(dst);
+  for (size_t got = 0; got < n;) {
+    const ssize_t r = ::pread(fd, out + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return posix_error("cannot read " + what, errno);
+    if (r == 0) {
+      return Error(ErrorCode::kDataError, "cannot read " + what + ": end of file after " +
+                                              std::to_string(offset + got) + " bytes");
+    }
+    got += static_cast<size_t>(r);
+  }
+  return ok_status();
 }
 
 }  // namespace batchd::daemon

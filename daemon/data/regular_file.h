@@ -12,6 +12,10 @@
 // Thread-safe (no state).
 #pragma once
 
+#include <sys/stat.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "batchd/result.h"
@@ -23,7 +27,12 @@ namespace batchd::daemon {
 // otherwise (a path that cannot be stat'ed, a dangling symlink say, fails when it is read, per sample, named).
 Status refuse_special_file(const std::string& path);
 
-// The file open read-only (close-on-exec), if it is a regular file.
-Result<wire::UniqueFd> open_regular_file(const std::string& path);
+// The file open read-only (close-on-exec), if it is a regular file; its fstat in *st if st is not null (callers
+// need not stat it again).
+Result<wire::UniqueFd> open_regular_file(const std::string& path, struct stat* st = nullptr);
+
+// Reads exactly n bytes at `offset` (pread, EINTR retried). posix_error naming `what` ("cannot read <what>: …");
+// reaching the end of the file first is EIO ("Input/output error" would mislead: the message says "end of file").
+Status pread_exactly(int fd, void* dst, size_t n, uint64_t offset, const std::string& what);
 
 }  // namespace batchd::daemon

@@ -21,7 +21,8 @@ const char* dtype_name(TokenWindows::Dtype d) { return d == TokenWindows::Dtype:
 Result<std::shared_ptr<TokenDataset>> TokenDataset::open(const DatasetConfig& config) {
   const std::string key = "datasets." + config.name + ".";
   const std::string& path = config.path;
-  auto fd = open_regular_file(path);
+  struct stat st {};
+  auto fd = open_regular_file(path, &st);
   if (!fd.ok()) {
     const Error& e = fd.error();
     return Error(e.code(), key + "path: " + e.message() +
@@ -30,8 +31,6 @@ Result<std::shared_ptr<TokenDataset>> TokenDataset::open(const DatasetConfig& co
                                       "as nanoGPT's train.bin)"
                                     : ""));
   }
-  struct stat st {};
-  if (::fstat(fd->get(), &st) != 0) return posix_error(key + "path: cannot stat " + path, errno);
 
   std::shared_ptr<TokenDataset> ds(new TokenDataset());
   ds->name_ = config.name;

@@ -152,13 +152,9 @@ size_t WebDatasetDataset::shard_of(uint64_t i) const {
          1;
 }
 
-std::string WebDatasetDataset::key(uint64_t i) const {
+void WebDatasetDataset::sample_name(uint64_t i, std::string* out) const {
   const uint64_t begin = i == 0 ? 0 : key_end_[i - 1];
-  return keys_.substr(begin, key_end_[i] - begin);
-}
-
-std::string WebDatasetDataset::sample_name(uint64_t i) const {
-  return shard_path_[shard_of(i)] + ": sample '" + key(i) + "'";
+  out->assign(shard_path_[shard_of(i)]).append(": sample '").append(keys_, begin, key_end_[i] - begin).append("'");
 }
 
 Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const {
@@ -172,25 +168,16 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
                   " member; add it to the shard, or set on_error = \"skip\"");
     }
   }
-  auto fd = open_regular_file(path);
-  if (!fd.ok()) return fail("cannot be read: " + fd.error().message());
   struct stat st {};
-  if (::fstat(fd->get(), &st) != 0) return fail(std::string("cannot be read: fstat: ") + std::strerror(errno));
+  auto fd = open_regular_file(path, &st);
+  if (!fd.ok()) return fail("cannot be read: " + fd.error().message());
   if (static_cast<uint64_t>(st.st_size) != shard_size_[shard] || mtime_ns(st) != shard_mtime_ns_[shard]) {
     return fail("cannot be read: the shard changed (size or mtime) since it was indexed; reload batchd "
                 "(systemctl reload batchd, SIGHUP) to index it again");
   }
-  auto pread_all = [&](char* dst, uint32_t size, uint64_t offset, const std::string& what) -> Status {
-    for (uint32_t got = 0; got < size;) {
-      const ssize_t r = ::pread(fd->get(), dst + got, size - got, static_cast<off_t>(offset + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        return fail("cannot be read: " + what + " member at offset " + std::to_string(offset) + ": " +
-                    (r < 0 ? std::strerror(errno) : "end of file"));
-      }
-      got += static_cast<uint32_t>(r);
-    }
-    return ok_status();
+  auto pread_all = [&](void* dst, uint32_t size, uint64_t offset, const std::string& what) -> Status {
+    auto read = pread_exactly(fd->get(), dst, size, offset, what + " member at offset " + std::to_string(offset));
+    return read.ok() ? read : fail(read.error().message());
   };
   if (label_size_[i] > kMaxLabelBytes) {
     return fail("has a " + label_ext_ + " member of " + std::to_string(label_size_[i]) + " bytes at offset " +
@@ -205,7 +192,7 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
   }
   bytes->resize(image_size_[i]);
   if (bytes->empty()) return fail("has an empty image member at offset " + std::to_string(image_offset_[i]));
-  return pread_all(reinterpret_cast<char*>(bytes->data()), image_size_[i], image_offset_[i], "image");
+  return pread_all(bytes->data(), image_size_[i], image_offset_[i], "image");
 }
 
 std::string WebDatasetDataset::changed_on_disk() const {

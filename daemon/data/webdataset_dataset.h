@@ -48,7 +48,8 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
 
   Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const override;
   // "<shard path>: sample '<key>'".
-  std::string sample_name(uint64_t i) const override;
+  using ImageSamples::sample_name;
+  void sample_name(uint64_t i, std::string* out) const override;
 
   // How the last open went, for the log and tests.
   struct OpenStats {
@@ -61,7 +62,6 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
 
   size_t shard_of(uint64_t i) const;
   const std::string& shard_path(size_t shard) const { return shard_path_[shard]; }
-  std::string key(uint64_t i) const;
 
  private:
   std::string name_, image_exts_, label_ext_, summary_;

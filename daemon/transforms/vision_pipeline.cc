@@ -63,7 +63,8 @@ class VisionPipeline final : public Pipeline {
     auto t = Clock::now();
     BATCHD_RETURN_IF_ERROR(images_.read_image(idx, &bytes_, label));
     times_.read_ns += stage_ns(t);
-    const std::string path = images_.sample_name(idx);  // names the sample in decode errors
+    images_.sample_name(idx, &name_);  // names the sample in decode errors
+    const std::string& path = name_;
     auto header = decoder_->header(bytes_, path);
     if (!header.ok()) return header.error();
     CropSpec spec;
@@ -117,6 +118,7 @@ class VisionPipeline final : public Pipeline {
   std::vector<TensorDesc> tensors_;
   std::array<std::array<float, 256>, 3> lut_{};
   std::vector<uint8_t> bytes_, rgb_;
+  std::string name_;  // the current sample's name, its capacity reused
   StageTimes times_;
 };
 
