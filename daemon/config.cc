@@ -261,14 +261,20 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                                                   std::string(e.description()));
   }
   Config config;
-  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "datasets", "metrics"}, "", source));
-  for (const char* section : {"daemon", "limits", "datasets", "metrics"}) {
+  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "shares", "datasets", "metrics"}, "", source));
+  for (const char* section : {"daemon", "limits", "shares", "datasets", "metrics"}) {
     const toml::node* node = root.get(section);
     if (node != nullptr && !node->is_table()) return bad(source, *node, section, "must be a table ([" +
                                                                                   std::string(section) + "])");
   }
   if (const auto* t = root["daemon"].as_table()) BATCHD_RETURN_IF_ERROR(parse_daemon(*t, source, &config));
   if (const auto* t = root["limits"].as_table()) BATCHD_RETURN_IF_ERROR(parse_limits(*t, source, &config.limits));
+  if (const auto* t = root["shares"].as_table()) {
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"max_lag", "max_subscribers"}, "shares.", source));
+    BATCHD_RETURN_IF_ERROR(read_int(*t, "max_lag", "shares.", source, 1, 4096, &config.shares.max_lag));
+    BATCHD_RETURN_IF_ERROR(
+        read_int(*t, "max_subscribers", "shares.", source, 1, 4096, &config.shares.max_subscribers));
+  }
   if (const auto* t = root["metrics"].as_table()) {
     BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"listen", "per_stream"}, "metrics.", source));
     BATCHD_RETURN_IF_ERROR(read_string(*t, "listen", "metrics.", source, &config.metrics_listen));

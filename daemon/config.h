@@ -58,6 +58,14 @@ inline constexpr uint32_t kDefaultMinChunkUs = 50;
 inline constexpr uint32_t kDefaultTaskTimeoutMinS = 60;
 inline constexpr uint32_t kDefaultPerSampleTimeoutMs = 5000;
 
+// [shares]: shared streams (OpenStream.share, streams/share.h).
+struct Shares {
+  // Extra slots of a shared segment (it has depth + max_lag): how many batches the production may run ahead of its
+  // slowest subscriber's window before that subscriber fails with StreamFailed ("fell N batches behind").
+  uint32_t max_lag = 8;
+  uint32_t max_subscribers = 32;  // subscribers of one shared production
+};
+
 struct Config {
   std::string socket = "/run/batchd/batchd.sock";
   uint32_t socket_mode = 0660;
@@ -71,6 +79,7 @@ struct Config {
   wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;
   std::string log_level = "info";
   Limits limits;
+  Shares shares;
   std::string metrics_listen;  // "host:port" of the Prometheus endpoint; "" = off
   bool metrics_per_stream = false;  // per-stream series (stream, dataset, pipeline labels) on the endpoint
   std::vector<DatasetConfig> datasets;

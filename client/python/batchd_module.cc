@@ -63,6 +63,7 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
     else if (k == "resize_size") o.vision.resize_size = v.cast<uint32_t>();
     else if (k == "exact_decode") o.vision.exact_decode = v.cast<bool>();
     else if (k == "writable") o.writable = v.cast<bool>();
+    else if (k == "share") o.share = v.is_none() ? std::string() : v.cast<std::string>();
     else if (k == "on_error") {
       const auto s = v.cast<std::string>();
       if (s != "fail" && s != "skip") throw py::value_error("on_error must be 'fail' or 'skip', not '" + s + "'");
@@ -92,6 +93,9 @@ py::dict info_dict(const batchd::StreamInfo& i) {
   d["samples_per_epoch"] = i.samples_per_epoch;
   d["batches_per_epoch"] = i.batches_per_epoch;
   d["total_batches"] = i.total_batches;
+  d["first_epoch"] = i.first_epoch;
+  d["share"] = i.share;
+  d["joined_at_batch"] = i.joined_at_batch;
   return d;
 }
 

@@ -49,6 +49,22 @@ void fill_wire(const StreamStatus& s, wire::StreamInfo* w) {
   w->set_ahead_seconds(s.ahead_seconds);
   w->set_stall_seconds(s.stall_seconds);
   for (uint64_t n : s.chunks_by_worker) w->add_chunks_by_worker(n);
+  w->set_share(s.share);
+  w->set_batches_made(s.batches_made);
+  w->set_batches_remade(s.batches_remade);
+  w->set_max_lag(s.max_lag);
+  for (const auto& x : s.subscribers) {
+    auto* sub = w->add_subscribers();
+    sub->set_client_pid(x.client_pid);
+    sub->set_uid(x.uid);
+    sub->set_batches_delivered(x.batches_delivered);
+    sub->set_batches_total(x.batches_total);
+    sub->set_held(x.held);
+    sub->set_lag(x.lag);
+    sub->set_state(x.state);
+    sub->set_joined_epoch(x.joined_epoch);
+    sub->set_joined_at_batch(x.joined_at_batch);
+  }
 }
 
 void fill_wire(const WorkerStatus& s, wire::WorkerInfo* w) {
@@ -73,6 +89,18 @@ void fill_wire(const ShmFile& f, wire::ShmFile* w) {
 
 }  // namespace
 
+SubscriberStatus from_wire(const wire::SubscriberInfo& w) {
+  return {.client_pid = w.client_pid(),
+          .uid = w.uid(),
+          .batches_delivered = w.batches_delivered(),
+          .batches_total = w.batches_total(),
+          .held = w.held(),
+          .lag = w.lag(),
+          .state = w.state(),
+          .joined_epoch = w.joined_epoch(),
+          .joined_at_batch = w.joined_at_batch()};
+}
+
 StreamStatus from_wire(const wire::StreamInfo& w) {
   return {.stream_id = w.stream_id(),
           .dataset = w.dataset(),
@@ -91,7 +119,12 @@ StreamStatus from_wire(const wire::StreamInfo& w) {
           .bytes_delivered = w.bytes_delivered(),
           .ahead_seconds = w.ahead_seconds(),
           .stall_seconds = w.stall_seconds(),
-          .chunks_by_worker = {w.chunks_by_worker().begin(), w.chunks_by_worker().end()}};
+          .chunks_by_worker = {w.chunks_by_worker().begin(), w.chunks_by_worker().end()},
+          .share = w.share(),
+          .subscribers = all_from_wire<SubscriberStatus>(w.subscribers()),
+          .batches_made = w.batches_made(),
+          .batches_remade = w.batches_remade(),
+          .max_lag = w.max_lag()};
 }
 
 WorkerStatus from_wire(const wire::WorkerInfo& w) {
@@ -115,7 +148,9 @@ SegmentStatus from_wire(const wire::SegmentInfo& w) {
           .slots_leased = w.slots_leased(),
           .owner_pid = w.owner_pid(),
           .owner_uid = w.owner_uid(),
-          .age_seconds = w.age_seconds()};
+          .age_seconds = w.age_seconds(),
+          .share = w.share(),
+          .subscribers = w.subscribers()};
 }
 
 wire::SegmentInfo to_wire(const SegmentStatus& s) {
@@ -132,6 +167,8 @@ wire::SegmentInfo to_wire(const SegmentStatus& s) {
   w.set_owner_pid(s.owner_pid);
   w.set_owner_uid(s.owner_uid);
   w.set_age_seconds(s.age_seconds);
+  w.set_share(s.share);
+  w.set_subscribers(s.subscribers);
   return w;
 }
 
@@ -152,6 +189,8 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
   s.streams_of_others = w.streams_of_others();
   s.segment_bytes_of_others = w.segment_bytes_of_others();
   s.admin = w.admin();
+  s.shared_streams = w.shared_streams();
+  s.share_subscribers = w.share_subscribers();
   return s;
 }
 
@@ -172,6 +211,8 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   w.set_streams_of_others(s.streams_of_others);
   w.set_segment_bytes_of_others(s.segment_bytes_of_others);
   w.set_admin(s.admin);
+  w.set_shared_streams(s.shared_streams);
+  w.set_share_subscribers(s.share_subscribers);
   return w;
 }
 

@@ -11,6 +11,7 @@ namespace batchd::detail {
 DaemonStatus from_wire(const wire::StatusReply& reply);
 wire::StatusReply to_wire(const DaemonStatus& status);
 
+SubscriberStatus from_wire(const wire::SubscriberInfo& subscriber);
 StreamStatus from_wire(const wire::StreamInfo& stream);
 WorkerStatus from_wire(const wire::WorkerInfo& worker);
 SegmentStatus from_wire(const wire::SegmentInfo& segment);

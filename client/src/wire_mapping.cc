@@ -66,6 +66,7 @@ wire::Request open_request(const StreamOptions& o) {
     open->set_exact_decode(o.vision.exact_decode);
   }
   open->set_writable(o.writable);
+  open->set_share(o.share);
   return request;
 }
 
@@ -75,12 +76,15 @@ StreamInfo stream_info(const wire::StreamOpened& o) {
   info.strategy = from_wire(o.strategy());
   info.segment_name = o.segment_name().empty() ? "" : "/dev/shm/" + o.segment_name();
   info.segment_bytes = o.segment_bytes();
-  info.depth = o.slot_count();
+  info.depth = o.window() != 0 ? o.window() : o.slot_count();
   info.batch_size = o.batch_size();
   info.dataset_size = o.dataset_size();
   info.samples_per_epoch = o.samples_per_epoch();
   info.batches_per_epoch = o.batches_per_epoch();
   info.total_batches = wire::total_batches(o);
+  info.first_epoch = o.first_epoch();
+  info.share = o.share();
+  info.joined_at_batch = o.joined_at_batch();
   return info;
 }
 

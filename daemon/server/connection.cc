@@ -27,6 +27,7 @@ Connection::Connection(boost::asio::local::stream_protocol::socket socket, uint6
   peer_.connection_id = id;
   peer_.pid = credentials_.pid;
   peer_.uid = credentials_.uid;
+  peer_.admin = admin;
 }
 
 Connection::~Connection() = default;

@@ -1,5 +1,8 @@
 #include "streams/plan.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "batchd/wire/segment_layout.h"
 #include "config.h"
 #include "transforms/pipeline.h"
@@ -54,6 +57,15 @@ void set_layout(const std::vector<TensorDesc>& tensors, const std::vector<uint64
   }
 }
 
+Status check_share_name(const std::string& name) {
+  const bool ok = !name.empty() && name.size() <= 64 &&
+                  std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+                  });
+  if (ok) return ok_status();
+  return invalid("share name '" + name.substr(0, 80) + "' is not 1 to 64 characters of A-Z a-z 0-9 . _ -");
+}
+
 }  // namespace
 
 Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context, const DatasetRegistry& datasets) {
@@ -83,6 +95,15 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     return exhausted("depth " + std::to_string(depth) + " exceeds limits.max_depth (" +
                      std::to_string(limits.max_depth) + ")");
   }
+  const bool shared = !req.share().empty();
+  if (shared) {
+    BATCHD_RETURN_IF_ERROR(check_share_name(req.share()));
+    if (req.writable()) {
+      return invalid("share '" + req.share() + "' is read by several trainers: its segment is mapped read-only by "
+                     "every subscriber; open it with writable = false (copy a batch to modify it)");
+    }
+  }
+  const uint32_t slots = shared ? depth + context.share_extra_slots : depth;
   if (req.world_size() > kMaxWorldSize) {
     return invalid("world_size " + std::to_string(req.world_size()) + " is over the supported " +
                    std::to_string(kMaxWorldSize) + " ranks");
@@ -108,11 +129,12 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   tensors.push_back({"index", wire::INT64, {}});
   std::vector<uint64_t> sample_bytes;
   for (const auto& t : tensors) sample_bytes.push_back(t.sample_bytes());
-  auto layout = wire::compute_layout(sample_bytes, req.batch_size(), depth);
+  auto layout = wire::compute_layout(sample_bytes, req.batch_size(), slots);
   if (!layout || layout->segment_bytes > limits.max_segment_bytes) {
-    return exhausted("a segment of " + std::to_string(depth) + " slots of " + std::to_string(req.batch_size()) +
+    return exhausted("a segment of " + std::to_string(slots) + " slots" +
+                     (shared ? " (depth + shares.max_lag)" : "") + " of " + std::to_string(req.batch_size()) +
                      " samples would exceed limits.max_segment_bytes (" + std::to_string(limits.max_segment_bytes) +
-                     " bytes); lower batch_size or depth");
+                     " bytes); lower batch_size or depth" + (shared ? " or shares.max_lag" : ""));
   }
   const wire::SharingStrategy strategy =
       req.strategy() == wire::STRATEGY_DEFAULT ? context.default_strategy : req.strategy();
@@ -126,7 +148,11 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
 
   wire::StreamOpened opened;
   opened.set_strategy(strategy);
-  set_layout(tensors, sample_bytes, *layout, depth, &opened);
+  set_layout(tensors, sample_bytes, *layout, slots, &opened);
+  if (shared) {
+    opened.set_window(depth);
+    opened.set_share(req.share());
+  }
   opened.set_dataset_size((*dataset)->size());
   opened.set_samples_per_epoch(sampler->samples_per_epoch());
   opened.set_batches_per_epoch(sampler->batches_per_epoch());

@@ -27,6 +27,7 @@ struct PlanContext {
   wire::SharingStrategy default_strategy = wire::FILE_DESCRIPTOR;  // for strategy = STRATEGY_DEFAULT
   bool draining = false;          // batchctl drain: every OpenStream is refused (kUnavailable)
   size_t connection_streams = 0;  // streams already open on the requesting connection
+  uint32_t share_extra_slots = 8; // shares.max_lag: a shared stream's segment has depth + this many slots
 };
 
 struct StreamPlan {
@@ -46,6 +47,9 @@ inline constexpr uint32_t kMaxWorldSize = 1u << 20;
 // The plan for `request`, or the first problem with it: kUnavailable while draining; kResourceExhausted for a
 // limit (streams per connection, depth, segment size, frame size), naming the limit's config key; kNotFound for
 // an unknown dataset or pipeline; kInvalidArgument for a malformed option (naming it and its valid range).
+// A request with `share` set is planned as a shared production: share names are 1..64 characters of [A-Za-z0-9._-]
+// (kInvalidArgument otherwise), writable is refused (subscribers map it read-only), and the segment gets depth +
+// share_extra_slots slots while the reply's window stays depth.
 // Legacy top-level vision fields (crop_size, resize_size, exact_decode) are mapped into
 // pipeline_options.vision; setting both is refused.
 Result<StreamPlan> plan(const wire::OpenStream& request, const PlanContext& context, const DatasetRegistry& datasets);

@@ -8,7 +8,7 @@ std::optional<SlotRing::Claim> SlotRing::claim(uint64_t limit, const std::vector
   if (next_claim_ >= total_ || next_claim_ >= limit) return std::nullopt;
   for (uint32_t s = 0; s < slots_.size(); ++s) {
     if (slots_[s].state != State::kFree) continue;
-    slots_[s] = {State::kWorking, next_claim_, {chunk_begins.begin(), chunk_begins.end()}, {}};
+    slots_[s] = {State::kWorking, next_claim_, 0, {chunk_begins.begin(), chunk_begins.end()}, {}};
     return Claim{next_claim_++, s};
   }
   return std::nullopt;
@@ -39,6 +39,7 @@ std::vector<SlotRing::Ready> SlotRing::take_in_order(uint64_t limit) {
       for (const auto& [begin, n] : slots_[s].skipped) skipped += n;
       out.push_back({next_deliver_++, s, skipped});
       slots_[s].state = State::kLeased;
+      slots_[s].holders = 1;
       progress = true;
     }
   }
@@ -48,11 +49,17 @@ std::vector<SlotRing::Ready> SlotRing::take_in_order(uint64_t limit) {
 Status SlotRing::release(uint64_t sequence) {
   for (auto& slot : slots_) {
     if (slot.state == State::kLeased && slot.sequence == sequence) {
-      slot.state = State::kFree;
+      if (--slot.holders == 0) slot.state = State::kFree;
       return ok_status();
     }
   }
   return Error(ErrorCode::kInvalidArgument, "no leased batch " + std::to_string(sequence) + " (released twice?)");
+}
+
+void SlotRing::set_holders(uint32_t slot, uint32_t holders) {
+  if (slot >= slots_.size() || slots_[slot].state != State::kLeased) return;
+  slots_[slot].holders = holders;
+  if (holders == 0) slots_[slot].state = State::kFree;
 }
 
 void SlotRing::set_skipped(uint32_t slot, uint32_t begin, uint32_t skipped) {

@@ -49,8 +49,13 @@ class SlotRing final {
   void finish(uint64_t sequence, uint32_t slot, uint32_t begin);
   // Ready batches from next_deliver() on, in order, stopping before sequence `limit`; their slots become leased.
   std::vector<Ready> take_in_order(uint64_t limit);
-  // Ends the lease of `sequence`; kInvalidArgument if it is not leased (released twice?).
+  // Ends one holder's lease of `sequence` (the slot is free after the last); kInvalidArgument if it is not leased
+  // (released twice?).
   Status release(uint64_t sequence);
+  // The leased batch in `slot` has `holders` holders (1 after take_in_order); 0 frees the slot at once.
+  void set_holders(uint32_t slot, uint32_t holders);
+  // Sequences [0, total) are to be made; total never goes below next_claim().
+  void set_total(uint64_t total) { total_ = total < next_claim_ ? next_claim_ : total; }
   // Records how many samples of the chunk at `begin` of the batch in `slot` were replaced (their sum is shown with
   // its BatchReady).
   void set_skipped(uint32_t slot, uint32_t begin, uint32_t skipped);
@@ -66,6 +71,7 @@ class SlotRing final {
   struct Slot {
     State state = State::kFree;
     uint64_t sequence = 0;
+    uint32_t holders = 0;                    // leased: releases still to come
     std::set<uint32_t> pending;              // begins of the chunks not finished yet
     std::map<uint32_t, uint32_t> skipped;    // begin -> samples of that chunk replaced under on_error = skip
   };

@@ -1,5 +1,7 @@
 #include "streams/stream.h"
 
+#include <algorithm>
+
 #include "batchd/wire/convert.h"
 
 namespace batchd::daemon {
@@ -21,7 +23,9 @@ Stream::Stream(Peer owner, StreamPlan plan, Segment segment, ChunkPolicy chunk_p
       ring_(plan_.opened.slot_count(), wire::total_batches(plan_.opened)),
       policy_(plan_.on_error, plan_.dataset(), plan_.opened.dataset_size()),
       stats_(bytes_per_sample(plan_.opened), chunk_policy.workers),
-      chunk_policy_(chunk_policy) {}
+      chunk_policy_(chunk_policy),
+      order_(plan_.opened.first_epoch(), plan_.opened.start_batch(), plan_.sampler.batches_per_epoch(),
+             wire::total_batches(plan_.opened)) {}
 
 void Stream::observe() {
   stats_.observe(ring_.counts(), ring_.next_claim() < ring_.total(), ring_.next_deliver() < ring_.total(),
@@ -29,12 +33,15 @@ void Stream::observe() {
 }
 
 std::span<const int64_t> Stream::sampler_indices(uint64_t epoch, uint64_t batch, uint32_t begin, uint32_t end) {
-  if (epoch != indices_epoch_) {
-    indices_ = plan_.sampler.epoch_indices(epoch);
-    indices_epoch_ = epoch;
+  EpochIndices* cached = indices_[0].epoch == epoch ? &indices_[0] : indices_[1].epoch == epoch ? &indices_[1] : nullptr;
+  if (cached == nullptr) {
+    cached = &indices_[indices_next_];
+    indices_next_ ^= 1;
+    cached->indices = plan_.sampler.epoch_indices(epoch);
+    cached->epoch = epoch;
   }
   const uint64_t first = plan_.sampler.batch_range(batch).first;
-  return std::span<const int64_t>(indices_).subspan(first + begin, end - begin);
+  return std::span<const int64_t>(cached->indices).subspan(first + begin, end - begin);
 }
 
 std::optional<Task> Stream::next_task() {
@@ -53,21 +60,22 @@ std::optional<Task> Stream::next_task() {
 
 void Stream::claim_next_batch() {
   if (!ring_.can_claim(policy_.failing_sequence())) return;
-  const uint64_t per_epoch = plan_.sampler.batches_per_epoch();
-  const uint64_t global = ring_.next_claim() + plan_.opened.start_batch();
-  const uint64_t batch = global % per_epoch;
+  const BatchOrder::Item item = order_.at(ring_.next_claim());
+  const uint64_t batch = item.batch;
   const auto [first, last] = plan_.sampler.batch_range(batch);
   const auto samples = static_cast<uint32_t>(last - first);
   const std::vector<uint32_t> begins =
       chunk_begins(samples, plan_.opened.slot_count(), chunk_policy_, stats_.per_sample_ns());
   auto claim = ring_.claim(policy_.failing_sequence(), begins);
   if (!claim) return;
+  ++batches_made_;
+  batches_remade_ += item.remade;
   for (size_t c = 0; c < begins.size(); ++c) {
     const uint32_t begin = begins[c], end = c + 1 < begins.size() ? begins[c + 1] : samples;
     Task task;
     task.work.set_stream_id(id());
     task.work.set_sequence(claim->sequence);
-    task.work.set_epoch(plan_.opened.first_epoch() + global / per_epoch);
+    task.work.set_epoch(item.epoch);
     task.work.set_batch(batch);
     task.work.set_slot(claim->slot);
     task.work.set_begin(begin);
@@ -107,16 +115,14 @@ std::vector<wire::BatchReady> Stream::take_deliverable() {
   observe();
   std::vector<wire::BatchReady> out;
   if (state_ == State::kFailed) return out;
-  const uint64_t per_epoch = plan_.sampler.batches_per_epoch();
   for (const auto& r : ring_.take_in_order(policy_.failing_sequence())) {
-    const uint64_t global = r.sequence + plan_.opened.start_batch();
-    const uint64_t batch = global % per_epoch;
-    const auto [begin, end] = plan_.sampler.batch_range(batch);
+    const BatchOrder::Item item = order_.at(r.sequence);
+    const auto [begin, end] = plan_.sampler.batch_range(item.batch);
     wire::BatchReady ready;
     ready.set_stream_id(id());
     ready.set_sequence(r.sequence);
-    ready.set_epoch(plan_.opened.first_epoch() + global / per_epoch);
-    ready.set_batch(batch);
+    ready.set_epoch(item.epoch);
+    ready.set_batch(item.batch);
     ready.set_slot(r.slot);
     ready.set_num_samples(static_cast<uint32_t>(end - begin));
     ready.set_skipped(r.skipped);
@@ -133,6 +139,21 @@ Status Stream::release(uint64_t sequence) {
   return ok_status();
 }
 
+void Stream::set_plain_total(uint64_t plain_total) {
+  order_.set_plain_total(std::max(plain_total, order_.plain_before(ring_.next_claim())));
+  ring_.set_total(order_.total());
+}
+
+void Stream::insert_remakes(uint64_t epoch, uint64_t count, uint64_t owner) {
+  order_.insert_remakes(epoch, count, owner);
+  ring_.set_total(order_.total());
+}
+
+void Stream::drop_remakes(uint64_t owner) {
+  order_.drop_remakes(owner, ring_.next_claim());
+  ring_.set_total(order_.total());
+}
+
 wire::StreamInfo Stream::info() const {
   wire::StreamInfo info;
   info.set_stream_id(id());
@@ -145,6 +166,8 @@ wire::StreamInfo Stream::info() const {
   info.set_state(state_ == State::kRunning ? "running" : state_ == State::kEnded ? "ended" : "failed");
   info.set_worker_deaths(policy_.worker_deaths());
   info.set_on_error(policy_.on_error() == wire::ON_ERROR_SKIP ? "skip" : "fail");
+  info.set_batches_made(batches_made_);
+  info.set_batches_remade(batches_remade_);
   stats_.fill(&info);
   return info;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "batchd.pb.h"
+#include "streams/batch_order.h"
 #include "streams/chunking.h"
 #include "streams/error_policy.h"
 #include "streams/plan.h"
@@ -31,6 +32,7 @@ struct Peer {
   uint64_t connection_id = 0;
   int32_t pid = 0;
   uint32_t uid = 0;
+  bool admin = false;  // server/authorization.h: may see every stream and join any share
 };
 
 class Stream final {
@@ -58,8 +60,27 @@ class Stream final {
   void on_done(const Task& task);
   // The batches now deliverable in order; their slots become leased.
   std::vector<wire::BatchReady> take_deliverable();
-  // Returns the lease of `sequence`; kInvalidArgument if it is not leased.
+  // Returns one holder's lease of `sequence`; kInvalidArgument if it is not leased.
   Status release(uint64_t sequence);
+
+  // Shared productions (share.h). The order of the batches (batch_order.h): remade runs and the plain total may
+  // change only at sequences not claimed yet (next_claim()).
+  const BatchOrder& order() const { return order_; }
+  uint64_t next_claim() const { return ring_.next_claim(); }
+  uint64_t next_deliver() const { return ring_.next_deliver(); }
+  void set_plain_total(uint64_t plain_total);
+  void insert_remakes(uint64_t epoch, uint64_t count, uint64_t owner);
+  void drop_remakes(uint64_t owner);
+  // The delivered batch in `slot` is leased to `holders` subscribers (0 frees the slot).
+  void set_holders(uint32_t slot, uint32_t holders) { ring_.set_holders(slot, holders); }
+  // Batches remain to be made but no slot is free.
+  bool out_of_slots() const {
+    return running() && ring_.next_claim() < ring_.total() && !ring_.can_claim(policy_.failing_sequence());
+  }
+  uint64_t batches_made() const { return batches_made_; }
+  uint64_t batches_remade() const { return batches_remade_; }
+  // A new fd of the segment for a client (file_descriptor), read-only unless `writable`.
+  Result<wire::UniqueFd> client_fd(bool writable) const { return segment_.client_fd(writable); }
 
   // Every batch of every requested epoch has been delivered (once true, the caller sends StreamEnd once).
   bool all_delivered() const { return ring_.next_deliver() == ring_.total(); }
@@ -102,8 +123,16 @@ class Stream final {
     uint32_t end;  // one past its last position
   };
   std::deque<Chunk> chunks_;  // chunks of claimed batches not handed out yet, in order
-  uint64_t indices_epoch_ = ~0ull;
-  std::vector<int64_t> indices_;  // this rank's indices for indices_epoch_
+  BatchOrder order_;
+  uint64_t batches_made_ = 0, batches_remade_ = 0;
+  // This rank's indices of the two epochs used last (a late subscriber's remade batches of epoch e are made while
+  // the production is in e + 1).
+  struct EpochIndices {
+    uint64_t epoch = ~0ull;
+    std::vector<int64_t> indices;
+  };
+  EpochIndices indices_[2];
+  size_t indices_next_ = 0;  // which of indices_ to replace next
 };
 
 }  // namespace batchd::daemon

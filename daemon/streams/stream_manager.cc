@@ -14,11 +14,13 @@ StreamManager::StreamManager(const Config& config, const DatasetRegistry& datase
       scheduler_(workers) {}
 
 PlanContext StreamManager::plan_context(uint64_t connection_id) const {
-  return PlanContext{config_.limits, config_.shm_strategy, draining_, streams_of(connection_id)};
+  return PlanContext{config_.limits, config_.shm_strategy, draining_, streams_of(connection_id),
+                     config_.shares.max_lag};
 }
 
 Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, const Peer& owner,
                                                   EventSink* sink) {
+  if (!req.share().empty()) return open_shared(req, owner, sink);
   auto planned = plan(req, plan_context(owner.connection_id), datasets_);
   if (!planned.ok()) return planned.error();
   if (planned->dry_run) return Opened{planned->opened, {}};  // the sizes for len(loader); nothing allocated
@@ -31,23 +33,83 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
     if (!fd.ok()) return fd.error();
     client_fd = std::move(fd).value();
   }
-  wire::StreamOpened reply = planned->opened;
+  Entry& entry = add_stream(std::move(planned).value(), std::move(segment).value(), owner, sink);
+  scheduler_.pump();
+  return Opened{entry.stream->opened(), std::move(client_fd)};
+}
+
+StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segment, const Peer& owner,
+                                                EventSink* sink) {
   const ChunkPolicy chunks{static_cast<uint32_t>(scheduler_.workers().size()), config_.min_chunk_us};
-  auto stream = std::make_unique<Stream>(owner, std::move(planned).value(), std::move(segment).value(), chunks);
+  auto stream = std::make_unique<Stream>(owner, std::move(planned), std::move(segment), chunks);
   const uint64_t id = stream->id();
-  spdlog::info("stream {} opened: dataset={} pipeline={} batch_size={} depth={} strategy={} segment={} bytes "
+  const wire::StreamOpened& o = stream->opened();
+  spdlog::info("stream {} opened: dataset={} pipeline={} batch_size={} slots={} strategy={} segment={} bytes{}{} "
                "client pid={} uid={}",
-               id, req.dataset(), req.pipeline(), reply.batch_size(), reply.slot_count(),
-               strategy_name(reply.strategy()), reply.segment_bytes(), owner.pid, owner.uid);
+               id, stream->attach().dataset(), stream->attach().pipeline(), o.batch_size(), o.slot_count(),
+               strategy_name(o.strategy()), o.segment_bytes(), o.share().empty() ? "" : " share=", o.share(),
+               owner.pid, owner.uid);
   scheduler_.add(stream.get());
-  streams_[id] = Entry{std::move(stream), sink};
+  Entry& entry = streams_[id];
+  entry = Entry{std::move(stream), sink, nullptr};
+  return entry;
+}
+
+Result<StreamManager::Opened> StreamManager::open_shared(const wire::OpenStream& req, const Peer& owner,
+                                                         EventSink* sink) {
+  auto planned = plan(req, plan_context(owner.connection_id), datasets_);
+  if (!planned.ok()) return planned.error();
+  if (planned->dry_run) return Opened{planned->opened, {}};
+  auto found = shares_.find(req.share());
+  if (found != shares_.end()) {
+    Entry& entry = streams_.at(found->second);
+    BATCHD_RETURN_IF_ERROR(entry.share->check_join(req, *planned, owner));
+    return join_share(entry, req, owner, sink, /*is_creator=*/false);
+  }
+  auto segment = segments_.create(&*planned, owner.uid);
+  if (!segment.ok()) return segment.error();
+  Entry& entry = add_stream(std::move(planned).value(), std::move(segment).value(), owner, nullptr);
+  entry.share = std::make_unique<Share>(*entry.stream, req, owner.uid, config_.shares.max_lag,
+                                        config_.shares.max_subscribers);
+  shares_[req.share()] = entry.stream->id();
+  auto opened = join_share(entry, req, owner, sink, /*is_creator=*/true);
+  if (!opened.ok()) leave_share(streams_.find(entry.stream->id()), owner.connection_id);
+  return opened;
+}
+
+Result<StreamManager::Opened> StreamManager::join_share(Entry& entry, const wire::OpenStream& req, const Peer& owner,
+                                                        EventSink* sink, bool is_creator) {
+  wire::UniqueFd client_fd;
+  if (entry.stream->opened().strategy() == wire::FILE_DESCRIPTOR) {
+    auto fd = entry.stream->client_fd(/*writable=*/false);  // every subscriber maps a share read-only
+    if (!fd.ok()) return fd.error();
+    client_fd = std::move(fd).value();
+  }
+  wire::StreamOpened reply = entry.share->join(owner, sink, req, is_creator);
+  entry.share->deliver();  // batches the others hold from its join point on are announced to it now
   scheduler_.pump();
   return Opened{std::move(reply), std::move(client_fd)};
 }
 
+void StreamManager::leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id) {
+  Share& share = *it->second.share;
+  if (share.leave(connection_id)) {
+    spdlog::info("share '{}' (stream {}): its last subscriber left", share.name(), it->first);
+    shares_.erase(share.name());
+    erase(it);
+    return;
+  }
+  share.deliver();  // what the leaver held may free slots; its remade batches are no longer made
+  scheduler_.pump();
+}
+
 Status StreamManager::close(uint64_t stream_id, uint64_t connection_id) {
   auto it = streams_.find(stream_id);
-  if (it == streams_.end() || it->second.stream->owner().connection_id != connection_id) {
+  if (it != streams_.end() && it->second.share && it->second.share->has(connection_id)) {
+    leave_share(it, connection_id);
+    return ok_status();
+  }
+  if (it == streams_.end() || it->second.share || it->second.stream->owner().connection_id != connection_id) {
     return Error(ErrorCode::kInvalidArgument, "no stream " + std::to_string(stream_id) + " is open on this connection");
   }
   erase(it);
@@ -56,7 +118,13 @@ Status StreamManager::close(uint64_t stream_id, uint64_t connection_id) {
 
 Status StreamManager::release(uint64_t stream_id, uint64_t sequence, uint64_t connection_id) {
   auto it = streams_.find(stream_id);
-  if (it == streams_.end() || it->second.stream->owner().connection_id != connection_id) {
+  if (it != streams_.end() && it->second.share && it->second.share->has(connection_id)) {
+    BATCHD_RETURN_IF_ERROR(it->second.share->release(connection_id, sequence));
+    it->second.share->deliver();
+    scheduler_.pump();
+    return ok_status();
+  }
+  if (it == streams_.end() || it->second.share || it->second.stream->owner().connection_id != connection_id) {
     // A release can cross a CloseStream on the wire (a Batch destroyed on another thread): closing reclaimed
     // every slot already, so there is nothing to do.
     spdlog::debug("release of batch {} of stream {}, which is not open on this connection: ignored", sequence,
@@ -71,15 +139,24 @@ Status StreamManager::release(uint64_t stream_id, uint64_t sequence, uint64_t co
 void StreamManager::close_all_of(uint64_t connection_id) {
   for (auto it = streams_.begin(); it != streams_.end();) {
     auto next = std::next(it);
-    if (it->second.stream->owner().connection_id == connection_id) erase(it);
+    if (it->second.share) {
+      if (it->second.share->has(connection_id)) leave_share(it, connection_id);
+    } else if (it->second.stream->owner().connection_id == connection_id) {
+      erase(it);
+    }
     it = next;
   }
 }
 
 void StreamManager::shutdown(const std::string& reason) {
   for (auto& [id, entry] : streams_) {
-    if (entry.stream->running()) fail(entry, Error(ErrorCode::kUnavailable, reason));
+    if (entry.share) {
+      entry.share->fail_all(Error(ErrorCode::kUnavailable, reason));
+    } else if (entry.stream->running()) {
+      fail(entry, Error(ErrorCode::kUnavailable, reason));
+    }
   }
+  shares_.clear();
   while (!streams_.empty()) erase(streams_.begin());
 }
 
@@ -91,7 +168,9 @@ std::set<std::string> StreamManager::dataset_keys_in_use() const {
 
 size_t StreamManager::streams_of(uint64_t connection_id) const {
   size_t n = 0;
-  for (const auto& [id, entry] : streams_) n += entry.stream->owner().connection_id == connection_id;
+  for (const auto& [id, entry] : streams_) {
+    n += entry.share ? entry.share->has(connection_id) : entry.stream->owner().connection_id == connection_id;
+  }
   return n;
 }
 
@@ -144,6 +223,10 @@ void StreamManager::redo_or_fail(Entry& entry, uint64_t sequence, Result<Task> r
 }
 
 void StreamManager::deliver(Entry& entry) {
+  if (entry.share) {
+    entry.share->deliver();
+    return;
+  }
   for (const auto& ready : entry.stream->take_deliverable()) {
     wire::Reply event;
     *event.mutable_batch_ready() = ready;
@@ -175,9 +258,19 @@ void StreamManager::fail(Entry& entry, const Error& error) {
 void StreamManager::fill_status(wire::StatusReply* status, const StatusView& view) const {
   for (const auto& w : scheduler_.workers().describe()) *status->add_workers() = w;
   for (const auto& [id, entry] : streams_) {
-    if (view.shows(entry.stream->owner().uid)) {
-      *status->add_streams() = entry.stream->info();
-      *status->add_segments() = entry.stream->segment_info();
+    if (entry.share) {
+      status->set_shared_streams(status->shared_streams() + 1);
+      status->set_share_subscribers(status->share_subscribers() + entry.share->subscribers());
+    }
+    const uint32_t uid = entry.share ? entry.share->creator_uid() : entry.stream->owner().uid;
+    if (view.shows(uid)) {
+      *status->add_streams() = entry.share ? entry.share->info() : entry.stream->info();
+      wire::SegmentInfo segment = entry.stream->segment_info();
+      if (entry.share) {
+        segment.set_share(entry.share->name());
+        segment.set_subscribers(static_cast<uint32_t>(entry.share->subscribers()));
+      }
+      *status->add_segments() = std::move(segment);
     } else {  // another user's: counted, nothing that identifies it
       status->set_streams_of_others(status->streams_of_others() + 1);
       status->set_segment_bytes_of_others(status->segment_bytes_of_others() + entry.stream->segment_info().bytes());

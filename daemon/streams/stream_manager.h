@@ -5,6 +5,11 @@
 // Workers. As the WorkerEvents of the pool it applies each stream's error policy to lost tasks and bad samples
 // and sends BatchReady / StreamEnd / StreamFailed to the owning connection's EventSink, in order.
 //
+// Shared streams (OpenStream.share, share.h): the first OpenStream of a share name creates a production (a Stream
+// with its segment, listed under its own stream id) and a Share; later ones join it after Share::check_join. Every
+// subscriber uses the production's stream id on its own connection; closing, releasing and disconnecting act on
+// that connection's subscription; the production and its segment go when the last subscriber leaves.
+//
 // Not thread-safe: everything runs on the daemon's io_context thread.
 #pragma once
 
@@ -18,6 +23,7 @@
 #include "streams/plan.h"
 #include "streams/scheduler.h"
 #include "streams/segment_pool.h"
+#include "streams/share.h"
 #include "streams/stream.h"
 #include "workers/workers.h"
 
@@ -85,8 +91,16 @@ class StreamManager final : public WorkerEvents {
  private:
   struct Entry {
     std::unique_ptr<Stream> stream;
-    EventSink* sink;
+    EventSink* sink;               // a private stream's connection (null for a shared production)
+    std::unique_ptr<Share> share;  // a shared production's subscribers (null for a private stream)
   };
+  Result<Opened> open_shared(const wire::OpenStream& request, const Peer& owner, EventSink* sink);
+  Result<Opened> join_share(Entry& entry, const wire::OpenStream& request, const Peer& owner, EventSink* sink,
+                            bool is_creator);
+  // Starts scheduling a stream made from `planned` (its segment already created).
+  Entry& add_stream(StreamPlan planned, Segment segment, const Peer& owner, EventSink* sink);
+  // The subscriber on `connection_id` leaves the share of `it`; the production is erased after the last.
+  void leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id);
   PlanContext plan_context(uint64_t connection_id) const;
   // A redo from the stream's error policy: queued first, or the stream fails at that batch.
   void redo_or_fail(Entry& entry, uint64_t sequence, Result<Task> redo);
@@ -99,6 +113,7 @@ class StreamManager final : public WorkerEvents {
   SegmentPool segments_;  // before streams_: outlives every Segment
   Scheduler scheduler_;
   std::map<uint64_t, Entry> streams_;
+  std::map<std::string, uint64_t> shares_;  // share name -> its production's stream id
   uint64_t batches_redone_ = 0;
   bool draining_ = false;
 };

@@ -50,6 +50,19 @@ struct WorkerStatus {
   double alive_seconds = 0;   // since this process started
 };
 
+// One subscriber of a shared stream (StreamOptions::share).
+struct SubscriberStatus {
+  pid_t client_pid = 0;
+  uid_t uid = 0;
+  uint64_t batches_delivered = 0;
+  uint64_t batches_total = 0;
+  uint32_t held = 0;            // batches announced to it and not released (at most its window, the depth)
+  uint32_t lag = 0;             // batches made that wait for it beyond its window (the lag policy: shares.max_lag)
+  std::string state;            // "running", "ended" or "failed"
+  uint64_t joined_epoch = 0;
+  uint64_t joined_at_batch = 0; // 0: joined at an epoch start
+};
+
 // One open stream, as the daemon accounts it.
 struct StreamStatus {
   uint64_t stream_id = 0;
@@ -72,6 +85,13 @@ struct StreamStatus {
   // Chunks of this stream's batches each worker made, index = worker number (as in workers()); a batch is split
   // into chunks that several workers fill at once (daemon.min_chunk_us).
   std::vector<uint64_t> chunks_by_worker;
+  // A shared production (listed once, whatever the number of subscribers): its share name and subscribers.
+  // batches_delivered / samples_delivered count the batches it made and announced, once each.
+  std::string share;
+  std::vector<SubscriberStatus> subscribers;
+  uint64_t batches_made = 0;    // batches the workers made for this stream (remade ones included)
+  uint64_t batches_remade = 0;  // missed batches made again for a late subscriber alone
+  uint32_t max_lag = 0;         // shares.max_lag of a shared production
 };
 
 // One stream's shared-memory segment; slots_free + slots_working + slots_ready + slots_leased = slots.
@@ -88,6 +108,8 @@ struct SegmentStatus {
   pid_t owner_pid = 0;          // the client process of the stream
   uid_t owner_uid = 0;
   double age_seconds = 0;
+  std::string share;            // a shared production's segment: its share name
+  uint32_t subscribers = 0;     // and the streams reading it
 };
 
 // The whole daemon.
@@ -110,6 +132,9 @@ struct DaemonStatus {
   // This connection is an admin's (root, the daemon's user, or a member of the daemon's admin_group): it sees every
   // stream, and drain() and shutdown() are allowed.
   bool admin = false;
+  // Shared productions, all users' (each one stream above or in streams_of_others), and their subscribers.
+  uint32_t shared_streams = 0;
+  uint32_t share_subscribers = 0;
 };
 
 // A connection for administration. Move-only; holds one socket.

@@ -174,6 +174,15 @@ struct StreamOptions {
   bool writable = false;
   // Pipeline-specific options (each pipeline family has its own struct; set only your pipeline's).
   VisionOptions vision;         // train224, train224_u8, val224
+  // Join (or create) the shared production of this name: one decode feeds every stream opened with the same name
+  // and the same options (docs/operations.md, "Shared streams"): 1..64 characters of A-Z a-z 0-9 . _ -; "" = a
+  // private stream. Every option above must equal the production's except epoch, start_batch and num_epochs (a
+  // stream joining mid-epoch reads the rest of that epoch, then the batches it missed, made for it alone: see
+  // StreamInfo::joined_at_batch); writable must be false. Only the creator's uid and admins may join.
+  // Errors: kInvalidArgument naming the first option that differs; kPermissionDenied for another uid;
+  // kResourceExhausted (shares.max_subscribers). A subscriber that falls more than shares.max_lag batches behind
+  // while another waits fails with kResourceExhausted naming its lag; the others go on.
+  std::string share;
 };
 
 // What the daemon made for a stream.
@@ -182,12 +191,17 @@ struct StreamInfo {
   SharingStrategy strategy = SharingStrategy::kFileDescriptor;
   std::string segment_name;      // "/dev/shm/..." for kFileSystem, "" for kFileDescriptor
   uint64_t segment_bytes = 0;
-  uint32_t depth = 0;            // slots
+  uint32_t depth = 0;            // batches it may hold at once (slots; a shared stream: its window)
   uint32_t batch_size = 0;       // samples in a full batch (the last one of an epoch may be short)
   uint64_t dataset_size = 0;     // samples in the dataset
   uint64_t samples_per_epoch = 0;  // this rank's samples per epoch
   uint64_t batches_per_epoch = 0;
   uint64_t total_batches = 0;    // batches this stream will deliver (all epochs, minus start_batch)
+  uint64_t first_epoch = 0;      // the epoch of its first batch (a shared stream: where it joined)
+  std::string share;             // the share joined; "" for a private stream
+  // A shared stream that joined at batch j > 0 of first_epoch: that epoch delivers batches j .. end, then 0 .. j-1
+  // (made again for it alone); later epochs in step with the production. 0 otherwise.
+  uint64_t joined_at_batch = 0;
 };
 
 // A stream's shared-memory segment as this process maps it: every Tensor::data of the stream's batches lies in
