@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
                "batchd-bench");
   bool spawn = false, json = false, touch = false, no_shuffle = false, exact_decode = false, stages = false;
   uint32_t crop_size = 0, resize_size = 0;
-  std::string socket, dataset = "fashion-mnist", pipeline, strategy, log_level = "warn", config;
+  std::string socket, dataset = "fashion-mnist", pipeline, strategy, log_level = "warn", config, share;
   uint32_t batch_size = 256, epochs = 2, workers = 2, depth = 0;
   uint64_t seed = 0;
   auto* spawn_opt = app.add_flag("--spawn", spawn, "start a private daemon on a temporary socket (embedded default "
@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
   app.add_flag("--stages", stages, "at the end, print where the workers' time went per sample (read, decode, "
                                    "crop/resize, normalize + write)");
   app.add_option("--seed", seed, "sampler seed")->capture_default_str();
+  app.add_option("--share", share, "join (or create) the shared production of this name (StreamOptions::share): "
+                                   "several batchd-bench processes with the same options read one decode");
   app.add_flag("--no-shuffle", no_shuffle, "read in dataset order");
   app.add_flag("--touch", touch, "read every byte of every tensor (sum), as a consumer that uses the data would");
   app.add_flag("--json", json, "one JSON object per epoch on stdout");
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   opts.shuffle = !no_shuffle;
   opts.seed = seed;
   opts.depth = depth;
+  opts.share = share;
   opts.vision = {crop_size, resize_size, exact_decode};
   opts.strategy = strategy == "file_system"       ? batchd::SharingStrategy::kFileSystem
                   : strategy == "file_descriptor" ? batchd::SharingStrategy::kFileDescriptor

@@ -145,7 +145,10 @@ void Connection::dispatch(const wire::Request& request) {
       if (!opened.ok()) return reply_error(rid, opened.error());
       wire::Reply r;
       *r.mutable_stream_opened() = opened->reply;
-      return reply(rid, std::move(r), std::move(opened->client_fd));
+      const uint64_t id = opened->reply.stream_id();
+      reply(rid, std::move(r), std::move(opened->client_fd));
+      streams_.after_opened(id);  // a shared stream's first batches may be ready already: after the reply
+      return;
     }
     case wire::Request::kCloseStream: {
       const uint64_t id = request.close_stream().stream_id();

@@ -125,8 +125,8 @@ wire::StreamOpened Share::join(const Peer& peer, EventSink* sink, const wire::Op
   const uint64_t connection_id = peer.connection_id;
   subscribers_[connection_id] = std::move(s);
   update_plain_total();
-  flush(subscribers_[connection_id]);
-  return opened;
+  return opened;  // its batches are announced by the next deliver(), after this reply is sent
+
 }
 
 uint64_t Share::join_point() const {

@@ -86,9 +86,15 @@ Result<StreamManager::Opened> StreamManager::join_share(Entry& entry, const wire
     client_fd = std::move(fd).value();
   }
   wire::StreamOpened reply = entry.share->join(owner, sink, req, is_creator);
-  entry.share->deliver();  // batches the others hold from its join point on are announced to it now
   scheduler_.pump();
   return Opened{std::move(reply), std::move(client_fd)};
+}
+
+void StreamManager::after_opened(uint64_t stream_id) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end() || !it->second.share) return;
+  it->second.share->deliver();  // what the others hold from the new subscriber's join point on
+  scheduler_.pump();
 }
 
 void StreamManager::leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id) {

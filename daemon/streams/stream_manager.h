@@ -62,6 +62,9 @@ class StreamManager final : public WorkerEvents {
   };
   // Plans the stream (a dry run stops there), creates its segment and starts scheduling its batches.
   Result<Opened> open(const wire::OpenStream& request, const Peer& owner, EventSink* sink);
+  // The StreamOpened reply of `stream_id` is sent: a shared stream's subscriber may get the batches it joined at
+  // now (events for a stream must follow its reply).
+  void after_opened(uint64_t stream_id);
   Status close(uint64_t stream_id, uint64_t connection_id);
   Status release(uint64_t stream_id, uint64_t sequence, uint64_t connection_id);
 

@@ -82,6 +82,17 @@ class Loader:
             indexing the dataset (a webdataset's shards, in the background after the daemon starts or reloads;
             `batchctl datasets` shows "indexing (k of n shards)"); then BatchdError. 0 = raise at once. Any other
             error is raised at once.
+        share: a share name (1-64 of A-Z a-z 0-9 . _ -): join the daemon's shared production of that name, or
+            create it: trainers on one host that ask for the same dataset, pipeline, options, seed, batch size,
+            sampler and depth under one name read ONE decode (docs/operations.md, "Shared streams"). The batches
+            are then read-only (the segment is shared: writing to a tensor kills the trainer with SIGSEGV; .clone()
+            a batch to modify it). Epochs follow the production, not set_epoch(): a Loader that joins mid-epoch e
+            at batch j yields, for its first pass, batches j..end of e then 0..j-1 (made again for it alone), so
+            each pass is still one whole epoch, and later passes are in step with the others. len() is the
+            batches per epoch; state_dict() records the epoch, the batches yielded and "joined_at_batch" (j for
+            the first pass, else 0). load_state_dict() cannot position a shared production: it warns and
+            the Loader joins where the production is. A trainer that falls shares.max_lag batches behind the
+            others gets a BatchdError naming its lag (the others go on).
 
     Epochs: with set_epoch(e) before iterating, that epoch's order is used (DistributedSampler); without it, each
     complete pass advances to the next epoch, so the order changes every pass (RandomSampler).
@@ -90,7 +101,8 @@ class Loader:
 
     def __init__(self, dataset, *, pipeline, batch_size=1, shuffle=True, seed=0, rank=0, world_size=1,
                  drop_last=False, depth=None, socket=None, as_tuple=False, device="cpu", on_error="fail",
-                 crop_size=None, resize_size=None, exact_decode=None, strategy=None, index_timeout=600.0):
+                 crop_size=None, resize_size=None, exact_decode=None, strategy=None, index_timeout=600.0,
+                 share=None):
         self.device = torch.device(device)
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
@@ -106,9 +118,13 @@ class Loader:
         # only read-only alternative is a copy of every batch, which is what batchd exists to avoid. Writable costs
         # no isolation: only this user's uid gets rw- on the segment (a memfd fd, or one ACL entry on a file_system
         # name), so a write reaches only this stream's own slots, which the workers overwrite with each new batch.
+        # A share is read-only: its segment is every subscriber's.
+        self._share = share
         self._options = dict(dataset=dataset, pipeline=pipeline, batch_size=batch_size, shuffle=shuffle,
                              seed=seed, rank=rank, world_size=world_size, drop_last=drop_last, on_error=on_error,
-                             writable=True)
+                             writable=share is None)
+        if share is not None:
+            self._options["share"] = share
         for key, value in (("crop_size", crop_size), ("resize_size", resize_size), ("exact_decode", exact_decode)):
             if value is not None:
                 self._options[key] = value
@@ -142,16 +158,29 @@ class Loader:
 
     def state_dict(self):
         """Where the current (or last) pass is: {"epoch", "batches_yielded", "seed"} (torchdata's StatefulDataLoader
-        pattern). load_state_dict() of it resumes after the last batch yielded."""
-        return dict(self._state, seed=self._options["seed"])
+        pattern), and for a shared Loader "share" and "joined_at_batch". load_state_dict() of it resumes after the
+        last batch yielded (a private Loader)."""
+        state = dict(self._state, seed=self._options["seed"])
+        if self._share is not None:
+            state.setdefault("joined_at_batch", 0)
+            state["share"] = self._share
+        return state
 
     def load_state_dict(self, state):
+        if self._share is not None:
+            warnings.warn(f"batchd: Loader(share={self._share!r}) reads where the shared production is; "
+                          "load_state_dict() does not reposition it (open a private Loader to resume exactly)",
+                          RuntimeWarning, stacklevel=2)
+            return
         if state.get("seed", self._options["seed"]) != self._options["seed"]:
             raise ValueError(f"state was saved with seed {state['seed']}, this loader has {self._options['seed']}")
         self.set_epoch(state["epoch"])
         self._resume_batch = int(state["batches_yielded"])
 
     def __iter__(self):
+        if self._share is not None:
+            yield from self._iter_shared()
+            return
         epoch, start = self._epoch, self._resume_batch
         explicit, self._explicit_epoch, self._resume_batch = self._explicit_epoch, False, 0  # noqa: F841
         self._state = {"epoch": epoch, "batches_yielded": start}
@@ -186,6 +215,40 @@ class Loader:
             if not finished:  # abandoned mid-epoch: the stream's position is no longer the next pass's start
                 self._close_stream()
         self._advance(epoch, explicit)
+
+    def _iter_shared(self):
+        """One pass of a shared Loader: the next whole epoch of its stream, in the production's epochs."""
+        joined_at = 0
+        if self._stream is None:
+            self._stream = self._open(epoch=self._epoch, start_batch=0, num_epochs=_MANY_EPOCHS, **self._options)
+            joined_at = self._stream.info.get("joined_at_batch", 0)
+        stream, finished = self._stream, False
+        item, self._pending = (self._pending, None) if self._pending is not None else (stream.next(), None)
+        if item is None:
+            return
+        epoch = item[0]
+        self._state = {"epoch": epoch, "batches_yielded": 0, "joined_at_batch": joined_at}
+        try:
+            while item is not None:
+                if item[0] != epoch:  # the first batch of the next epoch: keep it for the next pass
+                    self._pending = item
+                    break
+                with warnings.catch_warnings():  # the arrays are read-only: the segment is every subscriber's
+                    warnings.simplefilter("ignore", UserWarning)
+                    tensors = stream.tensors(item[1])
+                del item
+                self._state["batches_yielded"] += 1
+                out = _as_tuple(tensors) if self.as_tuple else tensors
+                del tensors
+                yield out
+                del out
+                item = stream.next()
+            finished = True
+        finally:
+            # Abandoned mid-epoch (not after its last batch, as zip() leaves the longer iterators): join again,
+            # where the production is, on the next pass.
+            if not finished and self._state["batches_yielded"] < len(self):
+                self._close_stream()
 
     def _open(self, **kw):
         self._plan()  # waits while the dataset is being indexed (index_timeout), before either path opens
@@ -252,6 +315,7 @@ class _HostSource:
     def __init__(self, stream, device):
         self._stream, self._device = stream, device if device.type == "cuda" else None
         self.next = stream.next_arrays  # one C++ call per batch
+        self.info = stream.info
 
     def tensors(self, arrays):
         from_numpy = torch.from_numpy
@@ -269,6 +333,7 @@ class _DeviceSource:
 
     def __init__(self, stream, device):
         self._stream, self._device = stream, device
+        self.info = getattr(stream, "info", {})
 
     def next(self):
         return self._stream.next(torch.cuda.current_stream(self._device).cuda_stream)

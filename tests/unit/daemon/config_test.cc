@@ -75,6 +75,19 @@ TEST(ConfigTest, WrongTypesAndRangesAreRefused) {
   EXPECT_NE(error_of("daemon = 3\n").find("must be a table"), std::string::npos);
 }
 
+TEST(ConfigTest, SharesKeysAreReadAndRangeChecked) {
+  auto defaults = parse_config("", "t.toml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->shares.max_lag, 8u);
+  EXPECT_EQ(defaults->shares.max_subscribers, 32u);
+  auto sut = parse_config("[shares]\nmax_lag = 3\nmax_subscribers = 5\n", "t.toml");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  EXPECT_EQ(sut->shares.max_lag, 3u);
+  EXPECT_EQ(sut->shares.max_subscribers, 5u);
+  EXPECT_NE(error_of("[shares]\nmax_lag = 0\n").find("shares.max_lag"), std::string::npos);
+  EXPECT_NE(error_of("[shares]\nmax_lagg = 2\n").find("max_lagg"), std::string::npos);
+}
+
 TEST(ConfigTest, WatchdogTimeoutsAreReadAndRangeChecked) {
   auto sut = parse_config("[daemon]\ntask_timeout_min_s = 5\nper_sample_timeout_ms = 250\n", "t.toml");
   ASSERT_TRUE(sut.ok()) << sut.error().message();

@@ -190,5 +190,34 @@ TEST(PipelineOptionsTest, ResolvedOnceWithEveryDefaultAndIdempotent) {
   EXPECT_FALSE(fmnist->has_vision());
 }
 
+TEST_F(PlanTest, ASharedStreamHasMaxLagMoreSlotsAndItsDepthAsWindow) {
+  auto r = request();
+  r.set_depth(3);
+  r.set_share("sweep-1");
+  context_.share_extra_slots = 5;
+  auto p = plan(r, context_, *datasets_);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->opened.slot_count(), 8u);
+  EXPECT_EQ(p->opened.window(), 3u);
+  EXPECT_EQ(p->opened.share(), "sweep-1");
+  EXPECT_EQ(p->attach.slot_count(), 8u);
+  r.set_share("");
+  auto private_plan = plan(r, context_, *datasets_);
+  ASSERT_TRUE(private_plan.ok());
+  EXPECT_EQ(private_plan->opened.slot_count(), 3u);
+  EXPECT_EQ(private_plan->opened.window(), 0u);
+}
+
+TEST_F(PlanTest, ABadShareNameOrAWritableShareIsRefused) {
+  auto r = request();
+  r.set_share("has space");
+  expect_error(r, ErrorCode::kInvalidArgument, "share name 'has space'");
+  r.set_share(std::string(65, 'a'));
+  expect_error(r, ErrorCode::kInvalidArgument, "1 to 64 characters");
+  r.set_share("ok");
+  r.set_writable(true);
+  expect_error(r, ErrorCode::kInvalidArgument, "writable = false");
+}
+
 }  // namespace
 }  // namespace batchd::daemon

@@ -42,5 +42,27 @@ TEST(SlotRingTest, SkippedCountsAreKeptPerChunkAndAddUp) {
   EXPECT_FALSE(sut.can_claim(1)) << "sequence 1 is at the limit";
 }
 
+TEST(SlotRingTest, ALeaseWithHoldersIsFreeAfterTheLastRelease) {
+  SlotRing sut(1, 3);
+  auto a = sut.claim(UINT64_MAX, {0});
+  ASSERT_TRUE(a);
+  sut.finish(a->sequence, a->slot, 0);
+  ASSERT_EQ(sut.take_in_order(UINT64_MAX).size(), 1u);
+  sut.set_holders(a->slot, 3);
+  ASSERT_TRUE(sut.release(0).ok());
+  ASSERT_TRUE(sut.release(0).ok());
+  EXPECT_FALSE(sut.can_claim(UINT64_MAX)) << "one holder left";
+  ASSERT_TRUE(sut.release(0).ok());
+  EXPECT_TRUE(sut.can_claim(UINT64_MAX));
+  EXPECT_FALSE(sut.release(0).ok()) << "released more often than held";
+  auto b = sut.claim(UINT64_MAX, {0});
+  sut.finish(b->sequence, b->slot, 0);
+  ASSERT_EQ(sut.take_in_order(UINT64_MAX).size(), 1u);
+  sut.set_holders(b->slot, 0);  // nobody reads it
+  EXPECT_TRUE(sut.can_claim(UINT64_MAX));
+  sut.set_total(1);
+  EXPECT_EQ(sut.total(), 2u) << "never below what was claimed";
+}
+
 }  // namespace
 }  // namespace batchd::daemon
