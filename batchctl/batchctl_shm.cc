@@ -42,6 +42,9 @@ void print_shm_report(const ShmReport& r) {
                   static_cast<unsigned long long>(s.stream_id), s.name.c_str(), strategy_name(s.strategy),
                   format_bytes(s.bytes).c_str(), s.owner_pid, s.owner_uid, age(s.age_seconds).c_str(),
                   s.slots_leased, s.slots_ready, s.slots_working, s.slots_free);
+      if (!s.share.empty()) {
+        std::printf("  %-6s shared as '%s' by %u stream(s): counted once\n", "", s.share.c_str(), s.subscribers);
+      }
     }
     std::printf("  clients:\n");
     for (const auto& c : r.clients) {

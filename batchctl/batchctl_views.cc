@@ -54,6 +54,20 @@ void print_streams(const DaemonStatus& st) {
                 s.client_pid, s.state.c_str(), s.on_error.c_str(),
                 static_cast<unsigned long long>(s.batches_delivered), static_cast<unsigned long long>(s.batches_total),
                 static_cast<unsigned long long>(s.samples_skipped));
+    if (s.share.empty()) continue;
+    // A shared production: listed once, its subscribers under it (BATCHES above: made and announced, once each).
+    std::printf("       share '%s': %zu subscriber(s), %llu batches made (%llu remade for late subscribers), "
+                "max_lag %u\n",
+                s.share.c_str(), s.subscribers.size(), static_cast<unsigned long long>(s.batches_made),
+                static_cast<unsigned long long>(s.batches_remade), s.max_lag);
+    for (const auto& sub : s.subscribers) {
+      std::printf("         pid %-8d uid %-6u %-8s %6llu/%-6llu held %u, lag %u, joined at epoch %llu batch %llu\n",
+                  sub.client_pid, static_cast<unsigned>(sub.uid), sub.state.c_str(),
+                  static_cast<unsigned long long>(sub.batches_delivered),
+                  static_cast<unsigned long long>(sub.batches_total), sub.held, sub.lag,
+                  static_cast<unsigned long long>(sub.joined_epoch),
+                  static_cast<unsigned long long>(sub.joined_at_batch));
+    }
   }
   print_others(st);
 }

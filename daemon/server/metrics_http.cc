@@ -81,6 +81,10 @@ std::string prometheus_text(const wire::StatusReply& st) {
   o << "batchd_connections " << st.connections() << '\n';
   family("batchd_streams", "gauge", "Open streams.");
   o << "batchd_streams " << st.streams_size() + st.streams_of_others() << '\n';
+  family("batchd_shared_streams", "gauge", "Open shared productions (OpenStream.share), each counted once above.");
+  o << "batchd_shared_streams " << st.shared_streams() << '\n';
+  family("batchd_share_subscribers", "gauge", "Streams reading a shared production.");
+  o << "batchd_share_subscribers " << st.share_subscribers() << '\n';
   family("batchd_batches_redone_total", "counter", "Tasks (chunks of batches) given to a new worker after theirs died.");
   o << "batchd_batches_redone_total " << st.batches_redone() << '\n';
   uint64_t shm = st.segment_bytes_of_others();

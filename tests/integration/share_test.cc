@@ -104,6 +104,13 @@ TEST_F(ShareTest, ThreeSubscribersReadOneProductionByteForByte) {
   EXPECT_EQ(share->batches_remade, 0u);
   EXPECT_EQ(st.segments.size(), 1u) << "one segment for the three";
   for (const auto& sub : share->subscribers) EXPECT_EQ(sub.batches_delivered, 2 * kPerEpoch);
+  EXPECT_EQ(st.shared_streams, 1u);
+  EXPECT_EQ(st.share_subscribers, 3u);
+  const auto streams = batchctl("--socket " + daemon().socket_path() + " streams");
+  EXPECT_NE(streams.out.find("share 'three': 3 subscriber(s), 60 batches made (0 remade"), std::string::npos)
+      << streams.out;
+  const auto shm = batchctl("--socket " + daemon().socket_path() + " shm");
+  EXPECT_NE(shm.out.find("shared as 'three' by 3 stream(s): counted once"), std::string::npos) << shm.out;
   for (auto& r : readers) {
     EXPECT_EQ(r.digests.size(), 2 * kPerEpoch);
     EXPECT_EQ(r.digests, readers[0].digests) << "byte-identical batches per (epoch, batch)";
