@@ -13,6 +13,7 @@ wire::StatusReply to_wire(const DaemonStatus& status);
 
 StreamStatus from_wire(const wire::StreamInfo& stream);
 WorkerStatus from_wire(const wire::WorkerInfo& worker);
+DatasetStatus from_wire(const wire::DatasetInfo& dataset);
 SegmentStatus from_wire(const wire::SegmentInfo& segment);
 wire::SegmentInfo to_wire(const SegmentStatus& segment);
 
