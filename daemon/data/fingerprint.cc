@@ -71,8 +71,7 @@ void FingerprintBuilder::add_param(std::string_view key, std::string_view value)
 }
 
 void FingerprintBuilder::add_memory(std::string_view what, const void* data, size_t bytes) {
-  add_string("memory");
-  add_string(what);
+  add_string("memory");  // not `what`: it is for people, and its wording must not change fingerprints
   add_u64(bytes);
   XXH3_128bits_update(state_->xxh.get(), data, bytes);
   if (memory_.empty() || memory_.back().first != what) memory_.emplace_back(what, 0);

@@ -60,8 +60,8 @@ class FingerprintBuilder {
 
   // A parameter that decides the samples ("dtype" = "uint16").
   void add_param(std::string_view key, std::string_view value);
-  // Content held in memory, hashed in full; `what` names it in covers ("decompressed images"; consecutive calls with
-  // the same `what` are one part of it, their bytes summed).
+  // Content held in memory, hashed in full (length-prefixed, in the order of the calls); `what` names it in covers
+  // only ("decompressed images"; consecutive calls with the same `what` are one part of it, their bytes summed).
   void add_memory(std::string_view what, const void* data, size_t bytes);
   // A file of the dataset, in the dataset's order: its name relative to the dataset's root, and where to read it.
   void add_file(std::string name, std::string path);
