@@ -8,6 +8,9 @@
 // Opening is quick for idx, imagefolder and tokens and happens where the registry is (start-up, SIGHUP). A
 // webdataset may need every shard's headers read: it is opened on a background thread (data/dataset_loader.h) and
 // is "loading" meanwhile; OpenStream on it gets kUnavailable "indexing (k of n shards)".
+//
+// Every loaded dataset gets a content fingerprint (data/fingerprint.h; `batchctl datasets --json`), computed on the
+// same background thread after each open and again after each reload (FingerprintJob).
 #pragma once
 
 #include <atomic>
