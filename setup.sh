@@ -17,9 +17,11 @@ packages=(
   libsystemd-dev                              # sd_notify, the journal
   libacl1-dev                                 # POSIX ACLs: who may open a file_system segment
   libarchive-dev                              # webdataset tar shards: the member index (data/tar_index)
+  libxxhash-dev                               # dataset fingerprints, XXH3-128 (data/fingerprint)
   pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   python3-matplotlib                          # bench/plot.py
+  python3-yaml python3-kubernetes binutils    # tests/kubernetes: manifests, API schema (offline), objdump
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
   clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz), -Wthread-safety (build-tsa/)
 )

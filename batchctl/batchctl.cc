@@ -51,7 +51,8 @@ COMMANDS
   status      daemon, datasets, workers, streams (one screen)
   stats       per-stream samples/s, MB/s, ahead% and stall%; per-worker busy% (--watch N to refresh)
   shm         /dev/shm usage and leaks; works with the daemon down (--gc removes orphans)
-  datasets    the datasets the daemon declares (unavailable ones with the reason)
+  datasets    the datasets the daemon declares: format, state, samples, content fingerprint (--json: in full, and
+              what it covers; equal on every node = the same data), unavailable ones with the reason
   streams     open streams: dataset, pipeline, client pid, state, progress, skipped samples
   workers     worker processes: pid, state, batches made, restarts, busy%
   drain       refuse new streams; running streams continue (admins only)
@@ -119,7 +120,10 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
     batchd::DaemonStatus view = *status;
     if (*datasets_cmd || *streams_cmd || *workers_cmd) {
       view = {};  // only the part asked for; every other field at its default, as before
-      if (*datasets_cmd) view.datasets = status->datasets;
+      if (*datasets_cmd) {
+        view.datasets = status->datasets;
+        view.dataset_entries = status->dataset_entries;
+      }
       if (*streams_cmd) view.streams = status->streams;
       if (*workers_cmd) view.workers = status->workers;
     }

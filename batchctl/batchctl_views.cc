@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <string>
 
 namespace batchd::ctl {
 
@@ -73,7 +74,19 @@ void print_streams(const DaemonStatus& st) {
 }
 
 void print_datasets(const DaemonStatus& st) {
-  for (const auto& d : st.datasets) std::printf("%s\n", d.c_str());
+  // The fingerprint's first 12 hex digits (48 bits) tell copies apart by eye; --json has all 32 and what they cover.
+  std::printf("%-24s %-12s %-10s %10s  %-13s %s\n", "NAME", "FORMAT", "STATE", "SAMPLES", "FINGERPRINT", "DETAIL");
+  for (const auto& d : st.dataset_entries) {
+    const bool failed = d.fingerprint_status.rfind("failed", 0) == 0;
+    const std::string fingerprint = d.state != "available"  ? std::string("-")
+                                    : !d.fingerprint.empty() ? d.fingerprint.substr(0, 12)
+                                    : failed                 ? std::string("(failed)")
+                                                             : "(" + d.fingerprint_status + ")";
+    std::string detail = d.detail;
+    if (failed) detail += (detail.empty() ? "fingerprint " : "; fingerprint ") + d.fingerprint_status;
+    std::printf("%-24s %-12s %-10s %10llu  %-13s %s\n", d.name.c_str(), d.format.c_str(), d.state.c_str(),
+                static_cast<unsigned long long>(d.samples), fingerprint.c_str(), detail.c_str());
+  }
 }
 
 void print_status(const DaemonStatus& st) {

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   CLI::App app(kDescription, "batchd");
   std::string config_path, socket, strategy, log_level, cache_dir;
   uint32_t workers = 0, min_chunk_us = 0, task_timeout_min_s = 0, per_sample_timeout_ms = 0;
-  bool print_default = false;
+  bool print_default = false, check_config = false;
   FaultInjection faults;
   app.add_option("-c,--config", config_path, "TOML configuration file (default: the embedded configuration)")
       ->check(CLI::ExistingFile);
@@ -101,6 +101,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--print-default-config", print_default, "print the embedded default configuration and exit");
+  app.add_flag("--check-config", check_config,
+               "parse and validate the configuration (--config, else the embedded one) with the options given, print "
+               "what it declares and exit: 0 if it is valid, 1 with the error (naming the file, line and key). Does "
+               "not open the datasets, the socket or /dev/shm, nor look up socket_group / admin_group");
   app.add_option("--fault-crash-on-sample", faults.crash_on_sample,
                  "fault injection for tests: every worker crashes (SIGSEGV) when it reaches this sample index")
       ->group("Fault injection (tests only)");
@@ -137,6 +141,17 @@ int main(int argc, char** argv) {
   }
   if (!log_level.empty()) config->log_level = log_level;
   spdlog::set_level(spdlog::level::from_str(config->log_level));
+  if (check_config) {
+    std::string names;
+    for (const auto& d : config->datasets) names += (names.empty() ? "" : ", ") + d.name + " (" + d.format + ")";
+    std::printf("%s: valid. socket %s, workers %u (0 = one per core), shm_strategy %s, limits.max_shm_bytes %llu "
+                "(0 = half of physical memory), cache_dir \"%s\"; datasets: %s\n",
+                config_path.empty() ? "<embedded default config>" : config_path.c_str(), config->socket.c_str(),
+                config->workers, strategy_name(config->shm_strategy),
+                static_cast<unsigned long long>(config->limits.max_shm_bytes), config->cache_dir.c_str(),
+                names.empty() ? "none" : names.c_str());
+    return 0;
+  }
   if (config->workers == 0) config->workers = std::max(1u, std::thread::hardware_concurrency());
   ::signal(SIGPIPE, SIG_IGN);
   // Each stream holds an fd (its segment) and each client a socket: use the whole hard limit on open files.
@@ -184,6 +199,7 @@ int main(int argc, char** argv) {
   }
   // Background opens (webdataset indexes): once one is installed, the workers fork again to hold it.
   DatasetLoader loader(io, datasets, config->cache_dir, [&](const std::string&) { (*pool)->restart_all(); });
+  loader.fingerprint(datasets.take_fingerprint_jobs());
   loader.load(std::move(initial.jobs));
   StreamManager streams(*config, datasets, **pool, std::move(instance).value());
   (*pool)->serve(streams);  // worker events go to the stream manager from here on
@@ -248,6 +264,7 @@ int main(int argc, char** argv) {
       for (const auto& name : summary.unavailable) {
         if (auto d = datasets.find(name); !d.ok()) spdlog::warn("dataset {}: {}", name, d.error().message());
       }
+      loader.fingerprint(datasets.take_fingerprint_jobs());  // every available dataset's, computed again
       loader.load(std::move(summary.jobs));
       // Workers fork again from the daemon, which now holds the new datasets; the old ones are retired without
       // waiting for them (a stopped worker is killed after its exit grace).

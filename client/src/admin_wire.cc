@@ -87,6 +87,17 @@ void fill_wire(const ShmFile& f, wire::ShmFile* w) {
   w->set_kept(f.kept);
 }
 
+void fill_wire(const DatasetStatus& s, wire::DatasetInfo* w) {
+  w->set_name(s.name);
+  w->set_format(s.format);
+  w->set_state(s.state);
+  w->set_detail(s.detail);
+  w->set_samples(s.samples);
+  w->set_fingerprint(s.fingerprint);
+  w->set_fingerprint_covers(s.fingerprint_covers);
+  w->set_fingerprint_status(s.fingerprint_status);
+}
+
 }  // namespace
 
 SubscriberStatus from_wire(const wire::SubscriberInfo& w) {
@@ -99,6 +110,17 @@ SubscriberStatus from_wire(const wire::SubscriberInfo& w) {
           .state = w.state(),
           .joined_epoch = w.joined_epoch(),
           .joined_at_batch = w.joined_at_batch()};
+}
+
+DatasetStatus from_wire(const wire::DatasetInfo& w) {
+  return {.name = w.name(),
+          .format = w.format(),
+          .state = w.state(),
+          .detail = w.detail(),
+          .samples = w.samples(),
+          .fingerprint = w.fingerprint(),
+          .fingerprint_covers = w.fingerprint_covers(),
+          .fingerprint_status = w.fingerprint_status()};
 }
 
 StreamStatus from_wire(const wire::StreamInfo& w) {
@@ -181,6 +203,7 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
   s.default_strategy = from_wire(w.default_strategy());
   s.connections = w.connections();
   s.datasets.assign(w.datasets().begin(), w.datasets().end());
+  s.dataset_entries = all_from_wire<DatasetStatus>(w.dataset_entries());
   s.batches_redone = w.batches_redone();
   s.draining = w.draining();
   s.workers = all_from_wire<WorkerStatus>(w.workers());
@@ -206,6 +229,7 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   for (const auto& x : s.segments) *w.add_segments() = to_wire(x);
   w.set_connections(s.connections);
   for (const auto& d : s.datasets) w.add_datasets(d);
+  for (const auto& d : s.dataset_entries) fill_wire(d, w.add_dataset_entries());
   w.set_batches_redone(s.batches_redone);
   w.set_draining(s.draining);
   w.set_streams_of_others(s.streams_of_others);

@@ -14,6 +14,7 @@ wire::StatusReply to_wire(const DaemonStatus& status);
 SubscriberStatus from_wire(const wire::SubscriberInfo& subscriber);
 StreamStatus from_wire(const wire::StreamInfo& stream);
 WorkerStatus from_wire(const wire::WorkerInfo& worker);
+DatasetStatus from_wire(const wire::DatasetInfo& dataset);
 SegmentStatus from_wire(const wire::SegmentInfo& segment);
 wire::SegmentInfo to_wire(const SegmentStatus& segment);
 

@@ -5,6 +5,9 @@
 #include "data/token_dataset.h"
 #include "data/webdataset_dataset.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace batchd::daemon {
 
 Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c, const OpenContext& context) {
@@ -33,11 +36,18 @@ Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetConfig& c, cons
 
 bool opens_in_background(const DatasetConfig& c) { return c.format == "webdataset"; }
 
+Result<Fingerprint> Dataset::fingerprint(const std::atomic<bool>*) const {
+  return Error(ErrorCode::kInvalidArgument, std::string("datasets of format ") + format() + " have no fingerprint");
+}
+
 DatasetRegistry DatasetRegistry::open_all(const std::vector<DatasetConfig>& configs, const std::string& cache_dir) {
   DatasetRegistry registry;
   auto summary = registry.reload(configs, {}, cache_dir);
   for (const LoadJob& job : summary.jobs) {
     registry.install(job, open_dataset(job.config, OpenContext{cache_dir, job.progress.get()}));
+  }
+  for (const FingerprintJob& job : registry.take_fingerprint_jobs()) {
+    registry.set_fingerprint(job, job.dataset->fingerprint(&job.progress->cancel));
   }
   return registry;
 }
@@ -101,6 +111,20 @@ DatasetRegistry::ReloadSummary DatasetRegistry::reload(const std::vector<Dataset
     if (in_use.count(key)) retired[key] = ds;
   }
   available_ = std::move(available);
+  // Every available dataset's fingerprint is computed again (its files may have changed even if it was kept); the
+  // fingerprints of data no longer available go, their jobs cancelled.
+  for (auto it = fingerprints_.begin(); it != fingerprints_.end();) {
+    const bool loaded = std::any_of(available_.begin(), available_.end(),
+                                    [&](const auto& a) { return a.second.key == it->first; });
+    if (loaded) {
+      ++it;
+      continue;
+    }
+    if (it->second.progress) it->second.progress->cancel = true;
+    it = fingerprints_.erase(it);
+  }
+  std::erase_if(fingerprint_jobs_, [&](const FingerprintJob& j) { return !fingerprints_.count(j.key); });
+  for (const auto& [name, loaded] : available_) queue_fingerprint(loaded);
   unavailable_ = std::move(unavailable);
   loading_ = std::move(loading);
   retired_ = std::move(retired);
@@ -115,8 +139,35 @@ bool DatasetRegistry::install(const LoadJob& job, Result<std::shared_ptr<const D
   loading_.erase(it);
   if (result.ok()) {
     available_[name] = Loaded{std::move(result).value(), name + "#" + std::to_string(++loads_)};
+    queue_fingerprint(available_[name]);
   } else {
     unavailable_[name] = result.error().message();
+  }
+  return true;
+}
+
+void DatasetRegistry::queue_fingerprint(const Loaded& loaded) {
+  FingerprintState& state = fingerprints_[loaded.key];
+  if (state.progress) state.progress->cancel = true;  // superseded
+  state.ticket = ++tickets_;
+  state.progress = std::make_shared<LoadProgress>();
+  state.result = Fingerprint{};
+  state.status = "computing";
+  std::erase_if(fingerprint_jobs_, [&](const FingerprintJob& j) { return j.key == loaded.key; });
+  fingerprint_jobs_.push_back(FingerprintJob{loaded.key, state.ticket, loaded.dataset, state.progress});
+}
+
+std::vector<FingerprintJob> DatasetRegistry::take_fingerprint_jobs() { return std::exchange(fingerprint_jobs_, {}); }
+
+bool DatasetRegistry::set_fingerprint(const FingerprintJob& job, Result<Fingerprint> result) {
+  auto it = fingerprints_.find(job.key);
+  if (it == fingerprints_.end() || it->second.ticket != job.ticket) return false;
+  it->second.progress.reset();
+  if (result.ok()) {
+    it->second.result = std::move(result).value();
+    it->second.status = "ready";
+  } else {
+    it->second.status = "failed: " + result.error().message();
   }
   return true;
 }
@@ -160,9 +211,26 @@ Result<std::shared_ptr<const Dataset>> DatasetRegistry::find(const std::string& 
 
 std::map<std::string, DatasetRegistry::Description> DatasetRegistry::describe() const {
   std::map<std::string, Description> out;
-  for (const auto& [n, loaded] : available_) out[n] = Description{State::kAvailable, loaded.dataset->summary()};
-  for (const auto& [n, why] : unavailable_) out[n] = Description{State::kUnavailable, why};
-  for (const auto& [n, l] : loading_) out[n] = Description{State::kLoading, loading_text(*l.progress)};
+  for (const auto& [n, loaded] : available_) {
+    Description& d = out[n];
+    d.detail = loaded.dataset->summary();
+    d.samples = loaded.dataset->size();
+    if (auto fp = fingerprints_.find(loaded.key); fp != fingerprints_.end()) {
+      d.fingerprint = fp->second.result;
+      d.fingerprint_status = fp->second.status;
+    }
+  }
+  for (const auto& [n, why] : unavailable_) {
+    out[n].state = State::kUnavailable;
+    out[n].detail = why;
+  }
+  for (const auto& [n, l] : loading_) {
+    out[n].state = State::kLoading;
+    out[n].detail = loading_text(*l.progress);
+  }
+  for (auto& [n, d] : out) {
+    if (auto c = configs_.find(n); c != configs_.end()) d.format = c->second.format;
+  }
   return out;
 }
 

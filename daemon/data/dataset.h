@@ -8,6 +8,9 @@
 // Opening is quick for idx, imagefolder and tokens and happens where the registry is (start-up, SIGHUP). A
 // webdataset may need every shard's headers read: it is opened on a background thread (data/dataset_loader.h) and
 // is "loading" meanwhile; OpenStream on it gets kUnavailable "indexing (k of n shards)".
+//
+// Every loaded dataset gets a content fingerprint (data/fingerprint.h; `batchctl datasets --json`), computed on the
+// same background thread after each open and again after each reload (FingerprintJob).
 #pragma once
 
 #include <atomic>
@@ -20,6 +23,7 @@
 
 #include "batchd/result.h"
 #include "config.h"
+#include "data/fingerprint.h"
 
 namespace batchd::daemon {
 
@@ -81,6 +85,11 @@ class Dataset {
   // replaced or resized. A reload (SIGHUP) opens such a dataset again even though its config is unchanged. Called
   // on the event loop: stat()s only, no reading.
   virtual std::string changed_on_disk() const { return ""; }
+  // A content fingerprint of the data as it is now (data/fingerprint.h: names relative to the dataset's root, sizes,
+  // content; never mtimes or absolute paths). Reads files: called on the DatasetLoader's thread, never on the event
+  // loop, and must not log; *cancel (may be null) is polled between files. Thread-safe. Errors name the file. The
+  // base class has none (kInvalidArgument naming the format): every format of open_dataset overrides it.
+  virtual Result<Fingerprint> fingerprint(const std::atomic<bool>* cancel) const;
 };
 
 // Progress of an open that runs in the background (a webdataset's shard index). The opener sets `total` (shards)
@@ -109,6 +118,16 @@ struct LoadJob {
   DatasetConfig config;
   uint64_t ticket = 0;
   std::shared_ptr<LoadProgress> progress;
+};
+
+// A fingerprint to compute (Dataset::fingerprint) for loaded data: DatasetRegistry hands them out
+// (take_fingerprint_jobs), DatasetLoader runs them and gives the result back (set_fingerprint). `ticket` tells a
+// result that a later job for the same data superseded.
+struct FingerprintJob {
+  std::string key;  // the data's key ("<name>#<load number>")
+  uint64_t ticket = 0;
+  std::shared_ptr<const Dataset> dataset;
+  std::shared_ptr<LoadProgress> progress;  // only `cancel` is used: set when the job is superseded or the daemon stops
 };
 
 // Used on the event loop only (the background loader posts its results there).
@@ -141,10 +160,23 @@ class DatasetRegistry final {
   // returns false, dropping the result, if a reload changed or removed the dataset since the job was handed out.
   bool install(const LoadJob& job, Result<std::shared_ptr<const Dataset>> result);
 
+  // The fingerprints to compute, handed out once each: one for every dataset opened or installed since the last
+  // call, and after a reload one for every available dataset, kept ones included (a file can change under an
+  // unchanged config: an imagefolder's images are read per sample). A new job for a dataset cancels the one before.
+  std::vector<FingerprintJob> take_fingerprint_jobs();
+  // Records a job's result; false, dropping it, if the data is no longer loaded or a later job superseded it.
+  bool set_fingerprint(const FingerprintJob& job, Result<Fingerprint> result);
+
   enum class State { kAvailable, kLoading, kUnavailable };
   struct Description {
     State state = State::kAvailable;
     std::string detail;  // kLoading: "indexing (k of n shards)"; kUnavailable: the error text; kAvailable: summary()
+    std::string format;  // as declared
+    uint64_t samples = 0;  // kAvailable only
+    // kAvailable only: the data's fingerprint once computed ("" before, or if that failed), and its status:
+    // "computing", "ready" or "failed: <why>".
+    Fingerprint fingerprint;
+    std::string fingerprint_status;
   };
   // Every declared dataset, sorted by name.
   std::map<std::string, Description> describe() const;
@@ -159,11 +191,21 @@ class DatasetRegistry final {
     std::shared_ptr<LoadProgress> progress;
   };
   static std::string loading_text(const LoadProgress& progress);
+  // Queues a fingerprint job for loaded data, superseding (cancelling) the previous one of that key.
+  void queue_fingerprint(const Loaded& loaded);
+  struct FingerprintState {
+    uint64_t ticket = 0;
+    std::shared_ptr<LoadProgress> progress;  // of the job under way, to cancel it
+    Fingerprint result;
+    std::string status = "computing";
+  };
 
   std::map<std::string, Loaded> available_;  // by name
   std::map<std::string, std::string> unavailable_;
   std::map<std::string, Loading> loading_;
   std::map<std::string, std::shared_ptr<const Dataset>> retired_;  // by key
+  std::map<std::string, FingerprintState> fingerprints_;  // by key, for the available datasets
+  std::vector<FingerprintJob> fingerprint_jobs_;           // not yet handed out
   uint64_t loads_ = 0, tickets_ = 0;
   std::map<std::string, DatasetConfig> configs_;  // as declared, to tell unchanged entries on reload
 };

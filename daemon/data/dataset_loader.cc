@@ -1,5 +1,7 @@
 #include "data/dataset_loader.h"
 
+#include <optional>
+
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
@@ -22,6 +24,15 @@ void DatasetLoader::load(std::vector<LoadJob> jobs) {
   wake_.notify_one();
 }
 
+void DatasetLoader::fingerprint(std::vector<FingerprintJob> jobs) {
+  if (jobs.empty()) return;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& job : jobs) fingerprints_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+}
+
 void DatasetLoader::cancel() {
   cancelled_ = true;
   {
@@ -29,7 +40,9 @@ void DatasetLoader::cancel() {
     stopping_ = true;
     for (auto& job : queue_) job.progress->cancel = true;
     queue_.clear();
-    if (current_.progress) current_.progress->cancel = true;
+    for (auto& job : fingerprints_) job.progress->cancel = true;
+    fingerprints_.clear();
+    if (current_) current_->cancel = true;
   }
   wake_.notify_one();
 }
@@ -39,51 +52,99 @@ void DatasetLoader::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+namespace {
+
+// Runs `body` (an open or a fingerprint: `what`) on the loader's thread: an exception becomes the result's error.
+template <typename T, typename F>
+Result<T> guarded(const char* what, F body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Error(ErrorCode::kResourceExhausted, std::string("out of memory while ") + what +
+                                                    "; raise the daemon's memory limit (MemoryMax, RLIMIT_AS) or "
+                                                    "split the dataset");
+  } catch (const std::exception& e) {
+    return Error(ErrorCode::kInternal, std::string(what) + " failed: " + e.what());
+  }
+}
+
+}  // namespace
+
 void DatasetLoader::run() {
   for (;;) {
-    LoadJob job;
+    std::optional<LoadJob> open;
+    std::optional<FingerprintJob> print;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !fingerprints_.empty(); });
       if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      current_ = job;
+      if (!fingerprints_.empty()) {
+        print = std::move(fingerprints_.front());
+        fingerprints_.pop_front();
+        current_ = print->progress;
+      } else {
+        open = std::move(queue_.front());
+        queue_.pop_front();
+        current_ = open->progress;
+      }
     }
-    Result<std::shared_ptr<const Dataset>> result = Error(ErrorCode::kUnavailable, "cancelled");
-    if (!job.progress->cancel) {
-      try {
-        result = open_dataset(job.config, OpenContext{cache_dir_, job.progress.get()});
-      } catch (const std::bad_alloc&) {
-        result = Error(ErrorCode::kResourceExhausted, "out of memory while indexing; raise the daemon's memory "
-                                                      "limit (MemoryMax, RLIMIT_AS) or split the dataset");
-      } catch (const std::exception& e) {
-        result = Error(ErrorCode::kInternal, std::string("indexing failed: ") + e.what());
+    const std::shared_ptr<LoadProgress> progress = open ? open->progress : print->progress;
+    const std::atomic<bool>& cancel = progress->cancel;
+    using DatasetResult = Result<std::shared_ptr<const Dataset>>;
+    auto opened = std::make_shared<DatasetResult>(Error(ErrorCode::kUnavailable, "cancelled"));
+    auto printed = std::make_shared<Result<Fingerprint>>(Error(ErrorCode::kUnavailable, "cancelled"));
+    if (!cancel) {
+      if (open) {
+        *opened = guarded<std::shared_ptr<const Dataset>>(
+            "indexing", [&] { return open_dataset(open->config, OpenContext{cache_dir_, progress.get()}); });
+      } else {
+        *printed = guarded<Fingerprint>("computing the fingerprint",
+                                        [&] { return print->dataset->fingerprint(&cancel); });
       }
     }
     {
       std::lock_guard lock(mutex_);
-      current_ = LoadJob{};
+      current_.reset();
       if (stopping_) return;  // the loop may be gone: drop the result
     }
-    if (job.progress->cancel) continue;  // a reload superseded it; install() would drop it anyway
-    // The result travels to the event loop, which owns the registry (a shared_ptr: the handler must be copyable).
-    auto shared = std::make_shared<Result<std::shared_ptr<const Dataset>>>(std::move(result));
-    boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), job = std::move(job), shared] {
-      if (alive.expired() || cancelled_) return;  // the daemon is stopping: nothing is installed any more
-      const std::string name = job.config.name;
-      const bool ok = shared->ok();
-      const std::string why = ok ? "" : shared->error().message();
-      const uint64_t samples = ok ? (**shared)->size() : 0;
-      const std::string summary = ok ? (**shared)->summary() : "";
-      if (!registry_.install(job, std::move(*shared))) return;  // superseded by a reload meanwhile
-      if (!ok) {
-        spdlog::warn("dataset {} is unavailable: {}", name, why);
-        return;  // nothing new for the workers to hold
-      }
-      spdlog::info("dataset {}: {} samples, indexed{}", name, samples, summary.empty() ? "" : ": " + summary);
-      on_installed_(name);
-    });
+    if (cancel) continue;  // a reload superseded it; the registry would drop it anyway
+    // The result travels to the event loop, which owns the registry (shared_ptrs: the handler must be copyable).
+    auto alive = std::weak_ptr<bool>(alive_);
+    if (open) {
+      boost::asio::post(io_, [this, alive, job = std::move(*open), opened] {
+        if (!alive.expired() && !cancelled_) installed(job, std::move(*opened));
+      });
+    } else {
+      boost::asio::post(io_, [this, alive, job = std::move(*print), printed] {
+        if (!alive.expired() && !cancelled_) fingerprinted(job, *printed);
+      });
+    }
+  }
+}
+
+void DatasetLoader::installed(const LoadJob& job, Result<std::shared_ptr<const Dataset>> result) {
+  const std::string name = job.config.name;
+  const bool ok = result.ok();
+  const std::string why = ok ? "" : result.error().message();
+  const uint64_t samples = ok ? (*result)->size() : 0;
+  const std::string summary = ok ? (*result)->summary() : "";
+  if (!registry_.install(job, std::move(result))) return;  // superseded by a reload meanwhile
+  if (!ok) {
+    spdlog::warn("dataset {} is unavailable: {}", name, why);
+    return;  // nothing new for the workers to hold
+  }
+  spdlog::info("dataset {}: {} samples, indexed{}", name, samples, summary.empty() ? "" : ": " + summary);
+  fingerprint(registry_.take_fingerprint_jobs());
+  on_installed_(name);
+}
+
+void DatasetLoader::fingerprinted(const FingerprintJob& job, const Result<Fingerprint>& result) {
+  if (!registry_.set_fingerprint(job, result)) return;  // superseded
+  const std::string& name = job.dataset->name();
+  if (result.ok()) {
+    spdlog::info("dataset {}: fingerprint {} ({})", name, result->hex, result->covers);
+  } else {
+    spdlog::warn("dataset {}: no fingerprint: {}", name, result.error().message());
   }
 }
 

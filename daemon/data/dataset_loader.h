@@ -1,10 +1,14 @@
-// dataset_loader.h — opens the datasets that take long (a webdataset's shard index) off the event loop.
+// dataset_loader.h — opens the datasets that take long (a webdataset's shard index), and computes every dataset's
+// fingerprint (data/fingerprint.h), off the event loop.
 //
 // DatasetRegistry::reload hands out LoadJobs; the loader runs them one at a time, in order, on its own thread and
 // posts each result back to the event loop, where it is installed in the registry and `on_installed(name)` runs
 // (the daemon forks its workers again there, so they hold the new dataset). Meanwhile the dataset is "loading":
 // the event loop keeps serving, readiness and the systemd watchdog are not delayed, and OpenStream on it is refused
-// with "indexing (k of n shards)".
+// with "indexing (k of n shards)". Fingerprint jobs (DatasetRegistry::take_fingerprint_jobs) run the same way, before
+// any open still queued (what a fingerprint reads is bounded; an index is not); each result is given to the registry
+// (set_fingerprint) and logged on the event loop. A background open that is installed queues its dataset's
+// fingerprint itself.
 //
 // The thread never logs and takes no lock a forked worker could need (data/dataset.h OpenContext); what there is to
 // say is logged on the event loop, with the result. cancel() (on the event loop, at SIGTERM) cancels the job under
@@ -38,6 +42,8 @@ class DatasetLoader final {
 
   // Queues jobs (from the event loop); each one's progress is visible through the registry from now on.
   void load(std::vector<LoadJob> jobs);
+  // Queues fingerprint jobs (from the event loop).
+  void fingerprint(std::vector<FingerprintJob> jobs);
   // Cancels everything; returns at once. Idempotent.
   void cancel();
   // cancel(), then joins the thread. Idempotent.
@@ -45,6 +51,9 @@ class DatasetLoader final {
 
  private:
   void run();
+  // On the event loop: a result of the loader's thread.
+  void installed(const LoadJob& job, Result<std::shared_ptr<const Dataset>> result);
+  void fingerprinted(const FingerprintJob& job, const Result<Fingerprint>& result);
 
   boost::asio::io_context& io_;
   DatasetRegistry& registry_;
@@ -53,7 +62,8 @@ class DatasetLoader final {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<LoadJob> queue_;      // guarded by mutex_
-  LoadJob current_;                // guarded by mutex_: the job under way (progress null when none)
+  std::deque<FingerprintJob> fingerprints_;  // guarded by mutex_; run before queue_
+  std::shared_ptr<LoadProgress> current_;    // guarded by mutex_: the progress of the job under way (null when none)
   bool stopping_ = false;          // guarded by mutex_
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // posted results check it: the loader may be gone
   bool cancelled_ = false;  // event loop only: results posted before cancel() are dropped too

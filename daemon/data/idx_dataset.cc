@@ -88,4 +88,13 @@ Result<std::shared_ptr<IdxDataset>> IdxDataset::open(const std::string& name, co
   return ds;
 }
 
+Result<Fingerprint> IdxDataset::fingerprint(const std::atomic<bool>* cancel) const {
+  FingerprintBuilder builder(format());
+  builder.add_param("rows", std::to_string(rows_));
+  builder.add_param("cols", std::to_string(cols_));
+  builder.add_memory("decompressed images", images_.data(), images_.size());
+  builder.add_memory("labels", labels_.data(), labels_.size());
+  return builder.finish(cancel);
+}
+
 }  // namespace batchd::daemon

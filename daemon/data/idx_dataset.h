@@ -21,6 +21,9 @@ class IdxDataset final : public Dataset {
   const std::string& name() const override { return name_; }
   const char* format() const override { return "idx"; }
   uint64_t size() const override { return labels_.size(); }
+  // Every byte of the decompressed images and labels, and the image size; not the file names (the two files have
+  // fixed roles, and the same data may be named .gz on one node and raw on another).
+  Result<Fingerprint> fingerprint(const std::atomic<bool>* cancel) const override;
 
   uint32_t rows() const { return rows_; }
   uint32_t cols() const { return cols_; }

@@ -88,6 +88,16 @@ Status ImageFolderDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, i
   return read_file(paths_[i], bytes);
 }
 
+Result<Fingerprint> ImageFolderDataset::fingerprint(const std::atomic<bool>* cancel) const {
+  FingerprintBuilder builder(format());
+  for (const std::string& path : paths_) {  // every path starts with root_ (open() built them from it)
+    size_t begin = root_.size();
+    while (begin < path.size() && path[begin] == '/') ++begin;
+    builder.add_file(path.substr(begin), path);
+  }
+  return builder.finish(cancel);
+}
+
 Status read_file(const std::string& path, std::vector<uint8_t>* out) {
   // Every failure is a data error of this one sample (the stream's on_error policy applies), naming the file. The
   // file may have been swapped for a FIFO or device since the scan: open_regular_file never blocks on one.

@@ -28,6 +28,9 @@ class ImageFolderDataset final : public Dataset, public ImageSamples {
   const char* format() const override { return "imagefolder"; }
   uint64_t size() const override { return paths_.size(); }
   const ImageSamples* images() const override { return this; }
+  // Every image's path relative to the root (its class directory included, which decides its label), its size, and
+  // content as data/fingerprint.h samples it.
+  Result<Fingerprint> fingerprint(const std::atomic<bool>* cancel) const override;
   // Reads the file of sample i (read_file below); the label is its class's position.
   Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const override;
   using ImageSamples::sample_name;

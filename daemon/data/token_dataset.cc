@@ -91,6 +91,19 @@ std::string TokenDataset::changed_on_disk() const {
   return "";
 }
 
+Result<Fingerprint> TokenDataset::fingerprint(const std::atomic<bool>* cancel) const {
+  uint64_t bytes = 0;
+  if (!stat_mapped_file(&bytes)) {
+    return Error(ErrorCode::kDataError, path_ + " was replaced or removed since it was opened; reload the daemon "
+                                                "(systemctl reload batchd) to serve the file there now");
+  }
+  FingerprintBuilder builder(format());
+  builder.add_param("dtype", dtype_name(dtype_));
+  builder.add_param("seq_len", std::to_string(seq_len_));
+  builder.add_file("tokens", path_);
+  return builder.finish(cancel);
+}
+
 uint64_t TokenDataset::windows_present() const {
   uint64_t bytes = 0;
   if (!stat_mapped_file(&bytes)) return windows_;  // unlinked or replaced: the mapped file is out of others' reach

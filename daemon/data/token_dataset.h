@@ -57,6 +57,10 @@ class TokenDataset final : public Dataset, public TokenWindows {
   std::string sample_name(uint64_t i) const override;
   // The path names another file (replaced, e.g. renamed over) or the mapped file's size changed.
   std::string changed_on_disk() const override;
+  // dtype, seq_len, the file's size and content as data/fingerprint.h samples it (read with pread from the mapped
+  // file, never through the mapping: a truncated file must not raise SIGBUS in the daemon); not its name (the file
+  // is the whole dataset). kDataError if the path no longer names the mapped file.
+  Result<Fingerprint> fingerprint(const std::atomic<bool>* cancel) const override;
 
   const std::string& path() const { return path_; }
   uint64_t token_count() const { return tokens_; }  // N

@@ -195,6 +195,21 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
   return pread_all(bytes->data(), image_size_[i], image_offset_[i], "image");
 }
 
+Result<Fingerprint> WebDatasetDataset::fingerprint(const std::atomic<bool>* cancel) const {
+  FingerprintBuilder builder(format());
+  builder.add_param("image_field", image_exts_);
+  builder.add_param("label_field", label_ext_);
+  const std::string index = "index (keys, member offsets and sizes) of " + std::to_string(size()) + " samples";
+  builder.add_memory(index, keys_.data(), keys_.size());
+  for (const auto* v : {&key_end_, &image_offset_, &label_offset_}) {
+    builder.add_memory(index, v->data(), v->size() * sizeof(uint64_t));
+  }
+  for (const auto* v : {&image_size_, &label_size_}) builder.add_memory(index, v->data(), v->size() * sizeof(uint32_t));
+  const auto names = FingerprintBuilder::relative_to_common_directory(shard_path_);
+  for (size_t s = 0; s < shard_path_.size(); ++s) builder.add_file(names[s], shard_path_[s]);
+  return builder.finish(cancel);
+}
+
 std::string WebDatasetDataset::changed_on_disk() const {
   auto shards = expand_shards(patterns_, "datasets." + name_ + ".shards");
   if (!shards.ok()) return shards.error().message();

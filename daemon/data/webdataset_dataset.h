@@ -45,6 +45,9 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
   // The patterns expanded again (a glob may match new shards) and every shard stat()ed against its indexed size and
   // mtime.
   std::string changed_on_disk() const override;
+  // The image and label fields, the index (every sample's key, its members' offsets and sizes), each shard's path
+  // relative to the shards' common directory, its size and content as data/fingerprint.h samples it.
+  Result<Fingerprint> fingerprint(const std::atomic<bool>* cancel) const override;
 
   Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const override;
   // "<shard path>: sample '<key>'".

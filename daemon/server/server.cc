@@ -199,12 +199,26 @@ void Server::fill_status(wire::StatusReply* status, const StatusView& view) cons
   status->set_admin(view.all);
   status->set_connections(static_cast<uint32_t>(connections_.size()));
   for (const auto& [name, d] : datasets_.describe()) {
+    wire::DatasetInfo* entry = status->add_dataset_entries();
+    entry->set_name(name);
+    entry->set_format(d.format);
+    entry->set_detail(d.detail);
+    entry->set_samples(d.samples);
+    entry->set_fingerprint(d.fingerprint.hex);
+    entry->set_fingerprint_covers(d.fingerprint.covers);
+    entry->set_fingerprint_status(d.fingerprint_status);
     switch (d.state) {
       case DatasetRegistry::State::kAvailable:
+        entry->set_state("available");
         status->add_datasets(d.detail.empty() ? name : name + " (" + d.detail + ")");
         break;
-      case DatasetRegistry::State::kLoading: status->add_datasets(name + " (" + d.detail + ")"); break;
-      case DatasetRegistry::State::kUnavailable: status->add_datasets(name + " (unavailable: " + d.detail + ")");
+      case DatasetRegistry::State::kLoading:
+        entry->set_state("indexing");
+        status->add_datasets(name + " (" + d.detail + ")");
+        break;
+      case DatasetRegistry::State::kUnavailable:
+        entry->set_state("failed");
+        status->add_datasets(name + " (unavailable: " + d.detail + ")");
     }
   }
 }

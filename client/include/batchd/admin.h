@@ -112,6 +112,21 @@ struct SegmentStatus {
   uint32_t subscribers = 0;     // and the streams reading it
 };
 
+// One declared dataset. Daemons on several nodes serve the same data under a name when its fingerprints are equal.
+struct DatasetStatus {
+  std::string name;
+  std::string format;       // idx, imagefolder, tokens or webdataset
+  std::string state;        // "available", "indexing" or "failed"
+  std::string detail;       // available: a summary beyond the size; indexing: "indexing (k of n shards)"; failed: why
+  uint64_t samples = 0;     // available only
+  // Available only: 32 hex digits computed from the files' names relative to the dataset's root, their sizes and
+  // content (never mtimes or absolute paths), in the background after every open and reload; "" meanwhile or if
+  // that failed. fingerprint_covers says what it read; fingerprint_status is "computing", "ready" or "failed: why".
+  std::string fingerprint;
+  std::string fingerprint_covers;
+  std::string fingerprint_status;
+};
+
 // The whole daemon.
 struct DaemonStatus {
   pid_t daemon_pid = 0;
@@ -120,7 +135,8 @@ struct DaemonStatus {
   double uptime_seconds = 0;
   SharingStrategy default_strategy = SharingStrategy::kDefault;  // the daemon's: kFileDescriptor or kFileSystem
   uint32_t connections = 0;
-  std::vector<std::string> datasets;  // declared in its configuration
+  std::vector<std::string> datasets;  // declared in its configuration, one line each ("name (summary)")
+  std::vector<DatasetStatus> dataset_entries;  // the same datasets, field by field, with their fingerprints
   uint64_t batches_redone = 0;        // tasks (chunks of batches) given again to a new worker after theirs died
   bool draining = false;              // new streams are refused (Admin::drain)
   std::vector<WorkerStatus> workers;
