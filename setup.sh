@@ -20,6 +20,7 @@ packages=(
   pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   python3-matplotlib                          # bench/plot.py
+  python3-pip python3-venv python3-setuptools python3-wheel  # pip install --no-build-isolation . (pyproject.toml)
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
   clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz), -Wthread-safety (build-tsa/)
 )
