@@ -193,4 +193,5 @@ PYBIND11_MODULE(_batchd, m) {
         return info_dict(unwrap(c.plan_stream(batchd_py::options_from(kw))));
       });
   batchd_py::bind_cuda(m);
+  batchd_py::bind_status(m);
 }

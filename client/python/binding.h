@@ -26,4 +26,7 @@ batchd::StreamOptions options_from(const py::dict& kw);
 // reason (cuda_unavailable_reason).
 void bind_cuda(py::module_& m);
 
+// Adds _batchd.__version__, default_socket_path() and status() (status_binding.cc), for `python -m batchd`.
+void bind_status(py::module_& m);
+
 }  // namespace batchd_py

@@ -22,14 +22,39 @@ other user open your stream's segment; see docs/operations.md).
 import time
 import warnings
 
-import torch
+try:
+    import torch
+except ImportError as e:  # a venv made without --system-site-packages does not see Debian's python3-torch
+    raise ImportError(f"batchd needs PyTorch ({e}): install python3-torch (Debian) and use it, e.g. from a venv made "
+                      "with `python3 -m venv --system-site-packages`") from e
 
 from . import _batchd
-from ._batchd import BatchdError
+from ._batchd import BatchdError, __version__
 
 __all__ = ["Loader", "BatchdError"]
 
 _MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsewhere or is closed
+
+
+def _rank_and_world_size(rank, world_size):
+    """(rank, world_size) of a Loader: the given values, a missing one from torch.distributed when it is initialized,
+    else rank 0 of 1 (see the Loader's docstring)."""
+    dist = torch.distributed
+    initialized = dist.is_available() and dist.is_initialized()
+    source = {}
+    for name, value, from_dist in (("rank", rank, "get_rank"), ("world_size", world_size, "get_world_size")):
+        if value is not None:
+            source[name] = (int(value), "given")
+        elif initialized:
+            source[name] = (getattr(dist, from_dist)(), f"torch.distributed.{from_dist}()")
+        else:
+            source[name] = (0 if name == "rank" else 1, "the default without torch.distributed")
+    (rank, rank_from), (world_size, world_from) = source["rank"], source["world_size"]
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"batchd.Loader: rank {rank} ({rank_from}) is not in [0, world_size) for world_size "
+                         f"{world_size} ({world_from}); give both rank= and world_size= consistently, or neither "
+                         "to use torch.distributed's")
+    return rank, world_size
 
 
 def _while_indexing(call, timeout):
@@ -61,7 +86,15 @@ class Loader:
                                 w = tokens[i*T : i*T+T+1] is sample i's window and T the dataset's seq_len
         batch_size: samples per batch.
         shuffle, seed: a permutation per (seed, epoch), the same on every rank (RandomSampler semantics).
-        rank, world_size, drop_last: DistributedSampler semantics (drop_last also drops a short last batch).
+        rank, world_size: which share of each epoch this process reads, with DistributedSampler semantics (rank r
+            of w gets the permutation's samples r, r+w, r+2w, ..., padded by repeating the head so every rank gets
+            ceil(n/w); the shares of all ranks are disjoint and cover the epoch). None (the default) takes the
+            value from torch.distributed when it is initialized (get_rank() and get_world_size() of the default
+            group: the GLOBAL rank and world size, as torchrun/SLURM set them, so ranks on different nodes, each
+            with its own daemon, read disjoint shares), else rank 0 of 1. A value given wins; giving one of
+            them takes the other from torch.distributed when initialized. ValueError unless
+            0 <= rank < world_size. The values used are the Loader's .rank and .world_size.
+        drop_last: DistributedSampler semantics (floor(n/w) per rank), and a short last batch is dropped too.
         depth: batches prefetched by the daemon (slots); None = the daemon's default (4) plus one, because a for
             loop's variable still holds the previous batch while the next one is fetched: with the extra slot the
             daemon reads as far ahead as for a C++ loop that releases each batch first (measured on fmnist: the
@@ -99,7 +132,7 @@ class Loader:
     Errors from the daemon are raised as batchd.BatchdError with its message.
     """
 
-    def __init__(self, dataset, *, pipeline, batch_size=1, shuffle=True, seed=0, rank=0, world_size=1,
+    def __init__(self, dataset, *, pipeline, batch_size=1, shuffle=True, seed=0, rank=None, world_size=None,
                  drop_last=False, depth=None, socket=None, as_tuple=False, device="cpu", on_error="fail",
                  crop_size=None, resize_size=None, exact_decode=None, strategy=None, index_timeout=600.0,
                  share=None):
@@ -112,6 +145,8 @@ class Loader:
                 self.device = torch.device("cuda", torch.cuda.current_device())
         self._device_path = None  # CUDA: True = batchd's pinned DeviceStream, False = .to() copies (decided once)
         self.as_tuple = as_tuple
+        self.rank, self.world_size = _rank_and_world_size(rank, world_size)
+        rank, world_size = self.rank, self.world_size
         # writable=True: the Loader's promise is DataLoader's, tensors that training code may modify in place
         # (x.sub_(mean), mixup's x[i] = ...). PyTorch has no read-only tensor: torch.from_numpy of a read-only array
         # warns that writing is undefined, and on a PROT_READ mapping a write kills the trainer with SIGSEGV; the
