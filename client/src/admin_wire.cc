@@ -152,6 +152,7 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
   s.streams_of_others = w.streams_of_others();
   s.segment_bytes_of_others = w.segment_bytes_of_others();
   s.admin = w.admin();
+  s.shm_budget_bytes = w.shm_budget_bytes();
   return s;
 }
 
@@ -172,6 +173,7 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   w.set_streams_of_others(s.streams_of_others);
   w.set_segment_bytes_of_others(s.segment_bytes_of_others);
   w.set_admin(s.admin);
+  w.set_shm_budget_bytes(s.shm_budget_bytes);
   return w;
 }
 

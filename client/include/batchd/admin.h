@@ -110,6 +110,9 @@ struct DaemonStatus {
   // This connection is an admin's (root, the daemon's user, or a member of the daemon's admin_group): it sees every
   // stream, and drain() and shutdown() are allowed.
   bool admin = false;
+  // The daemon's budget for all its segments together (limits.max_shm_bytes, 0 there resolved to half of physical
+  // memory); 0 from a daemon older than this field. Used of it: the segments' bytes + segment_bytes_of_others.
+  uint64_t shm_budget_bytes = 0;
 };
 
 // A connection for administration. Move-only; holds one socket.
