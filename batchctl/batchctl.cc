@@ -1,6 +1,9 @@
 // batchctl — the batchd admin command.
 //
 //   batchctl [--socket PATH] status [--json]   daemon, workers, streams, segments
+//   batchctl [--socket PATH] stats [--json | --summary] [--watch N [--count C]]
+//       per-stream rates and per-worker busy%, or (--summary) the daemon in one line of at most 80 columns
+//       (batchctl_summary.h); --watch N: again every N seconds, rates over the interval, C times in all
 //   batchctl [--socket PATH] shm [--json] [--gc [--include-foreign]]
 //       every live segment (stream, owner pid/uid, strategy, size, slots, age), the fds each client holds, and a
 //       scan of /dev/shm for orphans (batchd.<instance>.* whose instance is provably gone), legacy batchd.<pid>.*
@@ -14,17 +17,18 @@
 #include <thread>
 
 #include "batchctl_shm.h"
+#include "batchctl_summary.h"
 #include "batchctl_views.h"
 #include "batchd/admin.h"
 
 namespace {
 
-// The daemon's status, or nullopt with the reason in *error.
-std::optional<batchd::DaemonStatus> query_status(const std::string& socket, std::string* error) {
+// The daemon's status, or nullopt after printing the reason to stderr.
+std::optional<batchd::DaemonStatus> query_status(const std::string& socket) {
   auto admin = batchd::Admin::connect(socket);
   auto status = admin.ok() ? admin->status() : batchd::Result<batchd::DaemonStatus>(admin.error());
   if (!status.ok()) {
-    *error = status.error().message();
+    std::fprintf(stderr, "batchctl: %s\n", status.error().message().c_str());
     return std::nullopt;
   }
   return std::move(status).value();
@@ -42,6 +46,32 @@ int send_ack_request(const std::string& socket, bool shutdown) {
   return 0;
 }
 
+// stats: the table, or with `summary` one line under a header; with watch > 0 again every `watch` seconds, `count`
+// outputs in all (0 = until interrupted). Exit status as main's.
+int run_stats(const std::string& socket, batchd::DaemonStatus status, double watch, bool summary, uint64_t count) {
+  if (summary) {
+    std::printf("%s\n%s\n", batchd::ctl::summary_header().c_str(), batchd::ctl::summary_line(status, nullptr).c_str());
+  } else {
+    batchd::ctl::print_stats(status, std::nullopt, 0);
+  }
+  std::fflush(stdout);
+  for (uint64_t printed = 1; watch > 0 && (count == 0 || printed < count); ++printed) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(watch));
+    auto next = query_status(socket);
+    if (!next) return 1;
+    if (summary) {
+      if (printed % batchd::ctl::kSummaryHeaderEvery == 0) std::printf("%s\n", batchd::ctl::summary_header().c_str());
+      std::printf("%s\n", batchd::ctl::summary_line(*next, &status).c_str());
+    } else {
+      std::printf("\n--- %s\n", std::to_string(next->uptime_seconds).c_str());
+      batchd::ctl::print_stats(*next, status, watch);
+    }
+    std::fflush(stdout);
+    status = std::move(*next);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,7 +79,8 @@ int main(int argc, char** argv) {
 
 COMMANDS
   status      daemon, datasets, workers, streams (one screen)
-  stats       per-stream samples/s, MB/s, ahead% and stall%; per-worker busy% (--watch N to refresh)
+  stats       per-stream samples/s, MB/s, ahead% and stall%; per-worker busy% (--watch N to refresh);
+              --summary: one line of at most 80 columns (see batchctl stats --help)
   shm         /dev/shm usage and leaks; works with the daemon down (--gc removes orphans)
   datasets    the datasets the daemon declares: format, state, samples, content fingerprint (--json: in full, and
               what it covers; equal on every node = the same data), unavailable ones with the reason
@@ -73,8 +104,27 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
   app.set_version_flag("--version", std::string("batchctl ") + BATCHD_VERSION);
   auto* status_cmd = app.add_subcommand("status", "daemon, datasets, workers and streams");
   auto* stats_cmd = app.add_subcommand("stats", "per-stream throughput, ahead% / stall%, per-worker busy%");
-  stats_cmd->add_option("--watch", watch, "refresh every N seconds, rates over the last interval")
-      ->check(CLI::PositiveNumber);
+  bool summary = false;
+  uint64_t count = 0;
+  auto* watch_opt = stats_cmd->add_option("--watch", watch, "refresh every N seconds, rates over the last interval")
+                        ->check(CLI::PositiveNumber);
+  auto* summary_opt = stats_cmd->add_flag(
+      "--summary", summary,
+      "one line of at most 80 columns; with --watch, one per interval\n"
+      "(vmstat-style: the header again every 20 lines; the first line's rates are\n"
+      "over lifetimes, later ones over the interval). The fields:\n"
+      "  STRMS      open streams (yours, or all for an admin, + other users' count)\n"
+      "  SAMPLES/S  samples delivered per second (the streams you see)\n"
+      "  BYTES/S    tensor bytes delivered per second (the same streams)\n"
+      "  BUSY%      workers' busy time / alive time, all workers together\n"
+      "  STALL%     time clients waited for data / streams' open time\n"
+      "  AHEAD%     time every slot held a finished batch / streams' open time\n"
+      "  SHM/BUDGET bytes of all the daemon's segments / limits.max_shm_bytes\n"
+      "  FAIL       your streams in state failed; SKIP: samples skipped (on_error = skip)\n"
+      "  RESTART    worker processes replaced since the daemon started\n"
+      "Numbers above 999 carry SI suffixes k M G T P E (powers of 1000).");
+  stats_cmd->add_option("--count", count, "with --watch: stop after C outputs (0 = until interrupted)")
+      ->needs(watch_opt);
   auto* datasets_cmd = app.add_subcommand("datasets", "declared datasets");
   auto* streams_cmd = app.add_subcommand("streams", "open streams");
   auto* workers_cmd = app.add_subcommand("workers", "worker processes");
@@ -96,6 +146,7 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
   for (auto* cmd : {status_cmd, stats_cmd, datasets_cmd, streams_cmd, workers_cmd, shm_cmd}) {
     cmd->add_flag("--json", json, "print one JSON object");
   }
+  summary_opt->excludes(stats_cmd->get_option("--json"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -110,12 +161,8 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
     return 0;
   }
 
-  std::string error;
-  auto status = query_status(socket, &error);
-  if (!status) {
-    std::fprintf(stderr, "batchctl: %s\n", error.c_str());
-    return 1;
-  }
+  auto status = query_status(socket);
+  if (!status) return 1;
   if (json) {
     batchd::DaemonStatus view = *status;
     if (*datasets_cmd || *streams_cmd || *workers_cmd) {
@@ -133,19 +180,6 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
   if (*streams_cmd) batchd::ctl::print_streams(*status);
   if (*workers_cmd) batchd::ctl::print_workers(*status);
   if (*status_cmd) batchd::ctl::print_status(*status);
-  if (*stats_cmd) {
-    batchd::ctl::print_stats(*status, std::nullopt, 0);
-    while (watch > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(watch));
-      auto next = query_status(socket, &error);
-      if (!next) {
-        std::fprintf(stderr, "batchctl: %s\n", error.c_str());
-        return 1;
-      }
-      std::printf("\n--- %s\n", std::to_string(next->uptime_seconds).c_str());
-      batchd::ctl::print_stats(*next, status, watch);
-      status = std::move(next);
-    }
-  }
+  if (*stats_cmd) return run_stats(socket, std::move(*status), watch, summary, count);
   return 0;
 }

@@ -3,6 +3,10 @@
 
     bench/compare_fmnist.py [--batch-size 256] [--workers 2] [--epochs 3] [--repeats 1] [--json]
 
+--json prints one object instead of the table: {"benchmark": "compare_fmnist", ..., "machine": {nproc, cpu, torch,
+loadavg}, "results": {system: {epoch0_samples_per_s, steady_samples_per_s}}, "ratio_steady": ...} (bench/plot.py
+draws it).
+
 Runs, alternating R times (--repeats):
   build/bin/batchd-bench --spawn --dataset fashion-mnist --pipeline fmnist --batch-size B --workers W --epochs E --json
   PY ../shared/bench/torch_peer.py --dataset fashion-mnist --pipeline fmnist --batch-size B --workers W --epochs E
@@ -62,11 +66,15 @@ def medians(runs):
 
 
 def machine_info(torch_version):
-    return {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu_model(), "torch": torch_version}
+    """What the JSON records of the machine; loadavg (1, 5, 15 min) is read when the run ends: the 1- and 5-minute
+    figures cover the run, so a busy machine (other builds on the same cores) shows in the record."""
+    return {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu_model(), "torch": torch_version,
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
 def machine_line(machine):
-    return f"machine: nproc={machine['nproc']}, cpu={machine['cpu']}, torch {machine['torch']}"
+    return (f"machine: nproc={machine['nproc']}, cpu={machine['cpu']}, torch {machine['torch']}, "
+            f"loadavg {' '.join(str(x) for x in machine['loadavg'])}")
 
 
 def main():
@@ -112,7 +120,8 @@ def main():
     ratio = result["batchd"]["steady_samples_per_s"] / result["torch.DataLoader"]["steady_samples_per_s"]
     machine = machine_info(torch_version)
     if args.json:
-        print(json.dumps({"dataset": "fashion-mnist", "pipeline": "fmnist", "batch_size": args.batch_size,
+        print(json.dumps({"benchmark": "compare_fmnist",
+                          "dataset": "fashion-mnist", "pipeline": "fmnist", "batch_size": args.batch_size,
                           "workers": args.workers, "epochs": args.epochs, "repeats": args.repeats,
                           "machine": machine, "results": result, "runs": runs,
                           "ratio_steady": round(ratio, 2)}, indent=2))

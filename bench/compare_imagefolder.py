@@ -10,7 +10,8 @@ under build/bench-data/. For each pipeline, alternating R times, runs
   PY ../shared/bench/torch_peer.py --dataset imagefolder --root ROOT --pipeline P --batch-size B --workers W ...
 and reports epoch-0 and steady-state (mean of epochs >= 1) samples/s, their ratio, and batchd's per-stage worker
 time per sample (read, decode, crop/resize, normalize + write into the slot). batchd must deliver every image
-exactly once per epoch, or this exits 1.
+exactly once per epoch, or this exits 1. --json prints one object instead: {"benchmark": "compare_imagefolder", ...,
+"machine": {...}, "pipelines": {P: {"results": {system: {...samples_per_s}}, "ratio_steady": ...}}} (bench/plot.py).
 """
 import argparse
 import json
@@ -106,7 +107,8 @@ def main():
 
     machine = machine_info(torch_version)
     if args.json:
-        print(json.dumps({"images": args.images, "batch_size": args.batch_size, "workers": args.workers,
+        print(json.dumps({"benchmark": "compare_imagefolder",
+                          "images": args.images, "batch_size": args.batch_size, "workers": args.workers,
                           "epochs": args.epochs, "repeats": args.repeats, "exact_decode": args.exact_decode,
                           "machine": machine, "pipelines": report}, indent=2))
         return 0

@@ -13,7 +13,8 @@ runs
 makes), and reports epoch-0 and steady-state samples/s and their ratio. Steady state is all samples of epochs >= 1
 over their total time (one epoch of batchd is a few tens of milliseconds, so it runs more epochs than the peer and a
 per-epoch mean would weigh the noisiest epochs as much as the rest). batchd must deliver every window exactly once per
-epoch, or this exits 1. Exit 2 if the peer's Python lacks torch.
+epoch, or this exits 1. Exit 2 if the peer's Python lacks torch. --json: one object shaped as compare_fmnist.py's,
+with "benchmark": "compare_tokens" (bench/plot.py draws it).
 """
 import argparse
 import json
@@ -92,7 +93,8 @@ def main():
     ratio = result["batchd"]["steady_samples_per_s"] / result["torch.DataLoader"]["steady_samples_per_s"]
     machine = machine_info(torch_version)
     if args.json:
-        print(json.dumps({"dataset": "tokens", "pipeline": "lm", "seq_len": args.seq_len, "windows": windows,
+        print(json.dumps({"benchmark": "compare_tokens",
+                          "dataset": "tokens", "pipeline": "lm", "seq_len": args.seq_len, "windows": windows,
                           "batch_size": args.batch_size, "workers": args.workers, "epochs": args.epochs,
                           "peer_epochs": args.peer_epochs, "repeats": args.repeats, "machine": machine,
                           "results": result, "runs": runs, "ratio_steady": round(ratio, 2)}, indent=2))

@@ -12,7 +12,8 @@ alternating R times, runs
 (the peer is webdataset's .shuffle(1000).decode("pil").to_tuple("jpg", "cls") on tarfile, in a DataLoader) and
 reports epoch-0 and steady-state (mean of epochs >= 1) samples/s and their ratio. batchd's config puts its index
 cache under build/bench-data/ (its first run indexes the shards, later runs read the cache; batchd-bench waits
-for the index before epoch 0). batchd must deliver every sample exactly once per epoch, or this exits 1.
+for the index before epoch 0). batchd must deliver every sample exactly once per epoch, or this exits 1. --json:
+one object shaped as compare_imagefolder.py's, with "benchmark": "compare_webdataset" (bench/plot.py draws it).
 """
 import argparse
 import json
@@ -91,7 +92,8 @@ def main():
 
     machine = machine_info(torch_version)
     if args.json:
-        print(json.dumps({"images": args.images, "shards": shard_count, "batch_size": args.batch_size,
+        print(json.dumps({"benchmark": "compare_webdataset",
+                          "images": args.images, "shards": shard_count, "batch_size": args.batch_size,
                           "workers": args.workers, "epochs": args.epochs, "repeats": args.repeats,
                           "exact_decode": args.exact_decode, "machine": machine, "pipelines": report}, indent=2))
         return 0

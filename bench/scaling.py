@@ -7,8 +7,8 @@
 For each W it runs bench/compare_fmnist.py (fmnist) and bench/compare_imagefolder.py (train224, val224) with
 --workers W: batchd-bench --spawn --workers W (one stream, the daemon's default depth) and
 ../shared/bench/torch_peer.py with DataLoader(num_workers=W), alternating, on the same machine. Writes one JSON
-object: {"machine": ..., "workers": [W...], "pipelines": {P: {"batchd": [steady samples/s per W],
-"torch.DataLoader": [...]}}} to --out and prints a table. bench/plot.py draws it.
+object: {"benchmark": "scaling", "machine": ..., "workers": [W...], "pipelines": {P: {"batchd": [steady samples/s
+per W], "torch.DataLoader": [...]}}} to --out and prints a table. bench/plot.py draws it.
 """
 import argparse
 import json
@@ -37,7 +37,7 @@ def main():
     workers = [int(w) for w in args.workers.split(",")]
     pipelines = args.pipelines.split(",")
     vision = [p for p in pipelines if p != "fmnist"]
-    out = {"workers": workers, "epochs": args.epochs, "repeats": args.repeats, "pipelines": {}}
+    out = {"benchmark": "scaling", "workers": workers, "epochs": args.epochs, "repeats": args.repeats, "pipelines": {}}
     for w in workers:
         common = ["--workers", str(w), "--epochs", str(args.epochs), "--repeats", str(args.repeats), "--json"]
         reports = {}

@@ -214,6 +214,7 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
   s.admin = w.admin();
   s.shared_streams = w.shared_streams();
   s.share_subscribers = w.share_subscribers();
+  s.shm_budget_bytes = w.shm_budget_bytes();
   return s;
 }
 
@@ -237,6 +238,7 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   w.set_admin(s.admin);
   w.set_shared_streams(s.shared_streams);
   w.set_share_subscribers(s.share_subscribers);
+  w.set_shm_budget_bytes(s.shm_budget_bytes);
   return w;
 }
 

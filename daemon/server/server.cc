@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 
 #include "config.h"
+#include "streams/shm_budget.h"
 
 namespace batchd::daemon {
 
@@ -197,6 +198,8 @@ void Server::fill_status(wire::StatusReply* status, const StatusView& view) cons
   status->set_default_strategy(config_.shm_strategy);
   streams_.fill_status(status, view);
   status->set_admin(view.all);
+  // The budget the segment pool admits against: ShmBudget resolves max_shm_bytes = 0 the same way here.
+  status->set_shm_budget_bytes(ShmBudget(config_.limits.max_shm_bytes).limit());
   status->set_connections(static_cast<uint32_t>(connections_.size()));
   for (const auto& [name, d] : datasets_.describe()) {
     wire::DatasetInfo* entry = status->add_dataset_entries();

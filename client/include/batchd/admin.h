@@ -151,6 +151,9 @@ struct DaemonStatus {
   // Shared productions, all users' (each one stream above or in streams_of_others), and their subscribers.
   uint32_t shared_streams = 0;
   uint32_t share_subscribers = 0;
+  // The daemon's budget for all its segments together (limits.max_shm_bytes, 0 there resolved to half of physical
+  // memory); 0 from a daemon older than this field. Used of it: the segments' bytes + segment_bytes_of_others.
+  uint64_t shm_budget_bytes = 0;
 };
 
 // A connection for administration. Move-only; holds one socket.
