@@ -19,7 +19,6 @@ daemon when the last tensor viewing it is freed (never earlier), so keep tensors
 .clone() them. They are writable, as DataLoader's are: in-place ops change only your own batch (the daemon lets no
 other user open your stream's segment; see docs/operations.md).
 """
-import time
 import warnings
 
 try:
@@ -30,44 +29,11 @@ except ImportError as e:  # a venv made without --system-site-packages does not 
 
 from . import _batchd
 from ._batchd import BatchdError, __version__
+from ._support import _DeviceSource, _HostSource, _as_tuple, _rank_and_world_size, _while_indexing
 
 __all__ = ["Loader", "BatchdError"]
 
 _MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsewhere or is closed
-
-
-def _rank_and_world_size(rank, world_size):
-    """(rank, world_size) of a Loader: the given values, a missing one from torch.distributed when it is initialized,
-    else rank 0 of 1 (see the Loader's docstring)."""
-    dist = torch.distributed
-    initialized = dist.is_available() and dist.is_initialized()
-    source = {}
-    for name, value, from_dist in (("rank", rank, "get_rank"), ("world_size", world_size, "get_world_size")):
-        if value is not None:
-            source[name] = (int(value), "given")
-        elif initialized:
-            source[name] = (getattr(dist, from_dist)(), f"torch.distributed.{from_dist}()")
-        else:
-            source[name] = (0 if name == "rank" else 1, "the default without torch.distributed")
-    (rank, rank_from), (world_size, world_from) = source["rank"], source["world_size"]
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(f"batchd.Loader: rank {rank} ({rank_from}) is not in [0, world_size) for world_size "
-                         f"{world_size} ({world_from}); give both rank= and world_size= consistently, or neither "
-                         "to use torch.distributed's")
-    return rank, world_size
-
-
-def _while_indexing(call, timeout):
-    """call(), again every 0.1 s while the daemon answers that the dataset is still being indexed, for up to
-    `timeout` seconds; the last answer otherwise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return call()
-        except BatchdError as e:
-            if e.code != "unavailable" or " is indexing (" not in str(e) or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.1)
 
 
 class Loader:
@@ -175,6 +141,7 @@ class Loader:
         self._state = {"epoch": 0, "batches_yielded": 0}
         self._plan_info = None
         self._stream, self._pending, self._next_epoch = None, None, None
+        self._joined_at = 0  # a shared stream's joined_at_batch, for its first pass
 
     def set_epoch(self, epoch):
         """Use `epoch` for the next pass (as DistributedSampler.set_epoch)."""
@@ -213,8 +180,17 @@ class Loader:
         self._resume_batch = int(state["batches_yielded"])
 
     def __iter__(self):
-        if self._share is not None:
-            yield from self._iter_shared()
+        if self._share is not None:  # the production's next epoch, whole, wherever it is
+            if self._stream is None:
+                self._stream = self._open(epoch=self._epoch, start_batch=0, num_epochs=_MANY_EPOCHS, **self._options)
+                self._joined_at = self._stream.info.get("joined_at_batch", 0)
+            if self._pending is None:
+                self._pending = self._stream.next()
+            if self._pending is None:
+                return
+            epoch, joined, self._joined_at = self._pending[0], self._joined_at, 0
+            self._state = {"epoch": epoch, "batches_yielded": 0, "joined_at_batch": joined}
+            yield from self._pass(epoch)
             return
         epoch, start = self._epoch, self._resume_batch
         explicit, self._explicit_epoch, self._resume_batch = self._explicit_epoch, False, 0  # noqa: F841
@@ -227,6 +203,13 @@ class Loader:
         if self._stream is None or start != 0 or self._next_epoch != epoch:
             self._close_stream()
             self._stream = self._open(epoch=epoch, start_batch=start, num_epochs=_MANY_EPOCHS, **self._options)
+        yield from self._pass(epoch)
+        self._advance(epoch, explicit)
+
+    def _pass(self, epoch):
+        """The batches of `epoch` from the open stream, the kept first batch (self._pending) first; the first batch
+        of the next epoch is kept for the next pass. A pass abandoned before its last batch (not one left after it,
+        as zip() leaves the longer iterators) closes the stream: the next pass opens, or joins, again."""
         stream, self._next_epoch = self._stream, None
         next_item, to_tensors = stream.next, stream.tensors
         finished = False
@@ -247,41 +230,6 @@ class Loader:
                 del out  # the generator must not keep the previous batch (and its slot) while making the next
             finished = True
         finally:
-            if not finished:  # abandoned mid-epoch: the stream's position is no longer the next pass's start
-                self._close_stream()
-        self._advance(epoch, explicit)
-
-    def _iter_shared(self):
-        """One pass of a shared Loader: the next whole epoch of its stream, in the production's epochs."""
-        joined_at = 0
-        if self._stream is None:
-            self._stream = self._open(epoch=self._epoch, start_batch=0, num_epochs=_MANY_EPOCHS, **self._options)
-            joined_at = self._stream.info.get("joined_at_batch", 0)
-        stream, finished = self._stream, False
-        item, self._pending = (self._pending, None) if self._pending is not None else (stream.next(), None)
-        if item is None:
-            return
-        epoch = item[0]
-        self._state = {"epoch": epoch, "batches_yielded": 0, "joined_at_batch": joined_at}
-        try:
-            while item is not None:
-                if item[0] != epoch:  # the first batch of the next epoch: keep it for the next pass
-                    self._pending = item
-                    break
-                with warnings.catch_warnings():  # the arrays are read-only: the segment is every subscriber's
-                    warnings.simplefilter("ignore", UserWarning)
-                    tensors = stream.tensors(item[1])
-                del item
-                self._state["batches_yielded"] += 1
-                out = _as_tuple(tensors) if self.as_tuple else tensors
-                del tensors
-                yield out
-                del out
-                item = stream.next()
-            finished = True
-        finally:
-            # Abandoned mid-epoch (not after its last batch, as zip() leaves the longer iterators): join again,
-            # where the production is, on the next pass.
             if not finished and self._state["batches_yielded"] < len(self):
                 self._close_stream()
 
@@ -312,7 +260,7 @@ class Loader:
             warnings.warn(f"batchd: batches for {self.device} are copied with .to(non_blocking=True), not through "
                           f"batchd's pinned CUDA path: {reason}", RuntimeWarning, stacklevel=3)
             self._device_path = False
-        return _HostSource(self._client.open_stream(**kw), self.device)
+        return _HostSource(self._client.open_stream(**kw), self.device, readonly=not kw.get("writable"))
 
     def _close_stream(self):
         self._pending, self._next_epoch = None, None
@@ -334,47 +282,3 @@ class Loader:
         """After a complete pass: the next pass reads the next epoch, unless set_epoch() was called meanwhile."""
         if not self._explicit_epoch:
             self._epoch = epoch + 1
-
-
-def _as_tuple(tensors):
-    """(input_ids, targets) for a language-model stream, (image, label) for an image stream."""
-    if "input_ids" in tensors:
-        return tensors["input_ids"], tensors["targets"]
-    return tensors["image"], tensors["label"]
-
-
-class _HostSource:
-    """A host stream: items are (epoch, {name: numpy array}) whose arrays hold the lease; tensors are zero-copy
-    views of them (copied to a CUDA device if asked)."""
-
-    def __init__(self, stream, device):
-        self._stream, self._device = stream, device if device.type == "cuda" else None
-        self.next = stream.next_arrays  # one C++ call per batch
-        self.info = stream.info
-
-    def tensors(self, arrays):
-        from_numpy = torch.from_numpy
-        tensors = {name: from_numpy(array) for name, array in arrays.items()}
-        if self._device is not None:
-            tensors = {k: v.to(self._device, non_blocking=True) for k, v in tensors.items()}
-        return tensors
-
-    def close(self):
-        self._stream.close()
-
-
-class _DeviceSource:
-    """batchd's CUDA path: items are (epoch, {name: DeviceArray}); tensors view batchd's device buffers."""
-
-    def __init__(self, stream, device):
-        self._stream, self._device = stream, device
-        self.info = getattr(stream, "info", {})
-
-    def next(self):
-        return self._stream.next(torch.cuda.current_stream(self._device).cuda_stream)
-
-    def tensors(self, arrays):
-        return {name: torch.as_tensor(array, device=self._device) for name, array in arrays.items()}
-
-    def close(self):
-        self._stream.close()

@@ -1,0 +1,69 @@
+// Share::check_join (share.h): who may join a shared production, and with which options.
+#include "streams/share.h"
+
+#include "config.h"
+
+namespace batchd::daemon {
+
+Status Share::check_join(const wire::OpenStream& req, const StreamPlan& plan, const Peer& peer) const {
+  const std::string share = "share '" + name() + "'";
+  if (peer.uid != creator_uid_ && !peer.admin) {
+    return Error(ErrorCode::kPermissionDenied,
+                 share + " was created by uid " + std::to_string(creator_uid_) + "; only that uid and admins may "
+                 "join it (you are uid " + std::to_string(peer.uid) + "): choose another share name");
+  }
+  if (!production_.running()) {
+    return Error(ErrorCode::kUnavailable, share + " has failed; its subscribers must close it before the name can "
+                                                  "be used again");
+  }
+  if (subscribers_.count(peer.connection_id)) {
+    return Error(ErrorCode::kInvalidArgument, share + " already has a subscriber on this connection; read it "
+                                                      "through that stream, or join from another connection");
+  }
+  if (subscribers_.size() >= max_subscribers_) {
+    return Error(ErrorCode::kResourceExhausted, share + " has " + std::to_string(subscribers_.size()) +
+                                                    " subscribers (shares.max_subscribers); open a private stream "
+                                                    "or raise the limit");
+  }
+  const wire::StreamOpened& mine = production_.opened();
+  auto differs = [&](const std::string& option, const std::string& theirs, const std::string& yours) {
+    return Error(ErrorCode::kInvalidArgument,
+                 share + " reads " + option + " " + theirs + "; this stream asks for " + option + " " + yours +
+                     ". Every subscriber must ask for the same dataset, pipeline, pipeline options, seed, batch "
+                     "size, sampler, strategy, depth and on_error (only epoch, start_batch and num_epochs may "
+                     "differ): change it, open a private stream, or use another share name");
+  };
+  auto text = [](auto v) { return std::to_string(v); };
+  auto flag = [](bool v) { return std::string(v ? "true" : "false"); };
+  const uint32_t world = req.world_size() ? req.world_size() : 1;
+  const uint32_t creator_world = creator_.world_size() ? creator_.world_size() : 1;
+  if (req.dataset() != creator_.dataset()) return differs("dataset", "'" + creator_.dataset() + "'", "'" + req.dataset() + "'");
+  if (req.pipeline() != creator_.pipeline()) return differs("pipeline", "'" + creator_.pipeline() + "'", "'" + req.pipeline() + "'");
+  const auto& options = plan.attach.pipeline_options();
+  if (options.SerializeAsString() != production_.attach().pipeline_options().SerializeAsString()) {
+    return differs("pipeline_options", "{" + production_.attach().pipeline_options().ShortDebugString() + "}",
+                   "{" + options.ShortDebugString() + "}");
+  }
+  if (req.seed() != creator_.seed()) return differs("seed", text(creator_.seed()), text(req.seed()));
+  if (req.batch_size() != creator_.batch_size()) return differs("batch_size", text(creator_.batch_size()), text(req.batch_size()));
+  if (req.shuffle() != creator_.shuffle()) return differs("shuffle", flag(creator_.shuffle()), flag(req.shuffle()));
+  if (req.rank() != creator_.rank()) return differs("rank", text(creator_.rank()), text(req.rank()));
+  if (world != creator_world) return differs("world_size", text(creator_world), text(world));
+  if (req.drop_last() != creator_.drop_last()) return differs("drop_last", flag(creator_.drop_last()), flag(req.drop_last()));
+  if (plan.opened.strategy() != mine.strategy()) {
+    return differs("strategy", strategy_name(mine.strategy()), strategy_name(plan.opened.strategy()));
+  }
+  if (plan.opened.window() != window_) return differs("depth", text(window_), text(plan.opened.window()));
+  if (req.on_error() != creator_.on_error()) {
+    return differs("on_error", creator_.on_error() == wire::ON_ERROR_SKIP ? "skip" : "fail",
+                   req.on_error() == wire::ON_ERROR_SKIP ? "skip" : "fail");
+  }
+  if (peer.uid != creator_uid_ && peer.uid != 0 && mine.strategy() == wire::FILE_SYSTEM) {
+    return Error(ErrorCode::kInvalidArgument, share + " uses the file_system strategy, whose segment only uid " +
+                                                  std::to_string(creator_uid_) + " may open; join it as that uid, "
+                                                  "or create shares with strategy file_descriptor");
+  }
+  return ok_status();
+}
+
+}  // namespace batchd::daemon
