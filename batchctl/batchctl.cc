@@ -8,14 +8,18 @@
 //       every live segment (stream, owner pid/uid, strategy, size, slots, age), the fds each client holds, and a
 //       scan of /dev/shm for orphans (batchd.<instance>.* whose instance is provably gone), legacy batchd.<pid>.*
 //       names and foreign leftovers (torch_*, ...). Works when the daemon is down, from /dev/shm alone. --gc never
-//       removes a file in use, nor, unless run as root, another user's (batchd/wire/shm_scan.h).
+//       removes a file in use, nor, unless run as root, another user's (batchd/wire/shm_scan.h). Exits 1 when a
+//       daemon took the connection but its live segments could not be had (the report says they are missing).
+//   batchctl [--socket PATH] health [--live]   the probes' question: answers and takes new streams (batchctl_health.h)
 //
-// Exit status: 0 on success, 1 if the daemon cannot be reached or answers with an error, 2 on a usage error.
+// Exit status: 0 on success, 1 if the daemon cannot be reached or answers with an error (health: or is not ready),
+// 2 on a usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <optional>
 #include <thread>
 
+#include "batchctl_health.h"
 #include "batchctl_shm.h"
 #include "batchctl_summary.h"
 #include "batchctl_views.h"
@@ -82,6 +86,8 @@ COMMANDS
   stats       per-stream samples/s, MB/s, ahead% and stall%; per-worker busy% (--watch N to refresh);
               --summary: one line of at most 80 columns (see batchctl stats --help)
   shm         /dev/shm usage and leaks; works with the daemon down (--gc removes orphans)
+  health      exit 0 if the daemon answers, is not draining and has a worker (--live: if it answers); for
+              probes: one small request, whatever the number of streams, for anyone who can connect
   datasets    the datasets the daemon declares: format, state, samples, content fingerprint (--json: in full, and
               what it covers; equal on every node = the same data), unavailable ones with the reason
   streams     open streams: dataset, pipeline, client pid, state, progress, skipped samples
@@ -94,7 +100,8 @@ full and other users' only as a count.
 
 Every command takes --json (one JSON object; field names as in proto/batchd.proto).
 The socket is --socket, else $BATCHD_SOCKET, else /run/batchd/batchd.sock.
-EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
+EXIT STATUS: 0 success, 1 daemon unreachable or it refused (health: or not ready; shm: its segments missing),
+2 usage error.)",
                "batchctl");
   app.require_subcommand(1);
   std::string socket;
@@ -130,6 +137,9 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
   auto* workers_cmd = app.add_subcommand("workers", "worker processes");
   auto* drain_cmd = app.add_subcommand("drain", "refuse new streams; running streams continue");
   auto* shutdown_cmd = app.add_subcommand("shutdown", "drain and exit, as SIGTERM");
+  bool live = false;
+  auto* health_cmd = app.add_subcommand("health", "exit 0 if the daemon answers and takes new streams (the probes)");
+  health_cmd->add_flag("--live", live, "exit 0 if it answers at all, draining or not (the liveness probe)");
   batchd::ShmReportOptions shm_options;
   auto* shm_cmd = app.add_subcommand(
       "shm", "/dev/shm usage and leaks: the daemon's live segments (stream, owner pid/uid, strategy, size, slot "
@@ -153,12 +163,13 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused, 2 usage error.)",
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (*drain_cmd || *shutdown_cmd) return send_ack_request(socket, shutdown_cmd->parsed());
+  if (*health_cmd) return batchd::ctl::run_health(socket, live);
   if (*shm_cmd) {
     shm_options.socket_path = socket;
     const auto report = batchd::shm_report(shm_options);
-    if (json) return batchd::ctl::print_json(batchd::to_json(report));
-    batchd::ctl::print_shm_report(report);
-    return 0;
+    if (!json) batchd::ctl::print_shm_report(report);
+    const int printed = json ? batchd::ctl::print_json(batchd::to_json(report)) : 0;
+    return report.segments_missing ? 1 : printed;
   }
 
   auto status = query_status(socket);

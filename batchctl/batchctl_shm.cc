@@ -29,7 +29,10 @@ void print_shm_report(const ShmReport& r) {
   using wire::format_bytes;
   std::printf("/dev/shm: %s free of %s\n\n", format_bytes(r.shm_free_bytes).c_str(),
               format_bytes(r.shm_total_bytes).c_str());
-  if (!r.daemon_reachable) {
+  if (r.segments_missing) {
+    std::printf("daemon: it took the connection but did not list its live segments (%s): they are MISSING from this "
+                "report; showing what /dev/shm holds\n\n", r.daemon_error.c_str());
+  } else if (!r.daemon_reachable) {
     std::printf("daemon: not reachable (%s); showing what /dev/shm holds\n\n", r.daemon_error.c_str());
   } else if (r.segments.empty()) {
     std::printf("live segments of batchd pid %d (instance %s): none\n\n", r.daemon_pid, r.instance_id.c_str());
@@ -73,6 +76,14 @@ void print_shm_report(const ShmReport& r) {
   }
   if (!r.undecided.empty()) std::printf("batchd files whose instance cannot be probed (never removed):\n");
   for (const auto& f : r.undecided) {
+    std::printf("  %-40s %10s %6s  %s\n", f.name.c_str(), format_bytes(f.bytes).c_str(), age(f.age_seconds).c_str(),
+                f.kept.c_str());
+  }
+  if (!r.held.empty()) {
+    std::printf("other batchd instances whose lock a process holds (never removed; a dead instance's stay until its "
+                "holder exits):\n");
+  }
+  for (const auto& f : r.held) {
     std::printf("  %-40s %10s %6s  %s\n", f.name.c_str(), format_bytes(f.bytes).c_str(), age(f.age_seconds).c_str(),
                 f.kept.c_str());
   }

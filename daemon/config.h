@@ -42,6 +42,11 @@ struct Limits {
   uint32_t default_depth = 4;               // slots per stream when the client asks for 0
   uint32_t max_depth = 64;                  // slots per stream
   uint32_t max_streams_per_connection = 64;
+  // Streams one uid may hold open, all its connections together (subscriptions to shared streams included). 1024
+  // keeps one user's own streams within one status page (about 200 bytes each: 200 KiB of the 512 KiB a page may
+  // take with the default max_frame_bytes), far above a host's trainers (a few streams per GPU rank), and well below
+  // what max_connections_per_uid x max_streams_per_connection would allow (16384).
+  uint32_t max_streams_per_uid = 1024;
   uint64_t max_segment_bytes = 4ull << 30;  // bytes of one stream's segment
   uint64_t max_shm_bytes = 0;               // bytes of all segments together; 0 = half of physical memory
   // Clients (issue 14): what one connection, one uid and all clients together may hold.

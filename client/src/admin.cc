@@ -46,12 +46,41 @@ Result<Admin> Admin::connect(const std::string& socket_path) {
 const std::string& Admin::socket_path() const { return core_->socket_path(); }
 
 Result<DaemonStatus> Admin::status() {
+  auto all = status_page(0);
+  while (all.ok() && all->next_after_stream_id != 0) {
+    auto next = status_page(all->next_after_stream_id);
+    if (!next.ok()) return next.error();
+    if (next->next_after_stream_id != 0 && next->next_after_stream_id <= all->next_after_stream_id) {
+      return Error(ErrorCode::kProtocol, "the daemon's status pages do not advance (page after stream " +
+                                             std::to_string(all->next_after_stream_id) + " ends at stream " +
+                                             std::to_string(next->next_after_stream_id) + ")");
+    }
+    // The totals are the last page's; the lists are every page's.
+    next->streams.insert(next->streams.begin(), std::make_move_iterator(all->streams.begin()),
+                         std::make_move_iterator(all->streams.end()));
+    next->segments.insert(next->segments.begin(), std::make_move_iterator(all->segments.begin()),
+                          std::make_move_iterator(all->segments.end()));
+    all = std::move(next);
+  }
+  return all;
+}
+
+Result<DaemonStatus> Admin::status_page(uint64_t after_stream_id) {
   wire::Request request;
-  request.mutable_status();
+  request.mutable_status()->set_after_stream_id(after_stream_id);
   auto reply = core_->call(std::move(request));
   if (!reply.ok()) return reply.error();
   if (!reply->reply.has_status()) return Error(ErrorCode::kProtocol, "the daemon answered a status request wrongly");
   return detail::from_wire(reply->reply.status());
+}
+
+Result<DaemonHealth> Admin::health() {
+  wire::Request request;
+  request.mutable_health();
+  auto reply = core_->call(std::move(request));
+  if (!reply.ok()) return reply.error();
+  if (!reply->reply.has_health()) return Error(ErrorCode::kProtocol, "the daemon answered a health request wrongly");
+  return detail::from_wire(reply->reply.health());
 }
 
 Result<std::vector<StreamStatus>> Admin::streams() {

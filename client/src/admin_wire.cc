@@ -85,6 +85,8 @@ void fill_wire(const ShmFile& f, wire::ShmFile* w) {
   w->set_instance_id(f.instance_id);
   w->set_owner_uid(f.owner_uid);
   w->set_kept(f.kept);
+  w->set_lock_holder_pid(f.lock_holder_pid);
+  w->set_lock_holder(f.lock_holder);
 }
 
 void fill_wire(const DatasetStatus& s, wire::DatasetInfo* w) {
@@ -175,6 +177,16 @@ SegmentStatus from_wire(const wire::SegmentInfo& w) {
           .subscribers = w.subscribers()};
 }
 
+DaemonHealth from_wire(const wire::HealthReply& w) {
+  return {.daemon_pid = w.daemon_pid(),
+          .instance_id = w.instance_id(),
+          .version = w.version(),
+          .uptime_seconds = w.uptime_seconds(),
+          .draining = w.draining(),
+          .workers = w.workers(),
+          .workers_down = w.workers_down()};
+}
+
 wire::SegmentInfo to_wire(const SegmentStatus& s) {
   wire::SegmentInfo w;
   w.set_stream_id(s.stream_id);
@@ -215,6 +227,9 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
   s.shared_streams = w.shared_streams();
   s.share_subscribers = w.share_subscribers();
   s.shm_budget_bytes = w.shm_budget_bytes();
+  s.streams_omitted = w.streams_omitted();
+  s.segment_bytes_omitted = w.segment_bytes_omitted();
+  s.next_after_stream_id = w.next_after_stream_id();
   return s;
 }
 
@@ -239,6 +254,9 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   w.set_shared_streams(s.shared_streams);
   w.set_share_subscribers(s.share_subscribers);
   w.set_shm_budget_bytes(s.shm_budget_bytes);
+  w.set_streams_omitted(s.streams_omitted);
+  w.set_segment_bytes_omitted(s.segment_bytes_omitted);
+  w.set_next_after_stream_id(s.next_after_stream_id);
   return w;
 }
 
@@ -259,6 +277,8 @@ wire::ShmReport to_wire(const ShmReport& r) {
   for (const auto& f : r.legacy) fill_wire(f, w.add_legacy());
   for (const auto& f : r.undecided) fill_wire(f, w.add_undecided());
   for (const auto& f : r.foreign) fill_wire(f, w.add_foreign());
+  for (const auto& f : r.held) fill_wire(f, w.add_held());
+  w.set_segments_missing(r.segments_missing);
   for (const auto& n : r.removed) w.add_removed(n);
   w.set_shm_total_bytes(r.shm_total_bytes);
   w.set_shm_free_bytes(r.shm_free_bytes);

@@ -16,6 +16,7 @@ StreamStatus from_wire(const wire::StreamInfo& stream);
 WorkerStatus from_wire(const wire::WorkerInfo& worker);
 DatasetStatus from_wire(const wire::DatasetInfo& dataset);
 SegmentStatus from_wire(const wire::SegmentInfo& segment);
+DaemonHealth from_wire(const wire::HealthReply& health);
 wire::SegmentInfo to_wire(const SegmentStatus& segment);
 
 // ShmReport is made by the client (shm_report), never received: one way only.

@@ -1,12 +1,14 @@
 // shm_report() of batchd/admin.h: the daemon's live segments (when it answers) and what a scan of the shm
 // directory finds either way (proto's wire/shm_scan.h), with the optional garbage collection under that file's rule
-// (gc_decision), as the caller's effective uid.
+// (gc_decision), as the caller's effective uid. Other instances whose lock is held are listed with the lock's holder
+// (wire/lock_holder.h): a process keeping a dead instance's lock shows as the leak it is.
 #include <unistd.h>
 
 #include <map>
 #include <set>
 
 #include "batchd/admin.h"
+#include "batchd/wire/lock_holder.h"
 #include "batchd/wire/shm_scan.h"
 
 namespace batchd {
@@ -17,7 +19,8 @@ using wire::ShmEntry;
 
 ShmFile file_of(const ShmEntry& e) {
   return {.name = e.name, .bytes = e.bytes, .age_seconds = e.age_seconds, .daemon_pid = e.legacy_pid,
-          .in_use = e.in_use, .instance_id = e.instance, .owner_uid = e.owner_uid, .kept = e.note};
+          .in_use = e.in_use, .instance_id = e.instance, .owner_uid = e.owner_uid, .kept = e.note,
+          .lock_holder_pid = 0, .lock_holder = ""};
 }
 
 // The daemon's part: its live segments and the processes that hold them.
@@ -26,6 +29,7 @@ void add_daemon_part(const ShmReportOptions& options, ShmReport* report) {
   auto status = admin.ok() ? admin->status() : Result<DaemonStatus>(admin.error());
   if (!status.ok()) {
     report->daemon_error = status.error().message();
+    report->segments_missing = admin.ok();  // a daemon took the connection: it has segments this report lacks
     return;
   }
   report->daemon_reachable = true;
@@ -41,13 +45,34 @@ void add_daemon_part(const ShmReportOptions& options, ShmReport* report) {
   }
 }
 
-void list(const ShmEntry& e, ShmReport* report) {
+// A file of another instance whose lock is held: who holds it (looked up once per instance in `holders`).
+using Holders = std::map<std::string, std::optional<wire::LockHolder>>;  // by instance
+
+ShmFile held_file(const ShmEntry& e, const std::string& dir, Holders* holders) {
+  auto it = holders->find(e.instance);
+  if (it == holders->end()) {
+    it = holders->emplace(e.instance, wire::flock_holder(dir + "/" + wire::instance_lock_name(e.instance))).first;
+  }
+  ShmFile f = file_of(e);
+  const std::string who = it->second ? wire::describe(*it->second) : "a process this user cannot see";
+  f.kept = "instance " + e.instance + "'s lock is held by " + who +
+           ": another batchd running, or a process keeping a dead instance's lock; not collected while it is held";
+  if (it->second) {
+    f.lock_holder_pid = it->second->pid;
+    f.lock_holder = it->second->name;
+  }
+  return f;
+}
+
+void list(const ShmEntry& e, const ShmReportOptions& options, ShmReport* report, Holders* holders) {
   switch (e.kind) {
     case ShmEntry::Kind::kOrphan: report->orphans.push_back(file_of(e)); break;
     case ShmEntry::Kind::kLegacy: report->legacy.push_back(file_of(e)); break;
     case ShmEntry::Kind::kUndecided: report->undecided.push_back(file_of(e)); break;
     case ShmEntry::Kind::kForeign: report->foreign.push_back(file_of(e)); break;
-    case ShmEntry::Kind::kLive: break;  // the daemon's are in segments; other live instances' are not ours to list
+    case ShmEntry::Kind::kLive:  // the reachable daemon's are in segments; any other instance's are held
+      if (e.instance != report->instance_id) report->held.push_back(held_file(e, options.shm_dir, holders));
+      break;
   }
 }
 
@@ -73,7 +98,8 @@ ShmReport shm_report(const ShmReportOptions& options) {
       if (auto it = kept.find(e.name); it != kept.end()) e.note = it->second;
     }
   }
-  for (const auto& e : entries) list(e, &report);
+  Holders holders;
+  for (const auto& e : entries) list(e, options, &report, &holders);
   if (const auto space = wire::shm_space(options.shm_dir)) {
     report.shm_total_bytes = space->total_bytes;
     report.shm_free_bytes = space->free_bytes;

@@ -53,6 +53,7 @@ bool requires_admin(wire::Request::BodyCase body) {
     case wire::Request::kCloseStream:
     case wire::Request::kRelease:
     case wire::Request::kStatus:  // answered with a view: others' streams only as counts
+    case wire::Request::kHealth:  // nothing about any stream or user: for everyone (the probes)
     case wire::Request::BODY_NOT_SET:
       return false;
   }

@@ -7,7 +7,8 @@
 // and keeps the connection open.
 //
 // Status: an admin sees every stream; anyone else their own uid's streams and segments in full and other users'
-// only as counts (StatusView in stream_manager.h).
+// only as counts (StatusView in stream_manager.h). Health (the probes' request) says nothing of any stream or user:
+// anyone may ask.
 //
 // Immutable after create(); thread-compatible.
 #pragma once

@@ -180,8 +180,15 @@ void Connection::dispatch(const wire::Request& request) {
       return;
     }
     case wire::Request::kStatus: {
+      // A page of at most half a frame (status_page.h): however many streams, the reply is sent.
+      const StatusPage page{request.status().after_stream_id(), max_reply_bytes_ / 2};
       wire::Reply r;
-      server_.fill_status(r.mutable_status(), admin_ ? StatusView::everything() : StatusView::own(peer_.uid));
+      server_.fill_status(r.mutable_status(), admin_ ? StatusView::everything() : StatusView::own(peer_.uid), page);
+      return reply(rid, std::move(r));
+    }
+    case wire::Request::kHealth: {
+      wire::Reply r;
+      server_.fill_health(r.mutable_health());
       return reply(rid, std::move(r));
     }
     default:
@@ -200,6 +207,14 @@ void Connection::reply(uint64_t request_id, wire::Reply r, wire::UniqueFd fd) {
   auto frame = wire::encode_frame(r, max_reply_bytes_);
   if (!frame.ok()) {
     spdlog::error("connection {}: {}", peer_.connection_id, frame.error().message());
+    // A status too large for the frame (its pages are bounded, but not the workers and datasets in each) gets an
+    // Error that says why instead of a connection closed in silence.
+    if (r.has_status()) {
+      return reply_error(request_id, Error(ErrorCode::kResourceExhausted,
+                                           "the reply to this request would be " + std::to_string(r.ByteSizeLong()) +
+                                               " bytes, over the daemon's frame limit (limits.max_frame_bytes = " +
+                                               std::to_string(max_reply_bytes_) + "): raise the key in its config"));
+    }
     return close(true);
   }
   queue_.push(std::move(frame).value(), std::move(fd));

@@ -17,6 +17,10 @@
 // closed after an error keeps its last frames (that Error) for at most frame_timeout_ms more for the client to read,
 // then is closed anyway. Refused admin requests are logged through Server::log_denied (rate-limited).
 //
+// A status reply is one page of at most half of limits.max_frame_bytes (streams/status_page.h); one that still
+// exceeds the frame limit (too many workers or datasets for it) is answered with an Error naming the key, the
+// connection staying open. Health replies are a few dozen bytes.
+//
 // Outgoing frames are queued and written without blocking the event loop; a frame that carries a segment fd
 // (file_descriptor strategy) sends it as SCM_RIGHTS on its first byte. Single-threaded: the daemon's io_context.
 #pragma once

@@ -191,12 +191,11 @@ void Server::trim_memory_soon() {
   });
 }
 
-void Server::fill_status(wire::StatusReply* status, const StatusView& view) const {
+void Server::fill_status(wire::StatusReply* status, const StatusView& view, const StatusPage& page) const {
   status->set_daemon_pid(::getpid());
   status->set_version(BATCHD_VERSION);
   status->set_uptime_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   status->set_default_strategy(config_.shm_strategy);
-  streams_.fill_status(status, view);
   status->set_admin(view.all);
   // The budget the segment pool admits against: ShmBudget resolves max_shm_bytes = 0 the same way here.
   status->set_shm_budget_bytes(ShmBudget(config_.limits.max_shm_bytes).limit());
@@ -224,6 +223,14 @@ void Server::fill_status(wire::StatusReply* status, const StatusView& view) cons
         status->add_datasets(name + " (unavailable: " + d.detail + ")");
     }
   }
+  streams_.fill_status(status, view, page);  // last: the page's bound counts everything above
+}
+
+void Server::fill_health(wire::HealthReply* health) const {
+  health->set_daemon_pid(::getpid());
+  health->set_version(BATCHD_VERSION);
+  health->set_uptime_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  streams_.fill_health(health);
 }
 
 }  // namespace batchd::daemon

@@ -51,8 +51,11 @@ class Server final {
   }
 
   void remove(uint64_t connection_id);
-  // The daemon's status as `view` may see it (StatusView: an admin's, a non-admin's, the metrics endpoint's).
-  void fill_status(wire::StatusReply* status, const StatusView& view) const;
+  // The daemon's status as `view` may see it (StatusView: an admin's, a non-admin's, the metrics endpoint's), its
+  // streams from `page` on (status_page.h; the default lists every one).
+  void fill_status(wire::StatusReply* status, const StatusView& view, const StatusPage& page = {}) const;
+  // The answer to a HealthRequest: version, instance, pid, uptime, draining, workers.
+  void fill_health(wire::HealthReply* health) const;
   size_t connections() const { return connections_.size(); }
   const AdminPolicy& admin_policy() const { return admin_policy_; }
   // Logs a refused admin request (at most one line a second; RefusalLog).

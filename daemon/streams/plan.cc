@@ -78,6 +78,12 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     return exhausted("this connection already has " + std::to_string(limits.max_streams_per_connection) +
                      " open streams (limits.max_streams_per_connection); close some");
   }
+  if (context.uid_streams >= limits.max_streams_per_uid) {
+    return exhausted("uid " + std::to_string(context.uid) + " already has " + std::to_string(context.uid_streams) +
+                     " open streams on this daemon, the limit per user (limits.max_streams_per_uid = " +
+                     std::to_string(limits.max_streams_per_uid) +
+                     "): close some, or ask its operator to raise the key in the daemon's config");
+  }
   auto dataset = datasets.find(req.dataset());
   if (!dataset.ok()) return dataset.error();
   auto requested = requested_pipeline_options(req);

@@ -27,6 +27,8 @@ struct PlanContext {
   wire::SharingStrategy default_strategy = wire::FILE_DESCRIPTOR;  // for strategy = STRATEGY_DEFAULT
   bool draining = false;          // batchctl drain: every OpenStream is refused (kUnavailable)
   size_t connection_streams = 0;  // streams already open on the requesting connection
+  uint32_t uid = 0;               // the requester's uid
+  size_t uid_streams = 0;         // streams (and subscriptions) already open by that uid, on all its connections
   uint32_t share_extra_slots = 8; // shares.max_lag: a shared stream's segment has depth + this many slots
 };
 

@@ -24,6 +24,12 @@ Share::Share(Stream& production, wire::OpenStream creator, uint32_t creator_uid,
       max_lag_(max_lag),
       max_subscribers_(max_subscribers) {}
 
+size_t Share::subscribers_of(uint32_t uid) const {
+  size_t n = 0;
+  for (const auto& [connection, s] : subscribers_) n += s.peer.uid == uid;
+  return n;
+}
+
 wire::StreamOpened Share::join(const Peer& peer, EventSink* sink, const wire::OpenStream& req, bool is_creator) {
   const BatchOrder& order = production_.order();
   wire::StreamOpened opened = production_.opened();

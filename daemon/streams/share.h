@@ -58,6 +58,8 @@ class Share final {
   // production ends: its owner closes it).
   bool leave(uint64_t connection_id);
   bool has(uint64_t connection_id) const { return subscribers_.count(connection_id) != 0; }
+  // Subscribers whose connection is of `uid`.
+  size_t subscribers_of(uint32_t uid) const;
   // Ends the lease of `sequence` for the subscriber on `connection_id`.
   Status release(uint64_t connection_id, uint64_t sequence);
 

@@ -13,15 +13,20 @@ StreamManager::StreamManager(const Config& config, const DatasetRegistry& datase
       segments_(std::move(instance), config.limits.max_shm_bytes),
       scheduler_(workers) {}
 
-PlanContext StreamManager::plan_context(uint64_t connection_id) const {
-  return PlanContext{config_.limits, config_.shm_strategy, draining_, streams_of(connection_id),
-                     config_.shares.max_lag};
+PlanContext StreamManager::plan_context(const Peer& owner) const {
+  return PlanContext{.limits = config_.limits,
+                     .default_strategy = config_.shm_strategy,
+                     .draining = draining_,
+                     .connection_streams = streams_of(owner.connection_id),
+                     .uid = owner.uid,
+                     .uid_streams = streams_of_uid(owner.uid),
+                     .share_extra_slots = config_.shares.max_lag};
 }
 
 Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, const Peer& owner,
                                                   EventSink* sink) {
   if (!req.share().empty()) return open_shared(req, owner, sink);
-  auto planned = plan(req, plan_context(owner.connection_id), datasets_);
+  auto planned = plan(req, plan_context(owner), datasets_);
   if (!planned.ok()) return planned.error();
   if (planned->dry_run) return Opened{planned->opened, {}};  // the sizes for len(loader); nothing allocated
   auto segment = segments_.create(&*planned, owner.uid);
@@ -57,7 +62,7 @@ StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segm
 
 Result<StreamManager::Opened> StreamManager::open_shared(const wire::OpenStream& req, const Peer& owner,
                                                          EventSink* sink) {
-  auto planned = plan(req, plan_context(owner.connection_id), datasets_);
+  auto planned = plan(req, plan_context(owner), datasets_);
   if (!planned.ok()) return planned.error();
   if (planned->dry_run) return Opened{planned->opened, {}};
   auto found = shares_.find(req.share());
@@ -180,6 +185,14 @@ size_t StreamManager::streams_of(uint64_t connection_id) const {
   return n;
 }
 
+size_t StreamManager::streams_of_uid(uint32_t uid) const {
+  size_t n = 0;
+  for (const auto& [id, entry] : streams_) {
+    n += entry.share ? entry.share->subscribers_of(uid) : entry.stream->owner().uid == uid;
+  }
+  return n;
+}
+
 void StreamManager::erase(std::map<uint64_t, Entry>::iterator it) {
   const uint64_t id = it->first;
   scheduler_.remove(id);
@@ -259,32 +272,6 @@ void StreamManager::fail(Entry& entry, const Error& error) {
   failed->set_stream_id(entry.stream->id());
   *failed->mutable_error() = wire::to_wire(error);
   entry.sink->send_event(event);
-}
-
-void StreamManager::fill_status(wire::StatusReply* status, const StatusView& view) const {
-  for (const auto& w : scheduler_.workers().describe()) *status->add_workers() = w;
-  for (const auto& [id, entry] : streams_) {
-    if (entry.share) {
-      status->set_shared_streams(status->shared_streams() + 1);
-      status->set_share_subscribers(status->share_subscribers() + entry.share->subscribers());
-    }
-    const uint32_t uid = entry.share ? entry.share->creator_uid() : entry.stream->owner().uid;
-    if (view.shows(uid)) {
-      *status->add_streams() = entry.share ? entry.share->info() : entry.stream->info();
-      wire::SegmentInfo segment = entry.stream->segment_info();
-      if (entry.share) {
-        segment.set_share(entry.share->name());
-        segment.set_subscribers(static_cast<uint32_t>(entry.share->subscribers()));
-      }
-      *status->add_segments() = std::move(segment);
-    } else {  // another user's: counted, nothing that identifies it
-      status->set_streams_of_others(status->streams_of_others() + 1);
-      status->set_segment_bytes_of_others(status->segment_bytes_of_others() + entry.stream->segment_info().bytes());
-    }
-  }
-  status->set_batches_redone(batches_redone_);
-  status->set_draining(draining_);
-  status->set_instance_id(segments_.instance_id());
 }
 
 }  // namespace batchd::daemon

@@ -24,6 +24,7 @@
 #include "streams/scheduler.h"
 #include "streams/segment_pool.h"
 #include "streams/share.h"
+#include "streams/status_page.h"
 #include "streams/stream.h"
 #include "workers/workers.h"
 
@@ -74,6 +75,8 @@ class StreamManager final : public WorkerEvents {
   void shutdown(const std::string& reason);
 
   size_t streams_of(uint64_t connection_id) const;
+  // Private streams and share subscriptions of `uid`, on all its connections (limits.max_streams_per_uid).
+  size_t streams_of_uid(uint32_t uid) const;
   // Keys of the dataset data open streams read (DatasetRegistry::key), for a reload.
   std::set<std::string> dataset_keys_in_use() const;
 
@@ -88,8 +91,11 @@ class StreamManager final : public WorkerEvents {
 
   uint64_t batches_redone() const { return batches_redone_; }
   uint64_t shm_bytes_in_use() const { return segments_.bytes_in_use(); }
-  // Workers, streams and segments (those `view` shows; the others counted), batches_redone, draining, instance_id.
-  void fill_status(wire::StatusReply* status, const StatusView& view) const;
+  // Workers, streams and segments (those `view` shows, in `page`; the others counted), batches_redone, draining,
+  // instance_id. The rest of `status` must be filled before: the page's bound counts it (status_page.h).
+  void fill_status(wire::StatusReply* status, const StatusView& view, const StatusPage& page = {}) const;
+  // Worker slots (and those down), draining, instance_id: nothing about any stream.
+  void fill_health(wire::HealthReply* health) const;
 
  private:
   struct Entry {
@@ -104,7 +110,7 @@ class StreamManager final : public WorkerEvents {
   Entry& add_stream(StreamPlan planned, Segment segment, const Peer& owner, EventSink* sink);
   // The subscriber on `connection_id` leaves the share of `it`; the production is erased after the last.
   void leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id);
-  PlanContext plan_context(uint64_t connection_id) const;
+  PlanContext plan_context(const Peer& owner) const;
   // A redo from the stream's error policy: queued first, or the stream fails at that batch.
   void redo_or_fail(Entry& entry, uint64_t sequence, Result<Task> redo);
   void deliver(Entry& entry);

@@ -189,6 +189,50 @@ TEST(SegmentGcTest, ASegmentWhoseInstanceLockIsHeldStaysUntilTheHolderIsGone) {
   fs::remove(lock);
 }
 
+TEST(SegmentGcTest, SegmentsOfADeadInstanceWhoseLockAnotherUserHoldsAreShownWithTheHolder) {
+  // The leak the lock files allow: any user may hold a dead instance's lock, and nothing collects its segments
+  // while they do. batchctl shm shows them, with who holds the lock, in text and JSON (issue 23, item 11).
+  const std::string id = fake_instance(0x4e1d0000);
+  const std::string segment = "batchd." + id + ".1", lock = "/dev/shm/batchd." + id + ".lock";
+  std::ofstream("/dev/shm/" + segment) << std::string(4096, 'x');
+  std::ofstream(lock) << "held by a test\n";  // mode 0644: anyone may open it to lock it
+  const Credentials who = ::geteuid() == 0 ? Credentials{} : Credentials{::geteuid(), ::getegid(), {}};
+  UserProcess holder(who, [&](int out, int in) {
+    const int fd = ::open(lock.c_str(), O_RDONLY);
+    UserProcess::send(out, ::flock(fd, LOCK_EX | LOCK_NB) == 0 ? std::to_string(::getpid()) + "\n" : "cannot lock\n");
+    UserProcess::wait_for_release(in);
+  });
+  const std::string holder_pid = holder.read_line();
+  ASSERT_NE(holder_pid, "cannot lock");
+
+  auto daemon = start_daemon();
+  auto run = batchctl("--socket " + daemon.socket_path() + " shm --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  wire::ShmReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &report).ok()) << run.out;
+  const wire::ShmFile* shown = nullptr;
+  for (const auto& f : report.held()) {
+    if (f.name() == segment) shown = &f;
+  }
+  ASSERT_NE(shown, nullptr) << "the held instance's segment is missing from the report\n" << run.out;
+  EXPECT_EQ(shown->instance_id(), id);
+  EXPECT_EQ(shown->bytes(), 4096u);
+  EXPECT_EQ(std::to_string(shown->lock_holder_pid()), holder_pid);
+  EXPECT_NE(shown->kept().find("held by pid " + holder_pid), std::string::npos) << shown->kept();
+  for (const auto& f : report.held()) EXPECT_NE(f.instance_id(), report.instance_id()) << "the daemon's own";
+
+  run = batchctl("--socket " + daemon.socket_path() + " shm");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  const size_t line = run.out.find(segment);
+  ASSERT_NE(line, std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("held by pid " + holder_pid, line), std::string::npos) << run.out;
+  EXPECT_TRUE(fs::exists("/dev/shm/" + segment)) << "shown, never removed";
+  holder.release();
+  EXPECT_EQ(holder.finish(), "");
+  fs::remove("/dev/shm/" + segment);
+  fs::remove(lock);
+}
+
 TEST(SegmentGcTest, GcAsAnOrdinaryUserRemovesNeitherAnInUseTorchFileNorAnotherUsersFile) {
   SKIP_UNLESS_ROOT();
   constexpr uid_t kUser = 65534, kOther = 65533;

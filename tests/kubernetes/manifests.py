@@ -5,7 +5,8 @@ The rules: a DaemonSet on GPU nodes (node selector or affinity, the GPU taint to
 ConfigMap that the REAL daemon accepts (`batchd --check-config`), with workers and limits.max_shm_bytes set
 explicitly; a memory limit covering max_shm_bytes plus 1 GiB plus 256 MiB per worker (memfd pages count against the
 daemon's pod) and CPU for every worker; the socket in a hostPath directory that the trainer mounts, with
-BATCHD_SOCKET naming it; probes running `batchctl status` on that socket; non-root, no privilege escalation, every
+BATCHD_SOCKET naming it; probes running `batchctl health` on that socket (liveness and startup with --live, never
+`status`, whose reply grows with the streams); non-root, no privilege escalation, every
 capability dropped, a read-only root filesystem; /dev/shm shared with the trainers exactly when the strategy needs
 it (file_system: hostIPC or a hostPath of /dev/shm in both pods, never an emptyDir); a trainer Job running torchrun
 with --nnodes = its pods, --nproc-per-node = its GPUs, one pod per node, in batchd's group; the image's uid/gid and
@@ -112,8 +113,11 @@ def probe_problems(name, probe, socket, out, required):
             out.append(f"DaemonSet: the batchd container has no {name}")
         return
     command = ((probe.get("exec") or {}).get("command")) or []
-    if not command or not command[0].endswith("batchctl") or "status" not in command:
-        out.append(f"DaemonSet: {name} must run `batchctl status`, runs {command}")
+    # A liveness (or startup) probe that failed while the daemon drains would restart it and fail every user's
+    # streams: answering is enough there (--live).
+    wanted = ["health"] if name == "readinessProbe" else ["health", "--live"]
+    if not command or not command[0].endswith("batchctl") or any(w not in command for w in wanted):
+        out.append(f"DaemonSet: {name} must run `batchctl {' '.join(wanted)}`, runs {command}")
     elif socket != "/run/batchd/batchd.sock" and socket not in command:
         out.append(f"DaemonSet: {name} must name the socket {socket} (--socket), runs {command}")
 

@@ -81,7 +81,13 @@ MUTATIONS = {
     "socket not on the host": (lambda m: ds_pod(m)["volumes"].pop(0), "must be a hostPath volume"),
     "no liveness probe": (lambda m: daemon(m).pop("livenessProbe"), "has no livenessProbe"),
     "liveness probe not batchctl": (lambda m: daemon(m)["livenessProbe"]["exec"].update(command=["true"]),
-                                    "livenessProbe must run `batchctl status`"),
+                                    "livenessProbe must run `batchctl health --live`"),
+    "liveness probe asks for the whole status": (lambda m: daemon(m)["livenessProbe"]["exec"].update(
+        command=["/usr/bin/batchctl", "status"]), "livenessProbe must run `batchctl health --live`"),
+    "liveness probe fails while draining": (lambda m: daemon(m)["livenessProbe"]["exec"].update(
+        command=["/usr/bin/batchctl", "health"]), "livenessProbe must run `batchctl health --live`"),
+    "readiness probe asks for the whole status": (lambda m: daemon(m)["readinessProbe"]["exec"].update(
+        command=["/usr/bin/batchctl", "status"]), "readinessProbe must run `batchctl health`"),
     # Security.
     "runs as root": (lambda m: ds_pod(m)["securityContext"].update(runAsUser=0, runAsNonRoot=False), "non-root uid"),
     "privilege escalation": (lambda m: daemon(m)["securityContext"].update(allowPrivilegeEscalation=True),

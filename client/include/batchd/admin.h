@@ -154,6 +154,22 @@ struct DaemonStatus {
   // The daemon's budget for all its segments together (limits.max_shm_bytes, 0 there resolved to half of physical
   // memory); 0 from a daemon older than this field. Used of it: the segments' bytes + segment_bytes_of_others.
   uint64_t shm_budget_bytes = 0;
+  // Paging (Admin::status_page): streams this view shows after the page that it does not list, their segments'
+  // bytes, and the after_stream_id of the next page (0: none). Admin::status() gathers every page: all 0 there.
+  uint32_t streams_omitted = 0;
+  uint64_t segment_bytes_omitted = 0;
+  uint64_t next_after_stream_id = 0;
+};
+
+// The daemon's answer to the cheap health question (batchctl health, the Kubernetes probes): nothing about streams.
+struct DaemonHealth {
+  pid_t daemon_pid = 0;
+  std::string instance_id;
+  std::string version;
+  double uptime_seconds = 0;
+  bool draining = false;      // new streams are refused: alive, not ready for new work
+  uint32_t workers = 0;       // worker slots
+  uint32_t workers_down = 0;  // of those, without a process (its replacement could not be started yet)
 };
 
 // A connection for administration. Move-only; holds one socket.
@@ -168,8 +184,16 @@ class Admin {
 
   const std::string& socket_path() const;
 
-  // Everything at once (one snapshot).
+  // Everything: every page of the status (status_page), gathered. One request, one snapshot, unless the streams
+  // this view shows do not fit in one reply (more than about 2,500 with the default limits.max_frame_bytes): then
+  // each page is a snapshot of its own streams, and the totals are the last page's.
   Result<DaemonStatus> status();
+  // One page: the streams with ids above `after_stream_id`, as many as fit in one reply (docs/protocol.md, "Status
+  // pages"); next_after_stream_id says where the next page starts.
+  Result<DaemonStatus> status_page(uint64_t after_stream_id);
+  // Whether the daemon answers, and whether it takes new streams: one small request, whatever the number of streams
+  // (for anyone who can connect).
+  Result<DaemonHealth> health();
   // Parts of status(), each one request.
   Result<std::vector<StreamStatus>> streams();
   Result<std::vector<WorkerStatus>> workers();
@@ -199,7 +223,9 @@ struct ShmFile {
   bool in_use = false;       // some process this user can see has it open or mapped
   std::string instance_id;   // batchd.<instance>.* files: the daemon run that made it
   uid_t owner_uid = 0;
-  std::string kept;          // with gc: why it was not removed
+  std::string kept;          // with gc: why it was not removed; held and undecided files: why they stay
+  pid_t lock_holder_pid = 0; // held files: the holder of their instance lock as /proc/locks gives it; 0 if not visible
+  std::string lock_holder;   // held files: that process's name (/proc/<pid>/comm); "" if not readable
 };
 
 // A client process holding live segments.
@@ -223,6 +249,13 @@ struct ShmReport {
   std::vector<ShmFile> legacy;
   std::vector<ShmFile> undecided;
   std::vector<ShmFile> foreign;
+  // batchd.<instance>.* of instances other than the reachable daemon's (all, when none is reachable) whose lock some
+  // process holds: another daemon running, or a process keeping a dead instance's lock, whose segments nothing
+  // collects while it does. Never removed; kept says who holds the lock.
+  std::vector<ShmFile> held;
+  // A daemon accepted the connection but its live segments could not be had (daemon_error says why): they are
+  // missing from `segments` (batchctl shm exits 1).
+  bool segments_missing = false;
   std::vector<std::string> removed;    // names removed by ShmReportOptions::gc
   uint64_t shm_total_bytes = 0;        // of the filesystem holding shm_dir; 0 if statvfs failed
   uint64_t shm_free_bytes = 0;

@@ -217,6 +217,7 @@ max_request_bytes = 8192
 frame_timeout_ms = 250
 max_connections = 10
 max_connections_per_uid = 4
+max_streams_per_uid = 9
 [metrics]
 per_stream = true
 )", "t.toml");
@@ -226,6 +227,7 @@ per_stream = true
   EXPECT_EQ(sut->limits.frame_timeout_ms, 250u);
   EXPECT_EQ(sut->limits.max_connections, 10u);
   EXPECT_EQ(sut->limits.max_connections_per_uid, 4u);
+  EXPECT_EQ(sut->limits.max_streams_per_uid, 9u);
   EXPECT_TRUE(sut->metrics_per_stream);
   auto defaults = parse_config(default_config_text(), "<embedded>");
   ASSERT_TRUE(defaults.ok());
@@ -234,6 +236,8 @@ per_stream = true
   EXPECT_EQ(defaults->limits.frame_timeout_ms, 10000u);
   EXPECT_EQ(defaults->limits.max_connections, 1024u);
   EXPECT_EQ(defaults->limits.max_connections_per_uid, 256u);
+  EXPECT_EQ(defaults->limits.max_streams_per_uid, 1024u);
+  EXPECT_EQ(Limits{}.max_streams_per_uid, 1024u) << "the built-in default is the embedded config's";
   EXPECT_FALSE(defaults->metrics_per_stream);
 }
 
@@ -245,6 +249,9 @@ TEST(ConfigTest, AdminGroupMustExistAndLimitsMustBeInRange) {
   EXPECT_NE(error_of("[limits]\nframe_timeout_ms = 0\n").find("limits.frame_timeout_ms"), std::string::npos);
   EXPECT_NE(error_of("[limits]\nmax_connections = 0\n").find("limits.max_connections"), std::string::npos);
   EXPECT_NE(error_of("[limits]\nmax_connections_per_uid = 0\n").find("limits.max_connections_per_uid"),
+            std::string::npos);
+  EXPECT_NE(error_of("[limits]\nmax_streams_per_uid = 0\n").find("limits.max_streams_per_uid"), std::string::npos);
+  EXPECT_NE(error_of("[limits]\nmax_streams_per_uid = \"many\"\n").find("limits.max_streams_per_uid"),
             std::string::npos);
   EXPECT_NE(error_of("[metrics]\nper_stream = 1\n").find("metrics.per_stream"), std::string::npos);
 }

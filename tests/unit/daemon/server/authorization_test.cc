@@ -56,11 +56,12 @@ TEST(AdminPolicyTest, UnknownAdminGroupIsRefusedNamingTheKey) {
 TEST(AdminPolicyTest, DrainAndShutdownAreTheAdminRequests) {
   EXPECT_TRUE(requires_admin(wire::Request::kDrain));
   EXPECT_TRUE(requires_admin(wire::Request::kShutdown));
-  for (auto body :
-       {wire::Request::kOpenStream, wire::Request::kCloseStream, wire::Request::kRelease, wire::Request::kStatus}) {
+  for (auto body : {wire::Request::kOpenStream, wire::Request::kCloseStream, wire::Request::kRelease,
+                    wire::Request::kStatus, wire::Request::kHealth}) {
     EXPECT_FALSE(requires_admin(body)) << request_name(body);
   }
   EXPECT_EQ(request_name(wire::Request::kShutdown), "shutdown");
+  EXPECT_EQ(request_name(wire::Request::kHealth), "health");
 }
 
 }  // namespace

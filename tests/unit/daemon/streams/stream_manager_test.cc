@@ -223,5 +223,29 @@ TEST_F(StreamManagerTest, StatusViewShowsOwnStreamsInFullAndCountsTheOthers) {
   EXPECT_EQ(all.streams_of_others(), 0u);
 }
 
+TEST_F(StreamManagerTest, StreamsAndShareSubscriptionsCountAgainstTheCapPerUid) {
+  config_.limits.max_streams_per_uid = 2;
+  wire::OpenStream r;
+  r.set_dataset("fmnist");
+  r.set_pipeline("fmnist_u8");
+  r.set_batch_size(100);
+  r.set_depth(2);
+  ASSERT_TRUE(sut_.open(r, Peer{7, 100, 1000}, &sink_).ok());
+  wire::OpenStream shared = r;
+  shared.set_share("s");
+  ASSERT_TRUE(sut_.open(shared, Peer{8, 101, 1000}, &sink_).ok());  // on another connection of the same uid
+  EXPECT_EQ(sut_.streams_of_uid(1000), 2u);
+  auto joined = sut_.open(shared, Peer{9, 102, 1000}, &sink_);  // a subscription is a stream of its uid
+  ASSERT_FALSE(joined.ok());
+  EXPECT_EQ(joined.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(joined.error().message().find("uid 1000 already has 2 open streams"), std::string::npos)
+      << joined.error().message();
+  EXPECT_NE(joined.error().message().find("limits.max_streams_per_uid = 2"), std::string::npos);
+  EXPECT_TRUE(sut_.open(r, Peer{10, 103, 2000}, &sink_).ok()) << "another uid has a cap of its own";
+  sut_.close_all_of(7);  // the connection of the private stream
+  auto again = sut_.open(shared, Peer{9, 102, 1000}, &sink_);
+  EXPECT_TRUE(again.ok()) << "a closed stream makes room: " << again.error().message();
+}
+
 }  // namespace
 }  // namespace batchd::daemon
