@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,6 +20,7 @@
 #include "config.h"
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
+#include "data/index_cache.h"
 #include "server/instance_lock.h"
 #include "server/metrics_http.h"
 #include "server/server.h"
@@ -50,8 +52,9 @@ start-up, the segments of instances that are provably gone (their lock is free) 
 still has them open or mapped. Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
 which file, key or resource and what to do).)";
 
-// daemon.cache_dir: created if missing (the systemd unit's CacheDirectory= makes it); a daemon that cannot use it
-// still serves, rebuilding indexes at every start.
+// daemon.cache_dir: created if missing (mode 0700: the umask is 077; the systemd unit's CacheDirectory= makes it); a
+// daemon that cannot use it still serves, rebuilding indexes at every start. One that others could write is not
+// used either (index_cache_dir_problem): each webdataset's status says why, and so does this warning.
 void prepare_cache_dir(std::string& dir) {
   if (dir.empty()) return;
   std::error_code ec;
@@ -63,6 +66,8 @@ void prepare_cache_dir(std::string& dir) {
                  "daemon.cache_dir",
                  dir, ec.message());
     dir.clear();
+  } else if (const std::string problem = index_cache_dir_problem(dir); !problem.empty()) {
+    spdlog::warn("{}", problem);
   }
 }
 
@@ -154,6 +159,8 @@ int main(int argc, char** argv) {
   }
   if (config->workers == 0) config->workers = std::max(1u, std::thread::hardware_concurrency());
   ::signal(SIGPIPE, SIG_IGN);
+  // Whatever the daemon creates is its own unless it says otherwise (each segment, lock and socket sets its mode).
+  ::umask(077);
   // Each stream holds an fd (its segment) and each client a socket: use the whole hard limit on open files.
   if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
     nofile.rlim_cur = nofile.rlim_max;

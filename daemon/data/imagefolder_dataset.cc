@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 #include "data/regular_file.h"
 
@@ -52,7 +53,7 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
   }
   for (size_t c = 0; c < ds->classes_.size(); ++c) {
     const fs::path dir = fs::path(ds->root_) / ds->classes_[c];
-    std::vector<std::pair<std::string, std::string>> files;  // (directory, file name): os.walk order
+    std::vector<std::tuple<std::string, std::string, FileId>> files;  // (directory, file name, file): os.walk order
     for (fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
          !ec && it != end; it.increment(ec)) {
       if (it->is_directory(ec)) continue;
@@ -65,8 +66,9 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
       }
       if (!decodable(ext)) continue;
       // A FIFO, device or socket named like an image would block the worker that reads it.
-      if (auto st = refuse_special_file(it->path().string()); !st.ok()) return st.error();
-      files.emplace_back(it->path().parent_path().string(), it->path().filename().string());
+      FileId id;
+      if (auto st = refuse_special_file(it->path().string(), &id); !st.ok()) return st.error();
+      files.emplace_back(it->path().parent_path().string(), it->path().filename().string(), id);
     }
     if (ec) return posix_error("cannot walk " + dir.string(), ec.value());
     if (files.empty()) {
@@ -74,10 +76,13 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
                                                                              "(torchvision's ImageFolder refuses "
                                                                              "empty classes too); remove it");
     }
-    std::sort(files.begin(), files.end());
-    for (const auto& [d, f] : files) {
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {  // by (directory, name): unique
+      return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+    });
+    for (const auto& [d, f, id] : files) {
       ds->paths_.push_back((fs::path(d) / f).string());
       ds->labels_.push_back(static_cast<int64_t>(c));
+      ds->files_.push_back(id);
     }
   }
   return ds;
@@ -85,7 +90,7 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
 
 Status ImageFolderDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const {
   *label = labels_[i];
-  return read_file(paths_[i], bytes);
+  return read_file(paths_[i], bytes, &files_[i]);
 }
 
 Result<Fingerprint> ImageFolderDataset::fingerprint(const std::atomic<bool>* cancel) const {
@@ -98,11 +103,11 @@ Result<Fingerprint> ImageFolderDataset::fingerprint(const std::atomic<bool>* can
   return builder.finish(cancel);
 }
 
-Status read_file(const std::string& path, std::vector<uint8_t>* out) {
+Status read_file(const std::string& path, std::vector<uint8_t>* out, const FileId* indexed) {
   // Every failure is a data error of this one sample (the stream's on_error policy applies), naming the file. The
   // file may have been swapped for a FIFO or device since the scan: open_regular_file never blocks on one.
   struct stat st {};
-  auto fd = open_regular_file(path, &st);
+  auto fd = open_regular_file(path, &st, indexed);
   if (!fd.ok()) return Error(ErrorCode::kDataError, fd.error().message());
   out->resize(static_cast<size_t>(st.st_size));
   if (out->empty()) return Error(ErrorCode::kDataError, path + " is empty (0 bytes)");

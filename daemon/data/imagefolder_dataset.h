@@ -6,8 +6,10 @@
 // (directory path, file name). batchd decodes .jpg, .jpeg and .png (case-insensitive); a file with one of
 // torchvision's other image extensions (.bmp, .ppm, .pgm, .tif, .tiff, .webp) makes the dataset unavailable,
 // since skipping it would shift every later index against torchvision's, and so does an image name that is not a
-// regular file (a FIFO, device or socket: reading it could block forever; regular_file.h). The index (paths and
-// labels) is built once, at daemon start-up, and shared by every stream and worker.
+// regular file (a FIFO, device or socket: reading it could block forever; regular_file.h). The index (paths, labels
+// and each file's device and inode) is built once, at daemon start-up, and shared by every stream and worker. A
+// sample whose path leads to another file when it is read (replaced, or swapped for a symlink to another file) fails
+// without being read; a file rewritten in place is read as it is now.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/regular_file.h"
 
 namespace batchd::daemon {
 
@@ -46,10 +49,12 @@ class ImageFolderDataset final : public Dataset, public ImageSamples {
   std::vector<std::string> classes_;
   std::vector<std::string> paths_;
   std::vector<int64_t> labels_;
+  std::vector<FileId> files_;  // the file each path led to at the scan
 };
 
 // Reads a whole regular file into *out (reusing its capacity); never blocks on a FIFO or device put in its place
-// (kDataError). Errors name the file.
-Status read_file(const std::string& path, std::vector<uint8_t>* out);
+// (kDataError). With `indexed`, only if the path still leads to that file (kDataError "… changed since it was
+// indexed" otherwise, before any read). Errors name the file.
+Status read_file(const std::string& path, std::vector<uint8_t>* out, const FileId* indexed = nullptr);
 
 }  // namespace batchd::daemon

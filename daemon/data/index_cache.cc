@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "batchd/wire/unique_fd.h"
+#include "data/file_trust.h"
 #include "data/regular_file.h"
 
 namespace batchd::daemon {
@@ -88,15 +89,24 @@ class Reader {
   bool ok_ = true;
 };
 
+// The cache file's bytes, if it is the daemon's own: not a symlink (O_NOFOLLOW), a regular file, owned by the
+// daemon's uid and writable by no one else (kPermissionDenied naming why otherwise). One that others may read
+// (0644, as batchd wrote them before) is made 0600: it lists every sample's key.
 Result<std::string> read_whole(const std::string& file) {
+  wire::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid() && errno == ELOOP) return Error(ErrorCode::kPermissionDenied, file + " is a symbolic link");
+  if (!fd.valid()) return posix_error("cannot open " + file, errno);
   struct stat st {};
-  auto fd = open_regular_file(file, &st);
-  if (!fd.ok()) return fd.error();
-  if (static_cast<uint64_t>(st.st_size) > kMaxCacheBytes) {
+  if (::fstat(fd.get(), &st) != 0) return posix_error("cannot stat " + file, errno);
+  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxCacheBytes) {
     return Error(ErrorCode::kDataError, file + " is not a regular file of a plausible size");
   }
+  if (const std::string why = why_not_the_daemons(file, st); !why.empty()) {
+    return Error(ErrorCode::kPermissionDenied, why);
+  }
+  if ((st.st_mode & 077) != 0) ::fchmod(fd.get(), 0600);
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  BATCHD_RETURN_IF_ERROR(pread_exactly(fd->get(), bytes.data(), bytes.size(), 0, file));
+  BATCHD_RETURN_IF_ERROR(pread_exactly(fd.get(), bytes.data(), bytes.size(), 0, file));
   return bytes;
 }
 
@@ -112,11 +122,25 @@ std::string index_cache_path(const std::string& dir, const std::vector<std::stri
   return dir + (dir.empty() || dir.back() == '/' ? "" : "/") + name;
 }
 
+std::string index_cache_dir_problem(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return "";  // a missing directory: writing the cache fails and says so
+  const std::string why = why_not_the_daemons("daemon.cache_dir " + dir, st, /*own_group_may_write=*/true);
+  if (why.empty()) return "";
+  return why + ", so another user could plant or replace an index there: the index cache is not used. Make it the "
+               "daemon user's and writable by no one else (chown <daemon user> " + dir + "; chmod 0700 " + dir +
+               "; systemd: CacheDirectory=batchd), or set daemon.cache_dir to such a directory";
+}
+
 LoadedIndexCache load_index_cache(const std::string& file, const std::string& fields) {
   LoadedIndexCache loaded;
   auto bytes = read_whole(file);
   if (!bytes.ok()) {
-    if (bytes.error().code() != ErrorCode::kNotFound) loaded.problem = bytes.error().message();
+    if (bytes.error().code() == ErrorCode::kPermissionDenied) {
+      loaded.problem = bytes.error().message() + ": not trusted, not used (it is replaced)";
+    } else if (bytes.error().code() != ErrorCode::kNotFound) {
+      loaded.problem = bytes.error().message();
+    }
     return loaded;
   }
   auto unusable = [&](const std::string& why) {
@@ -142,7 +166,8 @@ LoadedIndexCache load_index_cache(const std::string& file, const std::string& fi
     std::string path;
     ShardIndex s;
     uint64_t n = 0;
-    if (!r.get_string<uint32_t>(&path) || !r.get(&s.file_size) || !r.get(&s.mtime_ns) || !r.get(&n) ||
+    if (!r.get_string<uint32_t>(&path) || !r.get(&s.file_size) || !r.get(&s.mtime_ns) || !r.get(&s.file.device) ||
+        !r.get(&s.file.inode) || !r.get(&n) ||
         !r.get_string<uint64_t>(&s.keys) || !r.get_array(&s.key_end, n) || !r.get_array(&s.image_offset, n) ||
         !r.get_array(&s.image_size, n) || !r.get_array(&s.label_offset, n) || !r.get_array(&s.label_size, n)) {
       return unusable("is damaged (an entry is cut short)");
@@ -166,6 +191,8 @@ Status save_index_cache(const std::string& file, const std::string& fields, cons
     w.put_string32(paths[i]);
     w.put(s.file_size);
     w.put(s.mtime_ns);
+    w.put(s.file.device);
+    w.put(s.file.inode);
     w.put(static_cast<uint64_t>(s.samples()));
     w.put(static_cast<uint64_t>(s.keys.size()));
     w.out += s.keys;
@@ -178,13 +205,13 @@ Status save_index_cache(const std::string& file, const std::string& fields, cons
   w.put(crc(w.out));
 
   const std::string temp = file + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  wire::UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  wire::UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd.valid()) return posix_error("cannot write the index cache " + temp, errno);
   auto fail = [&](const char* what, int err) {
     ::unlink(temp.c_str());
     return posix_error(std::string("cannot ") + what + " the index cache " + temp, err);
   };
-  if (::fchmod(fd.get(), 0644) != 0) return fail("chmod", errno);
+  if (::fchmod(fd.get(), 0600) != 0) return fail("chmod", errno);
   for (size_t done = 0; done < w.out.size();) {
     const ssize_t n = ::write(fd.get(), w.out.data() + done, w.out.size() - done);
     if (n < 0 && errno == EINTR) continue;

@@ -4,17 +4,25 @@
 // One file per dataset under daemon.cache_dir: webdataset-<16 hex digits>.idx, the digits a hash (FNV-1a 64) of the
 // expanded shard list and the sample fields, so datasets that differ in either never share a file, and the same
 // shards and fields declared twice (or by two daemons) do. It holds one entry per shard: the shard's path, its
-// size and mtime (ns) when indexed, and its ShardIndex. An entry is used only for a shard whose size and mtime are
-// still the same; the caller checks that, and ShardIndex::consistent() (every offset within the shard's size).
+// size, mtime (ns), device and inode when indexed, and its ShardIndex. An entry is used only for a shard that is
+// still the same file (device and inode) of the same size and mtime; the caller checks that, and
+// ShardIndex::consistent() (every offset within the shard's size).
 //
 // Format (host byte order; the file is this host's): "BATCHDWX", u32 version, u32 length + the fields text, u64
-// shard count, per shard [u32 length + path, u64 size, i64 mtime_ns, u64 samples, u64 length + keys, u32 key_end
-// [samples], u64 image_offset[samples], u32 image_size[samples], u64 label_offset[samples], u32 label_size[samples]],
+// shard count, per shard [u32 length + path, u64 size, i64 mtime_ns, u64 device, u64 inode, u64 samples, u64
+// length + keys, u32 key_end[samples], u64 image_offset[samples], u32 image_size[samples], u64
+// label_offset[samples], u32 label_size[samples]],
 // then the CRC-32 (zlib) of everything before it. A file that is missing, foreign, of another version, or fails
 // the CRC or any bound is not used (the shards are indexed again and the file is rewritten): it is never trusted.
 //
-// Written atomically: a temporary file in the same directory, then rename(2), mode 0644. Runs on the dataset
-// loader's thread: logs nothing (failures are returned as text) and takes no lock. Thread-compatible.
+// Who could have written it matters as much (issue 23, finding 5: a file planted in a cache_dir of mode 1777 had
+// shard 0 served with another sample's image and label). The cache is used only in a directory that is the daemon's
+// (index_cache_dir_problem); a file is used only if it is the daemon's too: opened with O_NOFOLLOW, a regular file,
+// owned by the daemon's uid and writable by no one else. Any other is ignored (the problem says why) and replaced.
+// The files list every sample's key, so they are mode 0600 (one others may read is made so when read).
+//
+// Written atomically: a temporary file in the same directory (O_EXCL, mode 0600), then rename(2). Runs on the
+// dataset loader's thread: logs nothing (failures are returned as text) and takes no lock. Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +35,7 @@
 
 namespace batchd::daemon {
 
-inline constexpr uint32_t kIndexCacheVersion = 1;
+inline constexpr uint32_t kIndexCacheVersion = 2;  // 2: with each shard's device and inode
 
 // `fields` is the text that identifies the sample fields: image_field + "|" + label_field.
 // <dir>/webdataset-<hash>.idx for these shard patterns (the config's `shards`, in order) and fields. The file holds
@@ -35,6 +43,11 @@ inline constexpr uint32_t kIndexCacheVersion = 1;
 // entry that still matches is reused.
 std::string index_cache_path(const std::string& dir, const std::vector<std::string>& patterns,
                              const std::string& fields);
+
+// "" if `dir` (daemon.cache_dir) may hold the index cache: it is owned by the daemon's uid and writable by no one
+// else (its own primary group aside), or it does not exist (saving then fails, and says so). Else why not, naming
+// daemon.cache_dir and the fix; the caller then neither reads nor writes the cache.
+std::string index_cache_dir_problem(const std::string& dir);
 
 struct LoadedIndexCache {
   std::map<std::string, ShardIndex> shards;  // by path

@@ -28,19 +28,26 @@ Status require_regular(const std::string& path, const struct stat& st) {
 
 }  // namespace
 
-Status refuse_special_file(const std::string& path) {
+Status refuse_special_file(const std::string& path, FileId* id) {
   struct stat st {};
+  if (id != nullptr) *id = FileId{};
   if (::stat(path.c_str(), &st) != 0) return ok_status();  // reported when it is read
+  if (id != nullptr) *id = FileId::of(st);
   return require_regular(path, st);
 }
 
-Result<wire::UniqueFd> open_regular_file(const std::string& path, struct stat* st) {
+Result<wire::UniqueFd> open_regular_file(const std::string& path, struct stat* st, const FileId* indexed) {
   wire::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) return posix_error("cannot open " + path, errno);
   struct stat local {};
   if (st == nullptr) st = &local;
   if (::fstat(fd.get(), st) != 0) return posix_error("cannot stat " + path, errno);
   BATCHD_RETURN_IF_ERROR(require_regular(path, *st));
+  if (indexed != nullptr && FileId::of(*st) != *indexed) {
+    return Error(ErrorCode::kDataError, path + " changed since it was indexed (it is now another file: replaced, or "
+                                               "a symbolic link to another); it was not read. Reload batchd "
+                                               "(systemctl reload batchd, SIGHUP) to index it again");
+  }
   return fd;
 }
 

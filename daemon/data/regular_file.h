@@ -9,6 +9,11 @@
 // Both follow symlinks (a link to a regular file is fine). Something other than a regular file is a kDataError naming
 // the path and what it is; a failed open or stat is posix_error's ("cannot open <path>: No such file or directory",
 // kNotFound).
+//
+// A path can also be swapped, after the scan, for a symlink to another file or for another file (where users can
+// write a dataset's directory: a root daemon would read a root-only file in its place). So a scan records each
+// file's FileId (device and inode: the file itself, whatever path or link led to it) and a read passes it to
+// open_regular_file, which refuses a file that is not that one before reading a byte of it.
 // Thread-safe (no state).
 #pragma once
 
@@ -23,13 +28,27 @@
 
 namespace batchd::daemon {
 
+// Which file a path led to when it was scanned or indexed (stat, following symlinks). {0, 0}: none (it could not be
+// stat'ed), which no file matches.
+struct FileId {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  static FileId of(const struct stat& st) {
+    return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  }
+  bool operator==(const FileId&) const = default;
+};
+
 // For scans: kDataError "<path> is a FIFO, not a regular file …" if `path` exists and is not a regular file; ok
-// otherwise (a path that cannot be stat'ed, a dangling symlink say, fails when it is read, per sample, named).
-Status refuse_special_file(const std::string& path);
+// otherwise (a path that cannot be stat'ed, a dangling symlink say, fails when it is read, per sample, named). Its
+// FileId in *id if id is not null ({0, 0} if it cannot be stat'ed).
+Status refuse_special_file(const std::string& path, FileId* id = nullptr);
 
 // The file open read-only (close-on-exec), if it is a regular file; its fstat in *st if st is not null (callers
-// need not stat it again).
-Result<wire::UniqueFd> open_regular_file(const std::string& path, struct stat* st = nullptr);
+// need not stat it again). With `indexed`, also only if it is that file: else kDataError "<path> changed since it
+// was indexed (it is now another file …)", and nothing of it has been read.
+Result<wire::UniqueFd> open_regular_file(const std::string& path, struct stat* st = nullptr,
+                                         const FileId* indexed = nullptr);
 
 // Reads exactly n bytes at `offset` (pread, EINTR retried). posix_error naming `what` ("cannot read <what>: …");
 // reaching the end of the file first is EIO ("Input/output error" would mislead: the message says "end of file").

@@ -121,6 +121,7 @@ Result<ShardIndex> index_shard_fd(int fd, const std::string& name, const SampleF
   ShardIndex out;
   out.file_size = static_cast<uint64_t>(st.st_size);
   out.mtime_ns = stat_mtime_ns(st);
+  out.file = FileId::of(st);
   if (out.file_size == 0) return not_a_tar(name, "the file is empty");
   auto reader = open_reader(fd, name);
   if (!reader.ok()) return reader.error();

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "batchd/result.h"
+#include "data/regular_file.h"
 
 namespace batchd::daemon {
 
@@ -55,6 +56,7 @@ inline constexpr uint32_t kMissingField = UINT32_MAX;
 struct ShardIndex {
   uint64_t file_size = 0;  // bytes, when indexed
   int64_t mtime_ns = 0;    // st_mtim, when indexed (stat_mtime_ns)
+  FileId file;             // the file indexed (device, inode): reads refuse any other (regular_file.h)
   std::string keys;        // every sample's key, concatenated
   std::vector<uint32_t> key_end;  // sample j's key is keys[key_end[j - 1] (0 for j = 0), key_end[j])
   std::vector<uint64_t> image_offset, label_offset;  // byte offset of the member's data in the file

@@ -36,12 +36,6 @@ bool parse_label(std::string_view text, int64_t* out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-std::string printable(std::string_view bytes) {
-  std::string out;
-  for (unsigned char c : bytes.substr(0, 32)) out += c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
-  return out + (bytes.size() > 32 ? "..." : "");
-}
-
 }  // namespace
 
 Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const DatasetConfig& c, const OpenContext& ctx) {
@@ -63,12 +57,15 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const Dataset
   OpenStats& stats = ds->stats_;
   stats.shards = n;
   LoadedIndexCache cache;
+  bool use_cache = false;
   if (!ctx.cache_dir.empty()) {
     // Keyed by the patterns, not their expansion: a glob that gains a shard keeps its file, and the shards already
-    // in it (same path, size and mtime) are not read again.
+    // in it (same path and file, same size and mtime) are not read again.
     stats.cache_file = index_cache_path(ctx.cache_dir, c.shards, fields_text);
-    cache = load_index_cache(stats.cache_file, fields_text);
-    stats.cache_problem = cache.problem;
+    stats.cache_problem = index_cache_dir_problem(ctx.cache_dir);
+    use_cache = stats.cache_problem.empty();
+    if (use_cache) cache = load_index_cache(stats.cache_file, fields_text);
+    if (use_cache) stats.cache_problem = cache.problem;
   }
 
   std::vector<ShardIndex> all(n);
@@ -77,7 +74,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const Dataset
     const std::string& path = (*shards)[i];
     struct stat st {};
     auto cached = cache.shards.find(path);
-    if (cached != cache.shards.end() && ::stat(path.c_str(), &st) == 0 &&
+    if (cached != cache.shards.end() && ::stat(path.c_str(), &st) == 0 && cached->second.file == FileId::of(st) &&
         cached->second.file_size == static_cast<uint64_t>(st.st_size) && cached->second.mtime_ns == mtime_ns(st)) {
       all[i] = std::move(cached->second);
       ++stats.from_cache;
@@ -93,7 +90,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const Dataset
     }
     if (progress != nullptr) progress->done = i + 1;
   }
-  if (!stats.cache_file.empty() && (stats.indexed > 0 || cache.shards.size() != n)) {
+  if (use_cache && (stats.indexed > 0 || cache.shards.size() != n)) {
     std::vector<const ShardIndex*> indexes;
     for (const auto& s : all) indexes.push_back(&s);
     if (auto saved = save_index_cache(stats.cache_file, fields_text, *shards, indexes); !saved.ok()) {
@@ -120,6 +117,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const Dataset
     ds->shard_path_.push_back((*shards)[i]);
     ds->shard_size_.push_back(s.file_size);
     ds->shard_mtime_ns_.push_back(s.mtime_ns);
+    ds->shard_file_.push_back(s.file);
     ds->shard_first_.push_back(ds->key_end_.size());
     const uint64_t base = ds->keys_.size();
     ds->keys_ += s.keys;
@@ -169,7 +167,7 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
     }
   }
   struct stat st {};
-  auto fd = open_regular_file(path, &st);
+  auto fd = open_regular_file(path, &st, &shard_file_[shard]);  // the file indexed, else nothing of it is read
   if (!fd.ok()) return fail("cannot be read: " + fd.error().message());
   if (static_cast<uint64_t>(st.st_size) != shard_size_[shard] || mtime_ns(st) != shard_mtime_ns_[shard]) {
     return fail("cannot be read: the shard changed (size or mtime) since it was indexed; reload batchd "
@@ -186,9 +184,10 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
   char text[kMaxLabelBytes];
   BATCHD_RETURN_IF_ERROR(pread_all(text, label_size_[i], label_offset_[i], label_ext_));
   if (!parse_label(std::string_view(text, label_size_[i]), label)) {
-    return fail("has a " + label_ext_ + " member at offset " + std::to_string(label_offset_[i]) +
-                " that is not an ASCII integer ('" + printable(std::string_view(text, label_size_[i])) +
-                "'); it must hold the class index in decimal");
+    // Its bytes are not quoted: an error must never show what a file holds (issue 23, finding 6).
+    return fail("has a " + label_ext_ + " member of " + std::to_string(label_size_[i]) + " bytes at offset " +
+                std::to_string(label_offset_[i]) + " that is not an ASCII integer; it must hold the class index in "
+                "decimal");
   }
   bytes->resize(image_size_[i]);
   if (bytes->empty()) return fail("has an empty image member at offset " + std::to_string(image_offset_[i]));
@@ -220,6 +219,7 @@ std::string WebDatasetDataset::changed_on_disk() const {
   for (size_t s = 0; s < shard_path_.size(); ++s) {
     struct stat st {};
     if (::stat(shard_path_[s].c_str(), &st) != 0) return shard_path_[s] + " is gone";
+    if (FileId::of(st) != shard_file_[s]) return shard_path_[s] + " is another file since it was indexed";
     if (static_cast<uint64_t>(st.st_size) != shard_size_[s] || mtime_ns(st) != shard_mtime_ns_[s]) {
       return shard_path_[s] + " changed (size or mtime) since it was indexed";
     }

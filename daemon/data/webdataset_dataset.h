@@ -14,8 +14,10 @@
 // integer, whitespace around it allowed). Per-sample failures are kDataError naming the shard, the key and the
 // offset, so the stream's on_error applies: a sample without an image or label member (kept in the index so that
 // indices match webdataset's), a label that is not an integer, a shard that changed size or mtime since it was
-// indexed, a failed read. The index is compact (parallel arrays, keys in one string) and read-only once open: the
-// object is shared by forked workers and read concurrently; thread-safe.
+// indexed or is another file (replaced, or swapped for a symlink to another: checked by device and inode after the
+// open, before any read), a failed read. No error quotes a byte of a shard. The index is compact (parallel arrays,
+// keys in one string) and read-only once open: the object is shared by forked workers and read concurrently;
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/regular_file.h"
 
 namespace batchd::daemon {
 
@@ -74,6 +77,7 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
   std::vector<std::string> shard_path_;
   std::vector<uint64_t> shard_size_;
   std::vector<int64_t> shard_mtime_ns_;
+  std::vector<FileId> shard_file_;  // the file indexed: a read opens it and refuses any other
   std::vector<uint64_t> shard_first_;  // index of its first sample; one more element: size()
   // Per sample.
   std::string keys_;

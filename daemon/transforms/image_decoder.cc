@@ -102,10 +102,9 @@ Result<ImageHeader> ImageDecoder::header(std::span<const uint8_t> bytes, const s
     BATCHD_RETURN_IF_ERROR(check_size(path, static_cast<int>(ihdr.width), static_cast<int>(ihdr.height)));
     return ImageHeader{ImageFormat::kPng, static_cast<int>(ihdr.width), static_cast<int>(ihdr.height)};
   }
-  char magic[16];
-  std::snprintf(magic, sizeof(magic), "%02x %02x %02x %02x", bytes.size() > 0 ? bytes[0] : 0,
-                bytes.size() > 1 ? bytes[1] : 0, bytes.size() > 2 ? bytes[2] : 0, bytes.size() > 3 ? bytes[3] : 0);
-  return bad_image(path, std::string("not a JPEG or PNG image (first bytes ") + magic + ")");
+  // What it starts with is not quoted: an error must never show what a file holds (issue 23, finding 6).
+  return bad_image(path, "not a JPEG or PNG image (it starts with neither signature: JPEG ff d8 ff, PNG 89 50 4e "
+                         "47 0d 0a 1a 0a)");
 }
 
 Scale ImageDecoder::choose_scale(const ImageHeader& header, double crop_w, double crop_h, int min_w,

@@ -42,6 +42,9 @@ Error from_interprocess(const bip::interprocess_exception& e, const std::string&
 Result<SharedMemory> SharedMemory::create_anonymous(const std::string& debug_name, size_t bytes) {
   UniqueFd fd(::memfd_create(debug_name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return posix_error("memfd_create(" + debug_name + ")", errno);
+  // A memfd is born mode 0777: whoever holds a read-only fd could reopen it read-write through /proc/self/fd/N.
+  // 0600 leaves that to the creator's uid (and root), as for a named segment.
+  if (::fchmod(fd.get(), 0600) != 0) return posix_error("chmod 0600 of segment memfd:" + debug_name, errno);
   BATCHD_RETURN_IF_ERROR(reserve(fd.get(), bytes, "segment memfd:" + debug_name));
   if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     return posix_error("sealing segment memfd:" + debug_name, errno);
@@ -64,8 +67,9 @@ Result<SharedMemory> SharedMemory::create_named(const std::string& name, size_t 
   } catch (const bip::interprocess_exception& e) {
     return from_interprocess(e, "cannot create /dev/shm/" + name);
   }
-  ::fchmod(fd.get(), mode);  // shm_open applies the umask; the mode we chose is the one we want
   SharedMemory shm(std::move(fd), name, bytes, true);
+  // shm_open applies the umask; the mode we chose is the one we want (a failure unlinks the name with `shm`).
+  if (::fchmod(shm.fd(), mode) != 0) return posix_error("chmod of /dev/shm/" + name, errno);
   BATCHD_RETURN_IF_ERROR(reserve(shm.fd(), bytes, "segment /dev/shm/" + name));
   return shm;
 }

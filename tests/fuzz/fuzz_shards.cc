@@ -48,9 +48,9 @@ void check(bool ok, const std::string& what) {
 }
 
 bool same(const ShardIndex& a, const ShardIndex& b) {
-  return a.file_size == b.file_size && a.mtime_ns == b.mtime_ns && a.keys == b.keys && a.key_end == b.key_end &&
-         a.image_offset == b.image_offset && a.image_size == b.image_size && a.label_offset == b.label_offset &&
-         a.label_size == b.label_size;
+  return a.file_size == b.file_size && a.mtime_ns == b.mtime_ns && a.file == b.file && a.keys == b.keys &&
+         a.key_end == b.key_end && a.image_offset == b.image_offset && a.image_size == b.image_size &&
+         a.label_offset == b.label_offset && a.label_size == b.label_size;
 }
 
 // Where the cache file is written: a directory of this process, removed at exit.

@@ -215,6 +215,19 @@ inline StreamOutcome read_to_end(Stream& stream) {
   }
 }
 
+// An OpenStream request (request id 1) for `batch_size` samples of fashion-mnist-test through fmnist, as a raw
+// connection sends it.
+inline wire::Request fmnist_open_request(uint32_t batch_size, wire::SharingStrategy strategy = wire::STRATEGY_DEFAULT) {
+  wire::Request open;
+  open.set_request_id(1);
+  auto* o = open.mutable_open_stream();
+  o->set_dataset("fashion-mnist-test");
+  o->set_pipeline("fmnist");
+  o->set_batch_size(batch_size);
+  o->set_strategy(strategy);
+  return open;
+}
+
 // A connection that speaks raw frames, for feeding the daemon malformed input.
 class RawConnection {
  public:
@@ -235,16 +248,19 @@ class RawConnection {
     return wire::send_all(fd_.get(), frame.data(), frame.size()).ok();
   }
   void shutdown_write() { ::shutdown(fd_.get(), SHUT_WR); }
-  // The next reply, or nullopt at EOF.
-  std::optional<wire::Reply> read_reply() {
+  // The next reply, or nullopt at EOF; the fds that came with it are appended to *fds if fds is not null.
+  std::optional<wire::Reply> read_reply(std::vector<wire::UniqueFd>* fds = nullptr) {
     std::string payload;
     for (;;) {
       auto more = decoder_.next(&payload);
       if (more.ok() && *more) break;
       char buf[4096];
-      std::vector<wire::UniqueFd> fds;
-      auto n = wire::recv_some(fd_.get(), buf, sizeof(buf), &fds, 4);
+      std::vector<wire::UniqueFd> received;
+      auto n = wire::recv_some(fd_.get(), buf, sizeof(buf), &received, 4);
       if (!n.ok() || *n == 0 || *n == wire::kWouldBlock) return std::nullopt;
+      if (fds != nullptr) {
+        for (auto& fd : received) fds->push_back(std::move(fd));
+      }
       decoder_.feed(buf, *n);
     }
     wire::Reply reply;

@@ -77,13 +77,7 @@ TEST_F(ProtocolTest, TruncatedFrameThenHangUpIsHandled) {
 
 TEST_F(ProtocolTest, ReleaseOfABatchNeverLeasedClosesTheConnection) {
   RawConnection raw(daemon().socket_path());
-  wire::Request open;
-  open.set_request_id(1);
-  auto* o = open.mutable_open_stream();
-  o->set_dataset("fashion-mnist-test");
-  o->set_pipeline("fmnist");
-  o->set_batch_size(10);
-  raw.send_request(open);
+  raw.send_request(fmnist_open_request(10));
   auto opened = raw.read_reply();
   ASSERT_TRUE(opened && opened->has_stream_opened());
   wire::Request release;

@@ -1,7 +1,8 @@
 // Who may open a file_system segment (issue 14, finding 1): only the stream's own uid, read-only unless the stream
 // is writable; the file stays the daemon's, mode 0600 plus one ACL entry. For a root daemon with a socket group and
-// for a daemon that runs as its own user; and a clear refusal where /dev/shm has no POSIX ACLs. Every test needs
-// root (it runs clients as other uids) and skips otherwise.
+// for a daemon that runs as its own user; and a clear refusal where /dev/shm has no POSIX ACLs. A file_descriptor
+// segment (a memfd, mode 0600) cannot be reopened read-write by a client of another uid (issue 23, finding 3).
+// Every test needs root (it runs clients as other uids) and skips otherwise.
 #include <acl/libacl.h>
 #include <sched.h>
 #include <sys/acl.h>
@@ -137,6 +138,46 @@ TEST(SegmentAccessTest, DaemonRunningAsItsOwnUserServesOnlyTheStreamsOwnUid) {
   const Credentials victim{kVictim, kNogroup, {kNogroup, kDaemonGid}}, attacker{kAttacker, kNogroup, {kDaemonGid}};
   check_segment_access(daemon, kDaemonUid, victim, attacker, false);
   check_segment_access(daemon, kDaemonUid, victim, attacker, true);
+}
+
+// Issue 23, finding 3: a file_descriptor segment is a memfd of mode 0600, the daemon's. Run as a client of another
+// uid: it opens a read-only stream over a raw connection (keeping the fd the daemon passes, as an attacker would) and
+// tries to reopen that fd read-write through /proc/self/fd/N, which a memfd's default mode 0777 allowed (and so
+// writes into the batches of every subscriber of the segment). "" if it cannot, else what it could do.
+std::string reopen_memfd_read_write(const std::string& socket, uid_t daemon_uid) {
+  RawConnection raw(socket);
+  raw.send_request(fmnist_open_request(10, wire::FILE_DESCRIPTOR));
+  std::vector<wire::UniqueFd> fds;
+  auto opened = raw.read_reply(&fds);
+  if (!opened || !opened->has_stream_opened()) return "no StreamOpened; ";
+  if (fds.size() != 1) return std::to_string(fds.size()) + " fds came with StreamOpened; ";
+  std::string out;
+  struct stat st {};
+  if (::fstat(fds[0].get(), &st) != 0 || st.st_uid != daemon_uid || (st.st_mode & 07777) != 0600) {
+    char mode[16];
+    std::snprintf(mode, sizeof(mode), "%04o", st.st_mode & 07777);
+    out += std::string("the memfd has mode ") + mode + " and uid " + std::to_string(st.st_uid) + "; ";
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(fds[0].get());
+  if (const int rw = ::open(self.c_str(), O_RDWR | O_CLOEXEC); rw >= 0) {
+    ::close(rw);
+    out += "uid " + std::to_string(::getuid()) + " reopened its read-only segment fd read-write; ";
+  } else if (errno != EACCES) {
+    out += self + ": " + std::strerror(errno) + " instead of EACCES; ";
+  }
+  return out;
+}
+
+TEST(SegmentAccessTest, AMemfdSegmentCannotBeReopenedReadWriteByAClientOfAnotherUid) {
+  SKIP_UNLESS_ROOT();
+  const Credentials client{kVictim, kNogroup, {kNogroup, 1}};
+  {
+    auto daemon = start(config_with("socket_group = \"nogroup\""));
+    EXPECT_EQ(run_as(client, [&] { return reopen_memfd_read_write(daemon.socket_path(), 0); }), "") << "root daemon";
+  }
+  auto daemon = start(config_with(""), /*uid=*/1, /*gid=*/1);  // as its own user (Debian's "daemon")
+  EXPECT_EQ(run_as(client, [&] { return reopen_memfd_read_write(daemon.socket_path(), 1); }), "")
+      << "daemon running as uid 1";
 }
 
 TEST(SegmentAccessTest, FileSystemIsRefusedWhereShmHasNoAcls) {

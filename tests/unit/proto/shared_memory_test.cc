@@ -52,6 +52,16 @@ TEST(SharedMemoryTest, AnonymousSegmentIsSharedThroughItsFdAndHasNoName) {
   EXPECT_EQ(std::string(reader->data() + 4096, 5), "batch");
 }
 
+TEST(SharedMemoryTest, AnonymousSegmentIsMode0600OfItsCreator) {
+  // A memfd is born 0777: any holder of a read-only fd could reopen it read-write through /proc/self/fd/N.
+  auto sut = SharedMemory::create_anonymous("batchd-test", 8192);
+  ASSERT_TRUE(sut.ok());
+  struct stat st {};
+  ASSERT_EQ(::fstat(sut->fd(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u) << std::oct << st.st_mode;
+  EXPECT_EQ(st.st_uid, ::geteuid());
+}
+
 TEST(SharedMemoryTest, OpenNamedOfAMissingSegmentNamesIt) {
   auto sut = SharedMemory::open_named("batchd-test-does-not-exist");
   ASSERT_FALSE(sut.ok());

@@ -19,7 +19,9 @@ namespace batchd::wire {
 class SharedMemory final {
  public:
   // An unnamed object (memfd_create). `debug_name` shows in /proc/<pid>/fd ("memfd:<debug_name>"). Its size is
-  // sealed (F_SEAL_SHRINK | F_SEAL_GROW): no holder of the fd can truncate it under a mapping (SIGBUS).
+  // sealed (F_SEAL_SHRINK | F_SEAL_GROW): no holder of the fd can truncate it under a mapping (SIGBUS). Its mode
+  // is 0600, owned by the creator's uid: a holder of a read-only fd of another uid cannot reopen it read-write
+  // through /proc/self/fd/N (a memfd is otherwise 0777).
   static Result<SharedMemory> create_anonymous(const std::string& debug_name, size_t bytes);
   // A named /dev/shm object (Boost.Interprocess shared_memory_object), created exclusively with `mode`;
   // `name` has no leading slash ("batchd.123.4"). Unlinked when this object is destroyed.

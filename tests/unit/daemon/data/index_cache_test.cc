@@ -1,15 +1,18 @@
 // The webdataset index cache: reused while shards keep their size and mtime (no shard read, the file not
 // rewritten), rebuilt for a changed shard only, and never trusted when damaged, foreign, of another version or
-// pointing outside a shard; an unwritable cache_dir costs time, not the dataset.
+// pointing outside a shard, nor when another user could have written it (a cache_dir or file that is not the
+// daemon's: issue 23, finding 5); an unwritable cache_dir costs time, not the dataset.
 #include "data/index_cache.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "data/webdataset_dataset.h"
 #include "tar_writers.h"
+#include "user_process.h"
 
 namespace batchd::daemon {
 namespace {
@@ -67,7 +70,7 @@ TEST_F(IndexCacheTest, ReusedWhileShardsAreUnchangedAndRebuiltForAChangedShardOn
   EXPECT_EQ(fs::path(file).parent_path(), fs::path(cache_));
   EXPECT_EQ(fs::path(file).filename().string().size(), std::string("webdataset-0123456789abcdef.idx").size());
   const struct stat written = stat_of(file);
-  EXPECT_EQ(written.st_mode & 0777, 0644u);
+  EXPECT_EQ(written.st_mode & 0777, 0600u) << "it lists every sample's key: the daemon's alone";
 
   auto second = open();
   ASSERT_TRUE(second);
@@ -157,6 +160,75 @@ TEST_F(IndexCacheTest, AnUnusableCacheDirDoesNotFailTheDataset) {
   EXPECT_NE((*ds)->summary().find("index cache: cannot write the index cache " + dir_ / "no-such-dir/webdataset-"),
             std::string::npos)
       << (*ds)->summary();
+}
+
+// Issue 23, finding 5: in a cache_dir of mode 1777, another user (uid 65534) plants a well-formed index for the
+// dataset in which samples 0 and 1 of shard 0 trade places. It must not be used: sample 0 keeps its own image.
+TEST_F(IndexCacheTest, AnIndexPlantedInACacheDirOthersCanWriteIsNotUsed) {
+  SKIP_UNLESS_ROOT();
+  const std::string file = open()->open_stats().cache_file;
+  auto poisoned = load_index_cache(file, "jpg;jpeg;png|cls").shards;
+  ASSERT_EQ(poisoned.size(), 3u);
+  ShardIndex& s0 = poisoned.at(dir_ / "shard-0.tar");
+  std::swap(s0.image_offset[0], s0.image_offset[1]);
+  std::swap(s0.image_size[0], s0.image_size[1]);
+  std::swap(s0.label_offset[0], s0.label_offset[1]);
+  std::swap(s0.label_size[0], s0.label_size[1]);
+  std::vector<std::string> paths;
+  std::vector<const ShardIndex*> indexes;
+  for (const auto& [path, index] : poisoned) paths.push_back(path), indexes.push_back(&index);
+  ASSERT_TRUE(save_index_cache(file, "jpg;jpeg;png|cls", paths, indexes).ok());
+  const std::string bytes = file_bytes(file, 0, fs::file_size(file));
+  fs::remove(file);
+  ASSERT_EQ(::chmod(cache_.c_str(), 01777), 0);
+  ASSERT_EQ(testing::run_as({}, [&]() -> std::string {
+              std::ofstream(file, std::ios::binary) << bytes;
+              return fs::file_size(file) == bytes.size() ? "" : "cannot plant " + file;
+            }),
+            "");
+
+  auto ds = open();
+  EXPECT_EQ(ds->open_stats().from_cache, 0u);
+  EXPECT_NE(ds->open_stats().cache_problem.find("daemon.cache_dir " + cache_ +
+                                                " is writable by others (mode 1777), so another user could plant or "
+                                                "replace an index there: the index cache is not used"),
+            std::string::npos)
+      << ds->open_stats().cache_problem;
+  EXPECT_NE(ds->summary().find("chmod 0700 " + cache_), std::string::npos) << ds->summary();
+  EXPECT_EQ(image(*ds, 0), bytes_of(200, 0)) << "sample 0 served with another sample's image";
+  EXPECT_EQ(stat_of(file).st_uid, testing::kNobody) << "the planted file is not touched either";
+}
+
+// A cache file in a good directory that is not the daemon's own (another owner, writable by others, a symlink) is
+// ignored and replaced by one that is (mode 0600); one others may only read (as batchd wrote them before) is used
+// and made 0600.
+TEST_F(IndexCacheTest, ACacheFileThatIsNotTheDaemonsIsIgnoredAndReplaced) {
+  SKIP_UNLESS_ROOT();
+  const std::string file = open()->open_stats().cache_file;
+  const std::string elsewhere = dir_ / "elsewhere.idx";
+  fs::copy_file(file, elsewhere);
+  const std::vector<std::pair<std::function<void()>, std::string>> cases = {
+      {[&] { ASSERT_EQ(::chown(file.c_str(), testing::kNobody, testing::kNogroup), 0); },
+       file + " is owned by uid 65534 (nobody), not by the daemon's uid 0 (root): not trusted, not used (it is "
+              "replaced)"},
+      {[&] { ASSERT_EQ(::chmod(file.c_str(), 0666), 0); }, file + " is writable by others (mode 0666)"},
+      {[&] {
+         fs::remove(file);
+         fs::create_symlink(elsewhere, file);
+       },
+       file + " is a symbolic link: not trusted"}};
+  for (const auto& [spoil, problem] : cases) {
+    spoil();
+    auto ds = open();
+    EXPECT_EQ(ds->open_stats().from_cache, 0u) << problem;
+    EXPECT_NE(ds->open_stats().cache_problem.find(problem), std::string::npos) << ds->open_stats().cache_problem;
+    const struct stat st = stat_of(file);
+    EXPECT_TRUE(st.st_uid == 0 && (st.st_mode & 07777) == 0600 && !fs::is_symlink(file)) << "not replaced";
+    EXPECT_EQ(open()->open_stats().from_cache, 3u) << "the replacement is used";
+  }
+  ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  EXPECT_EQ(open()->open_stats().from_cache, 3u);
+  EXPECT_EQ(stat_of(file).st_mode & 0777, 0600u);
 }
 
 }  // namespace

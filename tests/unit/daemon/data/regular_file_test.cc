@@ -1,5 +1,5 @@
 // Dataset files are read only if they are regular files: a FIFO (or a device) is refused at once, naming the path,
-// and never blocks the reader.
+// and never blocks the reader; and only if they are the file scanned (not swapped for a link to another).
 #include "data/regular_file.h"
 
 #include <gtest/gtest.h>
@@ -65,6 +65,32 @@ TEST_F(RegularFileTest, TheImageFolderScanRefusesAFifoOrADeviceButLeavesADanglin
   ds = ImageFolderDataset::open("d", dir_.string());
   ASSERT_TRUE(ds.ok()) << "a dangling link fails when read, per sample: " << ds.error().message();
   EXPECT_EQ((*ds)->size(), 2u);
+}
+
+// Issue 23, finding 6: a sample file swapped after the scan for a symlink to another file (or for another file) is
+// not read; one rewritten in place (the same file) is read as it is now.
+TEST_F(RegularFileTest, AnImageSwappedForALinkToAnotherFileIsNotReadButOneRewrittenInPlaceIs) {
+  fs::remove(dir_ / "cls" / "b.jpg");
+  std::ofstream(dir_ / "secret") << "root-only";
+  auto ds = ImageFolderDataset::open("d", dir_.string());
+  ASSERT_TRUE(ds.ok()) << ds.error().message();
+  ASSERT_EQ((*ds)->size(), 1u);
+  const std::string image = (dir_ / "cls" / "a.jpg").string();
+  std::ofstream(image) << "rewritten in place";
+  std::vector<uint8_t> bytes;
+  int64_t label = -1;
+  ASSERT_TRUE((*ds)->read_image(0, &bytes, &label).ok());
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "rewritten in place");
+  fs::create_symlink(dir_ / "secret", image + ".new");
+  fs::rename(image + ".new", image);
+  bytes.clear();
+  auto st = (*ds)->read_image(0, &bytes, &label);
+  ASSERT_FALSE(st.ok()) << "read " << std::string(bytes.begin(), bytes.end());
+  EXPECT_EQ(st.error().code(), ErrorCode::kDataError);
+  EXPECT_NE(st.error().message().find(image + " changed since it was indexed (it is now another file"),
+            std::string::npos)
+      << st.error().message();
+  EXPECT_TRUE(bytes.empty());
 }
 
 TEST_F(RegularFileTest, AnIdxFileThatIsAFifoIsRefusedWithoutBlocking) {

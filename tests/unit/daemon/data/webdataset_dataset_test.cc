@@ -1,8 +1,11 @@
 // WebDatasetDataset: shards in order, samples read with pread (image bytes and integer label), per-sample errors
-// naming shard, key and offset, and a shard changed after indexing.
+// naming shard, key and offset (never quoting a shard's bytes), and a shard changed or swapped for another file after
+// indexing.
 #include "data/webdataset_dataset.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "tar_writers.h"
 
@@ -89,14 +92,17 @@ TEST(WebDatasetDatasetTest, PerSampleProblemsAreDataErrorsNamingShardKeyAndOffse
   const std::vector<std::pair<uint64_t, std::string>> failures = {
       {1, shard + ": sample 'b' (its first member's header is at offset 2048) has no .cls member"},
       {2, shard + ": sample 'c' (its first member's header is at offset 3072) has no .jpg, .jpeg, .png member"},
-      {3, shard + ": sample 'd' has a .cls member at offset 5632 that is not an ASCII integer ('seven')"},
-      {6, shard + ": sample 'g' has a .cls member at offset 11776 that is not an ASCII integer ('1.5')"},
+      {3, shard + ": sample 'd' has a .cls member of 5 bytes at offset 5632 that is not an ASCII integer; it must"},
+      {6, shard + ": sample 'g' has a .cls member of 3 bytes at offset 11776 that is not an ASCII integer; it must"},
       {7, shard + ": sample 'h' has a .cls member of 65 bytes at offset 13824, not an integer class index"}};
   for (const auto& [i, text] : failures) {
     auto st = (*ds)->read_image(i, &bytes, &label);
     ASSERT_FALSE(st.ok()) << i;
     EXPECT_EQ(st.error().code(), ErrorCode::kDataError);
     EXPECT_NE(st.error().message().find(text), std::string::npos) << st.error().message();
+    for (const char* content : {"seven", "1.5", "1111"}) {  // what a file holds is never quoted
+      EXPECT_EQ(st.error().message().find(content), std::string::npos) << st.error().message();
+    }
   }
 }
 
@@ -115,6 +121,39 @@ TEST(WebDatasetDatasetTest, AShardChangedAfterIndexingFailsItsReads) {
                                       "indexed"),
             std::string::npos)
       << st.error().message();
+}
+
+// Issue 23, finding 6: a shard swapped after indexing for a symlink to another file of the same size and mtime (a
+// root-only file, where users can write the dataset's directory) is never read: the open file is checked against
+// the indexed one by device and inode before any read, and the error quotes none of its bytes.
+TEST(WebDatasetDatasetTest, AShardSwappedForALinkToAnotherFileIsNeverRead) {
+  testing::ScratchDir dir("wds-swapped");
+  write_shards(dir, 1, 2);
+  const std::string shard = dir / "shard-0.tar", secret = dir / "secret";
+  auto ds = WebDatasetDataset::open(wds_config(shard), OpenContext{});
+  ASSERT_TRUE(ds.ok()) << ds.error().message();
+  std::string text;
+  while (text.size() < fs::file_size(shard)) text += "SECRET";
+  std::ofstream(secret, std::ios::binary) << text.substr(0, fs::file_size(shard));
+  struct stat indexed {};
+  ASSERT_EQ(::stat(shard.c_str(), &indexed), 0);
+  const timespec times[2] = {indexed.st_atim, indexed.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, secret.c_str(), times, 0), 0);
+  ASSERT_EQ(::symlink(secret.c_str(), (shard + ".new").c_str()), 0);
+  ASSERT_EQ(::rename((shard + ".new").c_str(), shard.c_str()), 0);
+
+  std::vector<uint8_t> bytes;
+  int64_t label = 0;
+  for (uint64_t i : {0, 1}) {
+    auto st = (*ds)->read_image(i, &bytes, &label);
+    ASSERT_FALSE(st.ok()) << "sample " << i << " was read from another file";
+    EXPECT_EQ(st.error().code(), ErrorCode::kDataError);
+    EXPECT_NE(st.error().message().find(shard + " changed since it was indexed (it is now another file"),
+              std::string::npos)
+        << st.error().message();
+    EXPECT_EQ(st.error().message().find("SECR"), std::string::npos) << st.error().message();
+  }
+  EXPECT_EQ((*ds)->changed_on_disk(), shard + " is another file since it was indexed");
 }
 
 TEST(WebDatasetDatasetTest, ChangedOnDiskSeesNewShardsOfAGlobAndAChangedShard) {

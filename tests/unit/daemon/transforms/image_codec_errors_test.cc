@@ -154,6 +154,18 @@ TEST(ImageCodecTest, BadInputIsADataErrorNamingFileAndReason) {
   }
 }
 
+TEST(ImageCodecTest, ANonImageIsRefusedWithoutQuotingItsBytes) {
+  // A file swapped for another would otherwise show its first bytes in the stream's error (issue 23, finding 6).
+  spit(tmp("secret.jpg"), {'S', 'E', 'C', 'R', 'E', 'T', '\n'});
+  RgbImage out;
+  const Status st = decode_file(tmp("secret.jpg"), {1, 1}, &out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("not a JPEG or PNG image"), std::string::npos) << st.error().message();
+  for (const char* leak : {"53 45 43 52", "SECR"}) {
+    EXPECT_EQ(st.error().message().find(leak), std::string::npos) << st.error().message();
+  }
+}
+
 // libjpeg reports only the first warning of a decode: junk bytes before a marker are tolerated (as PIL does), but
 // they must not hide a truncation that follows them.
 TEST(ImageCodecTest, JunkBytesAreToleratedButDoNotHideATruncation) {
