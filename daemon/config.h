@@ -66,7 +66,8 @@ inline constexpr uint32_t kDefaultPerSampleTimeoutMs = 5000;
 // [shares]: shared streams (OpenStream.share, streams/share.h).
 struct Shares {
   // Extra slots of a shared segment (it has depth + max_lag): how many batches the production may run ahead of its
-  // slowest subscriber's window before that subscriber fails with StreamFailed ("fell N batches behind").
+  // slowest subscriber's window before a subscriber that keeps the others waiting fails with StreamFailed ("fell N
+  // batches behind", its leases revoked: share.h).
   uint32_t max_lag = 8;
   uint32_t max_subscribers = 32;  // subscribers of one shared production
 };

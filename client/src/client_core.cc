@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -72,13 +73,15 @@ Status ClientCore::send(wire::Request request) {
   return ok_status();
 }
 
-Status ClientCore::read_one_frame() {
+Status ClientCore::read_one_frame(bool wait, bool* got) {
+  if (got != nullptr) *got = false;
   if (broken_) return *broken_;
   std::string payload;
   for (;;) {
     auto more = decoder_.next(&payload);
     if (!more.ok()) return broken(more.error());
     if (*more) break;
+    if (pollfd ready{fd_.get(), POLLIN, 0}; !wait && ::poll(&ready, 1, 0) != 1) return ok_status();
     auto n = wire::recv_some(fd_.get(), buffer_.data(), buffer_.size(), &fds_scratch_, 8);
     for (auto& fd : fds_scratch_) fds_.push_back(std::move(fd));
     fds_scratch_.clear();
@@ -100,6 +103,7 @@ Status ClientCore::read_one_frame() {
     received.fd = std::move(fds_.front());
     fds_.pop_front();
   }
+  if (got != nullptr) *got = true;
   const uint64_t rid = received.reply.request_id();
   if (rid != 0) {
     replies_[rid] = std::move(received);
@@ -132,17 +136,26 @@ Error ClientCore::why_send_failed(const Error& failure) {
   if (broken_) return *broken_;
   // A daemon that turned this connection away (a connection cap, out of file descriptors) wrote its reason before
   // closing: read what is already there, without waiting for more.
-  for (;;) {
-    pollfd ready{fd_.get(), POLLIN, 0};
-    if (::poll(&ready, 1, 0) != 1 || !read_one_frame().ok()) break;
-  }
+  (void)read_available();
   return told_why_ ? *broken_ : failure;
 }
 
-Result<wire::Reply> ClientCore::next_event(uint64_t stream_id) {
+Status ClientCore::read_available() {
+  for (bool got = true; got;) BATCHD_RETURN_IF_ERROR(read_one_frame(/*wait=*/false, &got));
+  return ok_status();
+}
+
+Result<wire::Reply> ClientCore::next_event(uint64_t stream_id, bool revocable) {
   MutexLock lock(&read_mu_);
+  if (revocable) (void)read_available();  // a broken connection surfaces below, after what is queued
   for (;;) {
     auto& queue = events_[stream_id];
+    if (revocable) {
+      auto revoked = std::find_if(queue.begin(), queue.end(), [](const wire::Reply& r) {
+        return r.has_stream_failed() && r.stream_failed().leases_revoked();
+      });
+      if (revoked != queue.end()) queue.erase(queue.begin(), revoked);
+    }
     if (!queue.empty()) {
       wire::Reply r = std::move(queue.front());
       queue.pop_front();

@@ -38,14 +38,20 @@ class ClientCore final {
   Status send(wire::Request request) EXCLUDES(write_mu_);
   // Sends a request and waits for its reply; an Error reply becomes the returned Error.
   Result<Received> call(wire::Request request) EXCLUDES(read_mu_, write_mu_);
-  // Waits for the next event of `stream_id`.
-  Result<wire::Reply> next_event(uint64_t stream_id) EXCLUDES(read_mu_);
+  // Waits for the next event of `stream_id`. With `revocable` (a shared stream's subscriber), a StreamFailed with
+  // leases_revoked that has already arrived (read without waiting from what the socket holds) is returned at once,
+  // and the events queued before it are dropped: the slots they announce may be overwritten.
+  Result<wire::Reply> next_event(uint64_t stream_id, bool revocable = false) EXCLUDES(read_mu_);
   // Drops queued events of a closed stream.
   void forget_stream(uint64_t stream_id) EXCLUDES(read_mu_);
 
  private:
   ClientCore(wire::UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
-  Status read_one_frame() REQUIRES(read_mu_);
+  // Reads one whole frame and files it (a reply, an event in its stream's queue). With `wait` false, only a frame
+  // already buffered or readable now: *got says whether one was read.
+  Status read_one_frame(bool wait = true, bool* got = nullptr) REQUIRES(read_mu_);
+  // Files every frame that can be read without waiting.
+  Status read_available() REQUIRES(read_mu_);
   Error broken(const Error& why) REQUIRES(read_mu_);
   // The error for a request that could not be sent: the daemon's own reason when it closed the connection with one.
   Error why_send_failed(const Error& failure) REQUIRES(read_mu_);

@@ -70,7 +70,11 @@ Result<std::vector<Tensor>> StreamCore::tensors_of(const wire::BatchReady& r) co
   std::memcpy(&header, slot, sizeof(header));
   if (header.magic != wire::kSlotMagic || header.stream_id != info_.id || header.sequence != r.sequence() ||
       header.num_samples != r.num_samples()) {
-    return Error(ErrorCode::kInternal, where + ": the slot does not hold the announced batch (daemon bug)");
+    return Error(ErrorCode::kInternal,
+                 where + ": the slot does not hold the announced batch (" +
+                     (opened_.share().empty() ? std::string("daemon bug")
+                                              : "its share dropped this subscriber and reused the slot; a "
+                                                "StreamFailed naming why follows") + ")");
   }
   std::vector<Tensor> tensors;
   tensors.reserve(opened_.tensors_size());
@@ -103,7 +107,9 @@ Result<std::optional<Batch>> StreamCore::next() {
                      " are held by Batches that were not released; release or destroy one before calling next(), "
                      "or open the stream with a larger depth");
   }
-  auto event = client_->next_event(info_.id);
+  // A shared stream's subscriber dropped by the daemon gets the failure before any batch still queued: its slots
+  // went back to the production (StreamFailed.leases_revoked).
+  auto event = client_->next_event(info_.id, /*revocable=*/!opened_.share().empty());
   if (!event.ok()) return fail(event.error());
   switch (event->body_case()) {
     case wire::Reply::kBatchReady: {

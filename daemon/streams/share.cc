@@ -117,6 +117,9 @@ bool Share::leave(uint64_t connection_id) {
 
 Status Share::release(uint64_t connection_id, uint64_t sequence) {
   auto it = subscribers_.find(connection_id);
+  if (it != subscribers_.end() && it->second.state == State::kFailed && it->second.held.count(sequence) == 0) {
+    return ok_status();  // revoked when it was failed (its client may release what it still had)
+  }
   if (it == subscribers_.end() || it->second.held.erase(sequence) == 0) {
     return Error(ErrorCode::kInvalidArgument, "stream " + std::to_string(production_.id()) + ": no leased batch " +
                                                   std::to_string(sequence) + " (released twice?)");
@@ -181,42 +184,31 @@ void Share::flush(Subscriber& s) {
   }
 }
 
-void Share::fail(Subscriber& s, const Error& error) {
-  if (s.state != State::kRunning) return;
+void Share::fail(Subscriber& s, const Error& error, bool revoke) {
+  if (s.state == State::kFailed) return;
   for (const auto& [key, ready] : s.backlog) unhold(ready.sequence());  // never announced to it
   s.backlog.clear();
+  if (revoke) {
+    for (uint64_t sequence : s.held) unhold(sequence);
+    s.held.clear();
+  }
+  const bool was_running = s.state == State::kRunning;
   s.state = State::kFailed;
-  spdlog::warn("share '{}' (stream {}): subscriber pid={} failed: {}", name(), production_.id(), s.peer.pid,
-               error.message());
+  spdlog::warn("share '{}' (stream {}): subscriber pid={} failed{}: {}", name(), production_.id(), s.peer.pid,
+               revoke ? " (its leases revoked)" : "", error.message());
   wire::Reply event;
   event.mutable_stream_failed()->set_stream_id(production_.id());
   *event.mutable_stream_failed()->mutable_error() = wire::to_wire(error);
+  event.mutable_stream_failed()->set_leases_revoked(revoke);
   s.sink->send_event(event);
+  if (!was_running) return;  // an ended subscriber's remade batches and plain range are done already
   production_.drop_remakes(s.peer.connection_id);
   update_plain_total();
 }
 
 void Share::fail_all(const Error& error) {
-  for (auto& [connection_id, s] : subscribers_) fail(s, error);
-}
-
-void Share::apply_lag_policy() {
-  if (!production_.out_of_slots()) return;
-  const bool someone_waits = std::any_of(subscribers_.begin(), subscribers_.end(), [&](const auto& entry) {
-    const Subscriber& s = entry.second;
-    return s.state == State::kRunning && s.backlog.empty() && s.held.size() < window_ && s.delivered < s.total;
-  });
-  if (!someone_waits) return;  // every subscriber has batches to read: back-pressure, nobody lags
   for (auto& [connection_id, s] : subscribers_) {
-    if (s.state != State::kRunning || s.backlog.size() < max_lag_) continue;
-    fail(s, Error(ErrorCode::kResourceExhausted,
-                  "share '" + name() + "' (stream " + std::to_string(production_.id()) + "): this subscriber fell " +
-                      std::to_string(s.backlog.size()) + " batches behind (it holds " + std::to_string(s.held.size()) +
-                      " unreleased batches, its window, and " + std::to_string(s.backlog.size()) +
-                      " more wait for it while another subscriber has none: shares.max_lag = " +
-                      std::to_string(max_lag_) + "), so it was dropped to let the others go on; release batches "
-                      "sooner, raise shares.max_lag, join again (at the production's position), or open a private "
-                      "stream"));
+    if (s.state == State::kRunning) fail(s, error, /*revoke=*/false);
   }
 }
 

@@ -12,14 +12,28 @@
 //     exactly once (batches are deterministic in (seed, epoch, index), so remade ones equal what the others got).
 //     Its StreamOpened says first_epoch = e, start_batch = 0, joined_at_batch = j.
 //   - The production makes plain batches up to the furthest a subscriber still needs, and stops there.
-// Windows and the lag policy. A subscriber holds at most `window` (its depth) announced batches; batches made for it
-// beyond that wait in its backlog. The segment has window + max_lag slots, so the production runs up to max_lag
-// batches ahead of the slowest subscriber's window. When no slot is free, a subscriber whose backlog has reached
-// max_lag while another has nothing to read is failed (StreamFailed naming the lag): its backlog is dropped at once
-// (it never saw those batches), the batches it holds return when it releases them or disconnects, and the others
+// Windows and the lag policy (share_lag_policy.cc). A subscriber holds at most `window` (its depth) announced
+// batches; batches made for it beyond that wait in its backlog. The segment has window + max_lag slots, so the
+// production runs up to max_lag batches ahead of the slowest subscriber's window. The production is blocked when
+// batches remain to be made, every slot is leased (none free, none being made) and a running subscriber has nothing
+// to read: nothing changes until a holder releases a batch. Then, until a slot is free, the subscribers that keep
+// the others waiting are failed (StreamFailed naming the lag, leases_revoked): first the running ones that have
+// batches to read and do not take them (stopped, suspended, or slower than the others), those holding or owed the
+// most batches (held + backlog) first; if there are none, the holders of the oldest leased batch (an ended
+// subscriber that keeps its last batches, or one that keeps an old batch while it reads on). The rule counts
+// slots, not backlogs, so it fires whatever the mix of ended subscribers, remade batches and leases kept out of
+// order. A failed subscriber's leases are revoked at once: its backlog (it never saw those batches) and the batches
+// it holds return to the production, which may overwrite them (its client returns the failure before any batch still
+// queued for it, and a later Release of a revoked batch is ignored), so a stopped trainer never keeps the others waiting. The others
 // go on. It is failed rather than split into a stream of its own: a split would silently double the decoding cost
 // for it (the cost sharing exists to remove), needs a second segment the budget may not have, and hides a trainer
 // that cannot keep up; the failure names the lag and the fixes (shares.max_lag, a private stream, or joining again).
+// A production that fails (a bad sample under on_error = fail, shutdown) fails every subscriber without revoking:
+// nothing is made any more, so the batches they hold stay intact until released.
+//
+// Names. A share name is its creator's uid's: the key is (uid, name), so two uids may each have a share "sweep-42"
+// and only the creator's uid joins it (admins included: an admin reading another user's share opens its own). No
+// answer to a subscriber tells it anything about another uid's shares.
 //
 // Not thread-safe: the daemon's io_context thread (StreamManager owns the shares).
 #pragma once
@@ -47,9 +61,9 @@ class Share final {
   const std::string& name() const { return creator_.share(); }
   uint32_t creator_uid() const { return creator_uid_; }
 
-  // Whether `request` (planned as `plan`) from `peer` may join: kPermissionDenied unless the peer is the creator's
-  // uid or an admin; kInvalidArgument naming the first option that differs from the production's; kResourceExhausted
-  // at shares.max_subscribers; kInvalidArgument if the connection already subscribes; kUnavailable if the production
+  // Whether `request` (planned as `plan`) from `peer` (of the creator's uid: StreamManager keys shares by uid) may
+  // join: kInvalidArgument naming the first option that differs from the production's; kResourceExhausted at
+  // shares.max_subscribers; kInvalidArgument if the connection already subscribes; kUnavailable if the production
   // failed.
   Status check_join(const wire::OpenStream& request, const StreamPlan& plan, const Peer& peer) const;
   // Adds a subscriber (check_join first). The creator joins first with is_creator.
@@ -60,13 +74,14 @@ class Share final {
   bool has(uint64_t connection_id) const { return subscribers_.count(connection_id) != 0; }
   // Subscribers whose connection is of `uid`.
   size_t subscribers_of(uint32_t uid) const;
-  // Ends the lease of `sequence` for the subscriber on `connection_id`.
+  // Ends the lease of `sequence` for the subscriber on `connection_id` (ignored for a failed subscriber whose leases
+  // were revoked: its client may still release what it held).
   Status release(uint64_t connection_id, uint64_t sequence);
 
   // Takes what the production finished, announces it within each subscriber's window, sends StreamEnd to those that
   // have read everything, applies the production's failure and the lag policy.
   void deliver();
-  // Every running subscriber gets StreamFailed with `error`.
+  // Every running subscriber gets StreamFailed with `error` (the production failed: leases are not revoked).
   void fail_all(const Error& error);
 
   size_t subscribers() const { return subscribers_.size(); }
@@ -97,8 +112,13 @@ class Share final {
   uint64_t join_point() const;
   void unhold(uint64_t sequence);
   void flush(Subscriber& s);
-  void fail(Subscriber& s, const Error& error);
+  // Sends StreamFailed; its backlog is dropped and, with `revoke`, the batches it holds return to the production.
+  void fail(Subscriber& s, const Error& error, bool revoke);
+  // Whether `s` is running with nothing to read (it waits for the production).
+  bool waiting(const Subscriber& s) const;
   void apply_lag_policy();
+  // The StreamFailed error of a subscriber that blocks the production.
+  Error lag_error(const Subscriber& s) const;
   // Plain batches to make: up to the furthest a running subscriber needs.
   void update_plain_total();
 

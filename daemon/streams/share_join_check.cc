@@ -1,4 +1,5 @@
-// Share::check_join (share.h): who may join a shared production, and with which options.
+// Share::check_join (share.h): which requests may join a shared production (always of its creator's uid: the
+// StreamManager looks shares up by (uid, name)).
 #include "streams/share.h"
 
 #include "config.h"
@@ -7,11 +8,6 @@ namespace batchd::daemon {
 
 Status Share::check_join(const wire::OpenStream& req, const StreamPlan& plan, const Peer& peer) const {
   const std::string share = "share '" + name() + "'";
-  if (peer.uid != creator_uid_ && !peer.admin) {
-    return Error(ErrorCode::kPermissionDenied,
-                 share + " was created by uid " + std::to_string(creator_uid_) + "; only that uid and admins may "
-                 "join it (you are uid " + std::to_string(peer.uid) + "): choose another share name");
-  }
   if (!production_.running()) {
     return Error(ErrorCode::kUnavailable, share + " has failed; its subscribers must close it before the name can "
                                                   "be used again");
@@ -57,11 +53,6 @@ Status Share::check_join(const wire::OpenStream& req, const StreamPlan& plan, co
   if (req.on_error() != creator_.on_error()) {
     return differs("on_error", creator_.on_error() == wire::ON_ERROR_SKIP ? "skip" : "fail",
                    req.on_error() == wire::ON_ERROR_SKIP ? "skip" : "fail");
-  }
-  if (peer.uid != creator_uid_ && peer.uid != 0 && mine.strategy() == wire::FILE_SYSTEM) {
-    return Error(ErrorCode::kInvalidArgument, share + " uses the file_system strategy, whose segment only uid " +
-                                                  std::to_string(creator_uid_) + " may open; join it as that uid, "
-                                                  "or create shares with strategy file_descriptor");
   }
   return ok_status();
 }

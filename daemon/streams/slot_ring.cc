@@ -72,4 +72,12 @@ std::array<uint32_t, 4> SlotRing::counts() const {
   return counts;
 }
 
+std::optional<uint64_t> SlotRing::oldest_leased() const {
+  std::optional<uint64_t> oldest;
+  for (const auto& s : slots_) {
+    if (s.state == State::kLeased && (!oldest || s.sequence < *oldest)) oldest = s.sequence;
+  }
+  return oldest;
+}
+
 }  // namespace batchd::daemon

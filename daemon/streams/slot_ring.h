@@ -66,6 +66,8 @@ class SlotRing final {
   uint32_t size() const { return static_cast<uint32_t>(slots_.size()); }
   // Slots per state, indexed by State.
   std::array<uint32_t, 4> counts() const;
+  // The oldest sequence in a leased slot; nullopt if no slot is leased.
+  std::optional<uint64_t> oldest_leased() const;
 
  private:
   struct Slot {

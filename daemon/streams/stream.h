@@ -32,7 +32,7 @@ struct Peer {
   uint64_t connection_id = 0;
   int32_t pid = 0;
   uint32_t uid = 0;
-  bool admin = false;  // server/authorization.h: may see every stream and join any share
+  bool admin = false;  // server/authorization.h: may see every stream (shares are per uid, admins' too)
 };
 
 class Stream final {
@@ -77,6 +77,13 @@ class Stream final {
   bool out_of_slots() const {
     return running() && ring_.next_claim() < ring_.total() && !ring_.can_claim(policy_.failing_sequence());
   }
+  // Batches remain to be made and every slot is leased (none free, none being made): nothing changes until a holder
+  // releases a batch.
+  bool blocked_on_leases() const {
+    return out_of_slots() && ring_.counts()[static_cast<int>(SlotRing::State::kLeased)] == ring_.size();
+  }
+  // The oldest leased sequence (nullopt if none is leased).
+  std::optional<uint64_t> oldest_leased() const { return ring_.oldest_leased(); }
   uint64_t batches_made() const { return batches_made_; }
   uint64_t batches_remade() const { return batches_remade_; }
   // A new fd of the segment for a client (file_descriptor), read-only unless `writable`.

@@ -65,7 +65,8 @@ Result<StreamManager::Opened> StreamManager::open_shared(const wire::OpenStream&
   auto planned = plan(req, plan_context(owner), datasets_);
   if (!planned.ok()) return planned.error();
   if (planned->dry_run) return Opened{planned->opened, {}};
-  auto found = shares_.find(req.share());
+  const auto key = std::make_pair(owner.uid, req.share());  // per uid: another uid's name is never seen
+  auto found = shares_.find(key);
   if (found != shares_.end()) {
     Entry& entry = streams_.at(found->second);
     BATCHD_RETURN_IF_ERROR(entry.share->check_join(req, *planned, owner));
@@ -76,7 +77,7 @@ Result<StreamManager::Opened> StreamManager::open_shared(const wire::OpenStream&
   Entry& entry = add_stream(std::move(planned).value(), std::move(segment).value(), owner, nullptr);
   entry.share = std::make_unique<Share>(*entry.stream, req, owner.uid, config_.shares.max_lag,
                                         config_.shares.max_subscribers);
-  shares_[req.share()] = entry.stream->id();
+  shares_[key] = entry.stream->id();
   auto opened = join_share(entry, req, owner, sink, /*is_creator=*/true);
   if (!opened.ok()) leave_share(streams_.find(entry.stream->id()), owner.connection_id);
   return opened;
@@ -106,7 +107,7 @@ void StreamManager::leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t
   Share& share = *it->second.share;
   if (share.leave(connection_id)) {
     spdlog::info("share '{}' (stream {}): its last subscriber left", share.name(), it->first);
-    shares_.erase(share.name());
+    shares_.erase(std::make_pair(share.creator_uid(), share.name()));
     erase(it);
     return;
   }

@@ -5,8 +5,10 @@
 // Workers. As the WorkerEvents of the pool it applies each stream's error policy to lost tasks and bad samples
 // and sends BatchReady / StreamEnd / StreamFailed to the owning connection's EventSink, in order.
 //
-// Shared streams (OpenStream.share, share.h): the first OpenStream of a share name creates a production (a Stream
-// with its segment, listed under its own stream id) and a Share; later ones join it after Share::check_join. Every
+// Shared streams (OpenStream.share, share.h): the first OpenStream of a share name by a uid creates a production (a
+// Stream with its segment, listed under its own stream id) and a Share; later ones of that uid join it after
+// Share::check_join. Names are per uid: another uid's OpenStream of the same name creates its own production, so
+// no answer tells a uid whether another uid uses a name (admins included). Every
 // subscriber uses the production's stream id on its own connection; closing, releasing and disconnecting act on
 // that connection's subscription; the production and its segment go when the last subscriber leaves.
 //
@@ -122,7 +124,7 @@ class StreamManager final : public WorkerEvents {
   SegmentPool segments_;  // before streams_: outlives every Segment
   Scheduler scheduler_;
   std::map<uint64_t, Entry> streams_;
-  std::map<std::string, uint64_t> shares_;  // share name -> its production's stream id
+  std::map<std::pair<uint32_t, std::string>, uint64_t> shares_;  // (creator uid, share name) -> production's id
   uint64_t batches_redone_ = 0;
   bool draining_ = false;
 };

@@ -1,5 +1,7 @@
 // Shared streams (StreamOptions::share) against a real daemon: one production, many subscribers; late joins; a
-// subscriber killed or stopped; the mismatch and permission errors. Fashion-MNIST, 2 workers.
+// subscriber killed or stopped; the mismatch errors; names per uid. Fashion-MNIST, 2 workers.
+#include <algorithm>
+
 #include "other_user.h"
 #include "share_fixture.h"
 
@@ -115,21 +117,53 @@ TEST_F(ShareTest, AJoinThatDiffersIsRefusedNamingTheOption) {
   EXPECT_NE(s.error().message().find("share name"), std::string::npos) << s.error().message();
 }
 
-TEST_F(ShareTest, AnotherUidCannotJoin) {
+// Issue 23, item 9: share names are per uid. On main, trying a name that root uses answered uid nobody "was created
+// by uid 0" (and a free name was taken for everyone). Now nobody gets a share of its own under that name, whatever
+// its options, and its answers and status show nothing of root's; root's share keeps its one subscriber.
+TEST_F(ShareTest, AnotherUidProbingANameInUseLearnsNothingAndGetsItsOwnShare) {
   SKIP_UNLESS_ROOT();
-  Reader a;
   auto daemon = start_daemon();
   open_socket_to_everyone(daemon.socket_path());
+  Reader a;
   a.open(daemon.socket_path(), share_options("mine"));
+  ASSERT_TRUE(a.step());
   const std::string socket = daemon.socket_path();
-  UserProcess nobody(Credentials{}, [&](int out, int) {
+  UserProcess nobody(Credentials{}, [&](int out, int in) {
     auto c = Client::connect(socket);
     if (!c.ok()) return UserProcess::send(out, "connect: " + c.error().message() + "\n");
-    auto s = c->open_stream(share_options("mine"));
-    UserProcess::send(out, (s.ok() ? std::string("joined") : s.error().message()) + "\n");
+    auto options = share_options("mine");
+    options.seed = 8;  // not root's: a join would be refused naming root's seed
+    auto s = c->open_stream(options);
+    if (!s.ok()) return UserProcess::send(out, "refused: " + s.error().message() + "\n");
+    auto b = s->next();
+    UserProcess::send(out, "opened " + std::to_string(s->info().id) + (b.ok() && *b ? " read" : " no batch") +
+                               " joined_at " + std::to_string(s->info().joined_at_batch) + "\n");
+    auto admin = Admin::connect(socket);
+    auto st = admin.ok() ? admin->status() : Result<DaemonStatus>(admin.error());
+    if (!st.ok()) return UserProcess::send(out, "status: " + st.error().message() + "\n");
+    std::string seen = "streams " + std::to_string(st->streams.size()) + " others " +
+                       std::to_string(st->streams_of_others);
+    for (const auto& stream : st->streams) {
+      for (const auto& sub : stream.subscribers) seen += " uid " + std::to_string(sub.uid);
+    }
+    UserProcess::send(out, seen + "\n");
+    UserProcess::wait_for_release(in);  // its share lives while root looks
   });
-  const std::string said = nobody.read_line();
-  EXPECT_NE(said.find("was created by uid 0; only that uid and admins may join it"), std::string::npos) << said;
+  const std::string opened = nobody.read_line();
+  EXPECT_EQ(opened.rfind("opened ", 0), 0u) << opened;
+  EXPECT_NE(opened, "opened " + std::to_string(a.stream->info().id) + " read joined_at 0") << "root's production";
+  EXPECT_NE(opened.find(" read joined_at 0"), std::string::npos) << "a production of its own, from its start";
+  EXPECT_EQ(nobody.read_line(), "streams 1 others 1 uid " + std::to_string(kNobody));
+  const DaemonStatus st = daemon_status(socket);  // root's view: two productions named 'mine', one subscriber each
+  std::vector<uint32_t> uids;
+  for (const auto& stream : st.streams) {
+    if (stream.share != "mine") continue;
+    ASSERT_EQ(stream.subscribers.size(), 1u);
+    uids.push_back(stream.subscribers[0].uid);
+  }
+  std::sort(uids.begin(), uids.end());
+  EXPECT_EQ(uids, (std::vector<uint32_t>{0, kNobody}));
+  EXPECT_EQ(nobody.finish(), "");
 }
 
 }  // namespace

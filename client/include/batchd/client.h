@@ -113,7 +113,9 @@ class BatchBase {
 // Every batch has an `index` tensor (int64 [B]): the dataset sample indices, in batch order. epoch(), index(),
 // sequence(), size(), skipped(), tensors() and find() are detail::BatchBase's (above).
 // A Batch stays valid after its Stream and Client are destroyed (it keeps the segment mapped), but the slot is
-// then only returned to the daemon when the connection closes.
+// then only returned to the daemon when the connection closes. Exception: a shared stream's subscriber dropped by
+// the lag policy (StreamOptions::share) has its leases revoked; from then on its Batches' tensors may be
+// overwritten by the production, and next() returns the failure, never a batch announced before it.
 class Batch : public detail::BatchBase<Tensor> {
  public:
   Batch() = default;
@@ -178,10 +180,12 @@ struct StreamOptions {
   // and the same options (docs/operations.md, "Shared streams"): 1..64 characters of A-Z a-z 0-9 . _ -; "" = a
   // private stream. Every option above must equal the production's except epoch, start_batch and num_epochs (a
   // stream joining mid-epoch reads the rest of that epoch, then the batches it missed, made for it alone: see
-  // StreamInfo::joined_at_batch); writable must be false. Only the creator's uid and admins may join.
-  // Errors: kInvalidArgument naming the first option that differs; kPermissionDenied for another uid;
-  // kResourceExhausted (shares.max_subscribers). A subscriber that falls more than shares.max_lag batches behind
-  // while another waits fails with kResourceExhausted naming its lag; the others go on.
+  // StreamInfo::joined_at_batch); writable must be false. Names are per uid: streams of one uid share with each
+  // other only (another uid's stream of the same name is another production, for admins too).
+  // Errors: kInvalidArgument naming the first option that differs; kResourceExhausted (shares.max_subscribers). A
+  // subscriber that keeps the others waiting for slots (more than shares.max_lag batches behind them, stopped, or
+  // holding batches after its end) fails with kResourceExhausted naming its lag, and the Batches it still holds
+  // may be overwritten (see Batch); the others go on.
   std::string share;
 };
 

@@ -90,8 +90,9 @@ class Loader:
             each pass is still one whole epoch, and later passes are in step with the others. len() is the
             batches per epoch; state_dict() records the epoch, the batches yielded and "joined_at_batch" (j for
             the first pass, else 0). load_state_dict() cannot position a shared production: it warns and
-            the Loader joins where the production is. A trainer that falls shares.max_lag batches behind the
-            others gets a BatchdError naming its lag (the others go on).
+            the Loader joins where the production is. A trainer that keeps the others waiting (shares.max_lag
+            batches behind them, or stopped) gets a BatchdError naming its lag (the others go on); the batches it
+            still holds may then be overwritten: do not use them. Share names are per uid.
 
     Epochs: with set_epoch(e) before iterating, that epoch's order is used (DistributedSampler); without it, each
     complete pass advances to the next epoch, so the order changes every pass (RandomSampler).

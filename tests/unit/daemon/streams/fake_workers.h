@@ -1,6 +1,6 @@
-// fake_workers.h — a worker pool for in-process tests of the scheduler and the stream manager: no processes; the
-// test decides when each worker finishes or dies (the iceoryx moduletests' way: the object under test is `sut`, its
-// OS side is faked).
+// fake_workers.h — a worker pool and an event sink for in-process tests of the scheduler and the stream manager: no
+// processes; the test decides when each worker finishes or dies (the iceoryx moduletests' way: the object under test
+// is `sut`, its OS side is faked).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "streams/stream_manager.h"
 #include "workers/workers.h"
 
 namespace batchd::daemon::testing {
@@ -59,6 +60,12 @@ class FakeWorkers final : public Workers {
  private:
   std::vector<std::optional<Task>> running_;
   std::set<size_t> down_;
+};
+
+// A connection's EventSink that keeps every event sent to it.
+struct RecordingSink final : EventSink {
+  void send_event(const wire::Reply& event) override { events.push_back(event); }
+  std::vector<wire::Reply> events;
 };
 
 // The WorkerDone a worker sends for `task` when it succeeds.

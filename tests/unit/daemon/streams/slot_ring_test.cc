@@ -64,5 +64,25 @@ TEST(SlotRingTest, ALeaseWithHoldersIsFreeAfterTheLastRelease) {
   EXPECT_EQ(sut.total(), 2u) << "never below what was claimed";
 }
 
+// The lag policy (share_lag_policy.cc) asks for the oldest leased batch, whatever slot it is in.
+TEST(SlotRingTest, OldestLeasedIsTheLowestSequenceInALeasedSlot) {
+  SlotRing sut(3, 10);
+  EXPECT_FALSE(sut.oldest_leased().has_value());
+  for (int i = 0; i < 3; ++i) {
+    auto c = sut.claim(UINT64_MAX, {0});
+    ASSERT_TRUE(c);
+    sut.finish(c->sequence, c->slot, 0);
+  }
+  ASSERT_EQ(sut.take_in_order(UINT64_MAX).size(), 3u);
+  EXPECT_EQ(sut.oldest_leased(), 0u);
+  ASSERT_TRUE(sut.release(0).ok());
+  auto again = sut.claim(UINT64_MAX, {0});  // sequence 3 in slot 0: working, not leased
+  ASSERT_TRUE(again);
+  EXPECT_EQ(sut.oldest_leased(), 1u);
+  ASSERT_TRUE(sut.release(1).ok());
+  ASSERT_TRUE(sut.release(2).ok());
+  EXPECT_FALSE(sut.oldest_leased().has_value()) << "slot 0 is working on 3";
+}
+
 }  // namespace
 }  // namespace batchd::daemon

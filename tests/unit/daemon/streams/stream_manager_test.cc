@@ -11,11 +11,6 @@
 namespace batchd::daemon {
 namespace {
 
-struct RecordingSink final : EventSink {
-  void send_event(const wire::Reply& event) override { events.push_back(event); }
-  std::vector<wire::Reply> events;
-};
-
 class StreamManagerTest : public ::testing::Test {
  protected:
   static Config config() {
@@ -54,7 +49,7 @@ class StreamManagerTest : public ::testing::Test {
   DatasetRegistry datasets_ = testing::fmnist_registry();
   testing::FakeWorkers workers_{2};
   StreamManager sut_{config_, datasets_, workers_, std::move(SegmentInstance::claim()).value()};
-  RecordingSink sink_;
+  testing::RecordingSink sink_;
 };
 
 TEST_F(StreamManagerTest, DeliversInOrderExactlyOnceAndEndsOnce) {
