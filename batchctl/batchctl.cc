@@ -12,9 +12,12 @@
 //       daemon took the connection but its live segments could not be had (the report says they are missing).
 //   batchctl [--socket PATH] health [--live]   the probes' question: answers and takes new streams (batchctl_health.h)
 //
-// Exit status: 0 on success, 1 if the daemon cannot be reached or answers with an error (health: or is not ready),
+// --timeout S: the deadline of each request (ConnectOptions::request_timeout; default $BATCHD_TIMEOUT, else 30 s).
+// Exit status: 0 on success, 1 if the daemon cannot be reached, does not answer in time or answers with an error
+// (health: or is not ready),
 // 2 on a usage error.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <thread>
@@ -27,19 +30,26 @@
 
 namespace {
 
-// The daemon's status, or nullopt after printing the reason to stderr.
-std::optional<batchd::DaemonStatus> query_status(const std::string& socket) {
-  auto admin = batchd::Admin::connect(socket);
+// The socket asked and who serves it (SO_PEERCRED).
+struct Served {
+  std::string socket;
+  batchd::DaemonCredentials daemon;
+};
+
+// The daemon's status, or nullopt after printing the reason to stderr; *served: the socket and who serves it.
+std::optional<batchd::DaemonStatus> query_status(const batchd::ConnectOptions& connect, Served* served = nullptr) {
+  auto admin = batchd::Admin::connect(connect);
   auto status = admin.ok() ? admin->status() : batchd::Result<batchd::DaemonStatus>(admin.error());
   if (!status.ok()) {
     std::fprintf(stderr, "batchctl: %s\n", status.error().message().c_str());
     return std::nullopt;
   }
+  if (served != nullptr) *served = {admin->socket_path(), admin->daemon_credentials()};
   return std::move(status).value();
 }
 
 // drain / shutdown: prints the daemon's acknowledgement.
-int send_ack_request(const std::string& socket, bool shutdown) {
+int send_ack_request(const batchd::ConnectOptions& socket, bool shutdown) {
   auto admin = batchd::Admin::connect(socket);
   auto ack = !admin.ok() ? batchd::Result<std::string>(admin.error()) : shutdown ? admin->shutdown() : admin->drain();
   if (!ack.ok()) {
@@ -52,7 +62,8 @@ int send_ack_request(const std::string& socket, bool shutdown) {
 
 // stats: the table, or with `summary` one line under a header; with watch > 0 again every `watch` seconds, `count`
 // outputs in all (0 = until interrupted). Exit status as main's.
-int run_stats(const std::string& socket, batchd::DaemonStatus status, double watch, bool summary, uint64_t count) {
+int run_stats(const batchd::ConnectOptions& socket, batchd::DaemonStatus status, double watch, bool summary,
+              uint64_t count) {
   if (summary) {
     std::printf("%s\n%s\n", batchd::ctl::summary_header().c_str(), batchd::ctl::summary_line(status, nullptr).c_str());
   } else {
@@ -99,15 +110,21 @@ Admins are root, the daemon's user and members of its daemon.admin_group; anyone
 full and other users' only as a count.
 
 Every command takes --json (one JSON object; field names as in proto/batchd.proto).
-The socket is --socket, else $BATCHD_SOCKET, else /run/batchd/batchd.sock.
-EXIT STATUS: 0 success, 1 daemon unreachable or it refused (health: or not ready; shm: its segments missing),
-2 usage error.)",
+The socket is --socket, else $BATCHD_SOCKET, else /run/batchd/batchd.sock; $BATCHD_EXPECT_OWNER (a uid or
+user name) refuses a daemon of another user. Each request waits at most --timeout seconds, else $BATCHD_TIMEOUT,
+else 30 (0 = no deadline).
+EXIT STATUS: 0 success, 1 daemon unreachable, silent past the timeout, or it refused (health: or not ready; shm: its
+segments missing), 2 usage error.)",
                "batchctl");
   app.require_subcommand(1);
   std::string socket;
   bool json = false;
   double watch = 0;
   app.add_option("-s,--socket", socket, "the daemon's socket");
+  std::optional<double> timeout;
+  app.add_option("--timeout", timeout, "seconds each request may take (default $BATCHD_TIMEOUT, else 30; 0 = no "
+                                       "deadline)")
+      ->check(CLI::NonNegativeNumber);
   app.set_version_flag("--version", std::string("batchctl ") + BATCHD_VERSION);
   auto* status_cmd = app.add_subcommand("status", "daemon, datasets, workers and streams");
   auto* stats_cmd = app.add_subcommand("stats", "per-stream throughput, ahead% / stall%, per-worker busy%");
@@ -162,17 +179,22 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused (health: or not ready
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (*drain_cmd || *shutdown_cmd) return send_ack_request(socket, shutdown_cmd->parsed());
-  if (*health_cmd) return batchd::ctl::run_health(socket, live);
+  batchd::ConnectOptions connect;
+  connect.socket_path = socket;
+  if (timeout) connect.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(*timeout * 1000)));
+  if (*drain_cmd || *shutdown_cmd) return send_ack_request(connect, shutdown_cmd->parsed());
+  if (*health_cmd) return batchd::ctl::run_health(connect, live);
   if (*shm_cmd) {
     shm_options.socket_path = socket;
+    shm_options.request_timeout = connect.request_timeout;
     const auto report = batchd::shm_report(shm_options);
     if (!json) batchd::ctl::print_shm_report(report);
     const int printed = json ? batchd::ctl::print_json(batchd::to_json(report)) : 0;
     return report.segments_missing ? 1 : printed;
   }
 
-  auto status = query_status(socket);
+  Served served;
+  auto status = query_status(connect, &served);
   if (!status) return 1;
   if (json) {
     batchd::DaemonStatus view = *status;
@@ -190,7 +212,12 @@ EXIT STATUS: 0 success, 1 daemon unreachable or it refused (health: or not ready
   if (*datasets_cmd) batchd::ctl::print_datasets(*status);
   if (*streams_cmd) batchd::ctl::print_streams(*status);
   if (*workers_cmd) batchd::ctl::print_workers(*status);
-  if (*status_cmd) batchd::ctl::print_status(*status);
-  if (*stats_cmd) return run_stats(socket, std::move(*status), watch, summary, count);
+  if (*status_cmd) {
+    const auto& d = served.daemon;
+    std::printf("socket %s: daemon pid %d, uid %u%s\n", served.socket.c_str(), d.pid, static_cast<unsigned>(d.uid),
+                d.user.empty() ? "" : (" (" + d.user + ")").c_str());
+    batchd::ctl::print_status(*status);
+  }
+  if (*stats_cmd) return run_stats(connect, std::move(*status), watch, summary, count);
   return 0;
 }

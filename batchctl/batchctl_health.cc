@@ -6,8 +6,8 @@
 
 namespace batchd::ctl {
 
-int run_health(const std::string& socket, bool live) {
-  auto admin = Admin::connect(socket);
+int run_health(const ConnectOptions& connect, bool live) {
+  auto admin = Admin::connect(connect);
   auto health = admin.ok() ? admin->health() : Result<DaemonHealth>(admin.error());
   if (!health.ok()) {
     std::fprintf(stderr, "batchctl: %s\n", health.error().message().c_str());

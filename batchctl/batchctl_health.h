@@ -6,10 +6,10 @@
 // the reason: on stderr when the daemon does not answer, on stdout ("not ready: ...") when it answers.
 #pragma once
 
-#include <string>
+#include "batchd/client.h"
 
 namespace batchd::ctl {
 
-int run_health(const std::string& socket, bool live);
+int run_health(const ConnectOptions& connect, bool live);
 
 }  // namespace batchd::ctl

@@ -17,7 +17,7 @@ tokens of real text: the Python standard library's sources). batchd serves it as
     dtype = "uint16"
     seq_len = 64
 
-and run (build/bin/batchd --config that.toml --socket /tmp/batchd.sock); --spawn does exactly that on a temporary
+and run (build/bin/batchd --config that.toml --socket $XDG_RUNTIME_DIR/batchd.sock); --spawn does that on a private
 socket. Sample i of both loaders is the window w = tokens[i*T : i*T+T+1], x = w[:-1], y = w[1:] (int64 [B,T]).
 The model: token + learned position embeddings (d_model 32), 2 pre-norm transformer layers (2 heads, feed-forward
 128, causal mask), a linear head over the vocabulary; AdamW 3e-3. It is tiny because Debian's python3-torch uses the

@@ -170,15 +170,29 @@ PYBIND11_MODULE(_batchd, m) {
            "(epoch, Batch.arrays()) of the next batch in one call (the arrays hold the lease), or None after the "
            "last")
       .def("close", [](batchd::Stream& s) {
-        auto st = s.close();
+        batchd::Status st;
+        {
+          py::gil_scoped_release release;  // a request: up to the request timeout
+          st = s.close();
+        }
         if (!st.ok()) raise(st.error());
       });
 
   py::class_<batchd::Client, std::shared_ptr<batchd::Client>>(m, "Client")
-      .def(py::init([](const std::string& socket) {
-             return std::make_shared<batchd::Client>(unwrap(batchd::Client::connect(socket)));
+      .def(py::init([](const std::string& socket, const py::object& request_timeout, const py::object& owner) {
+             const auto options = batchd_py::connect_options(socket, request_timeout, owner);
+             batchd::Result<batchd::Client> r = batchd::Error(batchd::ErrorCode::kInternal, "");
+             {
+               py::gil_scoped_release release;  // waits up to the request timeout on a full listen backlog
+               r = batchd::Client::connect(options);
+             }
+             return std::make_shared<batchd::Client>(unwrap(std::move(r)));
            }),
-           py::arg("socket") = "")
+           py::arg("socket") = "", py::arg("request_timeout") = py::none(), py::arg("expected_owner") = py::none())
+      .def_property_readonly(
+          "daemon", [](const batchd::Client& c) { return batchd_py::credentials_dict(c.daemon_credentials()); },
+          "who serves the socket (SO_PEERCRED at connect): pid, uid, gid, user, and warning ('' or why it may be "
+          "another user's daemon)")
       .def("open_stream",
            [](batchd::Client& c, py::kwargs kw) {
              const auto o = batchd_py::options_from(kw);
@@ -190,7 +204,13 @@ PYBIND11_MODULE(_batchd, m) {
              return std::make_shared<batchd::Stream>(unwrap(std::move(r)));
            })
       .def("plan_stream", [](batchd::Client& c, py::kwargs kw) {
-        return info_dict(unwrap(c.plan_stream(batchd_py::options_from(kw))));
+        const auto o = batchd_py::options_from(kw);
+        batchd::Result<batchd::StreamInfo> r = batchd::Error(batchd::ErrorCode::kInternal, "");
+        {
+          py::gil_scoped_release release;
+          r = c.plan_stream(o);
+        }
+        return info_dict(unwrap(std::move(r)));
       });
   batchd_py::bind_cuda(m);
   batchd_py::bind_status(m);

@@ -21,6 +21,14 @@ T unwrap(batchd::Result<T> r) {
 // StreamOptions from the keyword arguments of Client.open_stream / plan_stream (TypeError on an unknown one).
 batchd::StreamOptions options_from(const py::dict& kw);
 
+// ConnectOptions of Client() and status(): request_timeout in seconds (None = $BATCHD_TIMEOUT, else 30; 0 = no
+// deadline; ValueError if negative), expected_owner a uid or user name (None = $BATCHD_EXPECT_OWNER); warn = false
+// (connect_binding.cc).
+batchd::ConnectOptions connect_options(const std::string& socket, const py::object& request_timeout,
+                                       const py::object& expected_owner);
+// DaemonCredentials as {"pid", "uid", "gid", "user", "warning"}.
+py::dict credentials_dict(const batchd::DaemonCredentials& d);
+
 // Adds _batchd.has_cuda and, where batchd was built with the CUDA path, Client.open_device_stream and the
 // DeviceStream type (cuda_binding.cc); without the CUDA path, cuda_binding_none.cc sets has_cuda = False and the
 // reason (cuda_unavailable_reason).

@@ -1,5 +1,5 @@
 // status_binding.cc — what `python -m batchd` asks: the module's version, the default socket, and the daemon's
-// status (batchd/admin.h's Admin::status(), one request on a connection of its own).
+// status (batchd/admin.h's Admin::status(), one request on a connection of its own) with who serves the socket.
 #include <pybind11/stl.h>
 
 #include "batchd/admin.h"
@@ -12,14 +12,17 @@ void batchd_py::bind_status(py::module_& m) {
         "the socket used when none is given: $BATCHD_SOCKET if set, else /run/batchd/batchd.sock");
   m.def(
       "status",
-      [](const std::string& socket) {
+      [](const std::string& socket, const py::object& timeout, const py::object& expected_owner) {
+        const auto options = batchd_py::connect_options(socket, timeout, expected_owner);
         batchd::Result<batchd::DaemonStatus> r = batchd::Error(batchd::ErrorCode::kInternal, "not asked");
         std::string path = socket;
+        batchd::DaemonCredentials daemon;
         {
-          py::gil_scoped_release release;  // a daemon that accepts but does not answer blocks only this thread
-          auto admin = batchd::Admin::connect(socket);
+          py::gil_scoped_release release;  // a daemon that answers slowly blocks only this thread
+          auto admin = batchd::Admin::connect(options);
           if (admin.ok()) {
             path = admin->socket_path();
+            daemon = admin->daemon_credentials();
             r = admin->status();
           } else {
             r = admin.error();
@@ -28,6 +31,7 @@ void batchd_py::bind_status(py::module_& m) {
         const batchd::DaemonStatus s = unwrap(std::move(r));
         py::dict d;
         d["socket"] = path;
+        d["daemon"] = batchd_py::credentials_dict(daemon);  // SO_PEERCRED: pid, uid, gid, user, warning
         d["daemon_pid"] = s.daemon_pid;
         d["instance_id"] = s.instance_id;
         d["version"] = s.version;
@@ -40,8 +44,9 @@ void batchd_py::bind_status(py::module_& m) {
         d["admin"] = s.admin;
         return d;
       },
-      py::arg("socket") = "",
-      "the daemon's status as a dict (socket, daemon_pid, instance_id, version, uptime_seconds, datasets, workers, "
-      "streams, connections, draining, admin); BatchdError if it cannot be reached (its message says why and what "
-      "to do). Blocks until the daemon answers.");
+      py::arg("socket") = "", py::arg("timeout") = py::none(), py::arg("expected_owner") = py::none(),
+      "the daemon's status as a dict (socket, daemon: its credentials as Client.daemon, daemon_pid, instance_id, "
+      "version, uptime_seconds, datasets, workers, streams, connections, draining, admin); BatchdError if it cannot "
+      "be reached, does not answer within `timeout` seconds (None = $BATCHD_TIMEOUT, else 30; 0 = no deadline) or "
+      "is not `expected_owner`'s (None = $BATCHD_EXPECT_OWNER): its message says why and what to do.");
 }

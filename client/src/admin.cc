@@ -38,12 +38,19 @@ Admin& Admin::operator=(Admin&&) noexcept = default;
 Admin::~Admin() = default;
 
 Result<Admin> Admin::connect(const std::string& socket_path) {
-  auto core = detail::ClientCore::connect(socket_path);
+  ConnectOptions options;
+  options.socket_path = socket_path;
+  return connect(options);
+}
+
+Result<Admin> Admin::connect(const ConnectOptions& options) {
+  auto core = detail::ClientCore::connect(options);
   if (!core.ok()) return core.error();
   return Admin(std::move(core).value());
 }
 
 const std::string& Admin::socket_path() const { return core_->socket_path(); }
+const DaemonCredentials& Admin::daemon_credentials() const { return core_->daemon(); }
 
 Result<DaemonStatus> Admin::status() {
   auto all = status_page(0);

@@ -75,12 +75,19 @@ Client& Client::operator=(Client&&) noexcept = default;
 Client::~Client() = default;
 
 Result<Client> Client::connect(const std::string& socket_path) {
-  auto core = detail::ClientCore::connect(socket_path);
+  ConnectOptions options;
+  options.socket_path = socket_path;
+  return connect(options);
+}
+
+Result<Client> Client::connect(const ConnectOptions& options) {
+  auto core = detail::ClientCore::connect(options);
   if (!core.ok()) return core.error();
   return Client(std::move(core).value());
 }
 
 const std::string& Client::socket_path() const { return core_->socket_path(); }
+const DaemonCredentials& Client::daemon_credentials() const { return core_->daemon(); }
 
 Result<StreamInfo> Client::plan_stream(const StreamOptions& o) {
   wire::Request request = detail::open_request(o);

@@ -1,15 +1,20 @@
 #include "client_core.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "batchd/wire/convert.h"
 #include "batchd/wire/fd_passing.h"
+#include "connect_settings.h"
+#include "daemon_identity.h"
 
 namespace batchd::detail {
 
@@ -24,10 +29,33 @@ uint64_t event_stream_id(const wire::Reply& r) {
   }
 }
 
+// "OpenStream", "StatusRequest", "OpenStream (dry run)", ...: the request's message type, for error messages.
+std::string request_name(const wire::Request& request) {
+  const auto* field = request.GetDescriptor()->FindFieldByNumber(request.body_case());
+  std::string name = field != nullptr && field->message_type() != nullptr ? field->message_type()->name() : "request";
+  if (request.has_open_stream() && request.open_stream().dry_run()) name += " (dry run)";
+  return name;
+}
+
+std::string seconds_text(std::chrono::milliseconds timeout) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g s", static_cast<double>(timeout.count()) / 1000.0);
+  return text;
+}
+
+// What to do about a daemon that does not answer in time.
+std::string timeout_fix() {
+  return "is it stopped (SIGSTOP) or overloaded? Look at it (`systemctl status batchd`, `journalctl -u batchd`); if "
+         "it is only slow, raise BATCHD_TIMEOUT (seconds; 0 = no deadline) or the caller's timeout (batchctl "
+         "--timeout, batchd.Loader(request_timeout=), ConnectOptions::request_timeout)";
+}
+
 }  // namespace
 
-Result<std::shared_ptr<ClientCore>> ClientCore::connect(const std::string& socket_path) {
-  const std::string path = socket_path.empty() ? wire::default_socket_path() : socket_path;
+Result<std::shared_ptr<ClientCore>> ClientCore::connect(const ConnectOptions& options) {
+  auto settings = resolve(options);
+  if (!settings.ok()) return settings.error();
+  const std::string& path = settings->path;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) {
@@ -36,6 +64,11 @@ Result<std::shared_ptr<ClientCore>> ClientCore::connect(const std::string& socke
   path.copy(addr.sun_path, path.size());
   wire::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return posix_error("socket()", errno);
+  // A blocking connect() waits while the daemon's listen backlog is full (a stopped daemon's fills up); for a Unix
+  // socket SO_SNDTIMEO bounds that wait (EAGAIN).
+  const auto timeout = settings->request_timeout;
+  const timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) return posix_error("SO_SNDTIMEO", errno);
   int rc;
   do {
     rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
@@ -52,58 +85,110 @@ Result<std::shared_ptr<ClientCore>> ClientCore::connect(const std::string& socke
       return Error(ErrorCode::kIo, "permission denied connecting to " + path +
                                        "; add this user to the socket's group (see daemon.socket_mode)");
     }
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      return Error(ErrorCode::kUnavailable, "the daemon at " + path + " did not accept the connection within " +
+                                                seconds_text(timeout) + " (its listen backlog is full): " +
+                                                timeout_fix());
+    }
     return posix_error("cannot connect to " + path, err);
   }
-  return std::shared_ptr<ClientCore>(new ClientCore(std::move(fd), path));
+  if (::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK) != 0) {
+    return posix_error("cannot make the connection to " + path + " non-blocking", errno);
+  }
+  auto daemon = peer_credentials(fd.get(), path);
+  if (!daemon.ok()) return daemon.error();
+  if (settings->expected_owner) {
+    BATCHD_RETURN_IF_ERROR(check_owner(*daemon, *settings->expected_owner, settings->owner_source, path));
+  } else {
+    daemon->warning = warning_for(*daemon, path, ::geteuid());
+    if (settings->warn && !daemon->warning.empty()) warn_once(path, daemon->warning);
+  }
+  return std::shared_ptr<ClientCore>(new ClientCore(std::move(fd), path, timeout, std::move(daemon).value()));
 }
 
 Error ClientCore::broken(const Error& why) {
   if (!broken_) broken_ = why;
+  filed_.notify_all();
   return *broken_;
 }
 
-Status ClientCore::send(wire::Request request) {
+Error ClientCore::timed_out(const std::string& what, bool sending) {
+  ::shutdown(fd_.get(), SHUT_RDWR);  // the reader, if any, wakes up at EOF
+  return broken(Error(ErrorCode::kUnavailable,
+                      "the daemon at " + path_ + " accepted the connection but did not " +
+                          (sending ? "read " : "answer ") + what + " within " + seconds_text(timeout_) + ": " +
+                          timeout_fix() + ". This connection is closed (its streams end); connect again"));
+}
+
+Result<bool> ClientCore::send_frame(const wire::Request& request, const Deadline& deadline) {
   auto frame = wire::encode_frame(request);
   if (!frame.ok()) return frame.error();
   MutexLock lock(&write_mu_);
-  auto st = wire::send_all(fd_.get(), frame->data(), frame->size());
-  if (!st.ok()) {
-    return Error(ErrorCode::kUnavailable, "lost the connection to batchd at " + path_ + ": " + st.error().message());
+  for (size_t done = 0; done < frame->size();) {
+    auto n = wire::send_some(fd_.get(), frame->data() + done, frame->size() - done);
+    if (!n.ok()) {
+      return Error(ErrorCode::kUnavailable, "lost the connection to batchd at " + path_ + ": " + n.error().message());
+    }
+    if (*n != wire::kWouldBlock) {
+      done += *n;
+      continue;
+    }
+    pollfd ready{fd_.get(), POLLOUT, 0};
+    const int rc = ::poll(&ready, 1, deadline.poll_ms());
+    if (rc < 0 && errno != EINTR) return posix_error("poll on the connection to batchd at " + path_, errno);
+    if (rc == 0) {
+      ::shutdown(fd_.get(), SHUT_RDWR);  // before anyone else writes after the half frame
+      return false;
+    }
   }
-  return ok_status();
+  return true;
 }
 
-Status ClientCore::read_one_frame(bool wait, bool* got) {
-  if (got != nullptr) *got = false;
-  if (broken_) return *broken_;
-  std::string payload;
+Status ClientCore::send(const wire::Request& request) {
+  auto sent = send_frame(request, Deadline::after(timeout_));
+  if (sent.ok() && *sent) return ok_status();
+  MutexLock lock(&mu_);
+  if (!sent.ok()) return broken_ ? *broken_ : sent.error();
+  return timed_out(request_name(request), /*sending=*/true);
+}
+
+Result<bool> ClientCore::read_frames(const Deadline& deadline, std::vector<Received>* out) {
+  const size_t before = out->size();
   for (;;) {
-    auto more = decoder_.next(&payload);
-    if (!more.ok()) return broken(more.error());
-    if (*more) break;
-    if (pollfd ready{fd_.get(), POLLIN, 0}; !wait && ::poll(&ready, 1, 0) != 1) return ok_status();
+    std::string payload;
+    for (;;) {
+      auto more = decoder_.next(&payload);
+      if (!more.ok()) return more.error();
+      if (!*more) break;
+      Received received;
+      BATCHD_RETURN_IF_ERROR(wire::parse_payload(payload, &received.reply, "reply from the daemon"));
+      if (received.reply.has_stream_opened() && received.reply.stream_opened().fd_attached()) {
+        if (fds_.empty()) return Error(ErrorCode::kProtocol, "the daemon announced a segment fd that did not arrive");
+        received.fd = std::move(fds_.front());
+        fds_.pop_front();
+      }
+      out->push_back(std::move(received));
+    }
+    if (out->size() > before) return true;
+    pollfd ready{fd_.get(), POLLIN, 0};
+    const int rc = ::poll(&ready, 1, deadline.poll_ms());
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return posix_error("poll on the connection to batchd at " + path_, errno);
+    if (rc == 0) return false;
     auto n = wire::recv_some(fd_.get(), buffer_.data(), buffer_.size(), &fds_scratch_, 8);
     for (auto& fd : fds_scratch_) fds_.push_back(std::move(fd));
     fds_scratch_.clear();
-    if (!n.ok()) return broken(n.error().with_context("reading from batchd at " + path_));
+    if (!n.ok()) return n.error().with_context("reading from batchd at " + path_);
+    if (*n == wire::kWouldBlock) continue;
     if (*n == 0) {
-      return broken(Error(ErrorCode::kUnavailable, "batchd at " + path_ +
-                                                       " closed the connection (daemon stopped or restarted?)"));
+      return Error(ErrorCode::kUnavailable,
+                   "batchd at " + path_ + " closed the connection (daemon stopped or restarted?)");
     }
     decoder_.feed(buffer_.data(), *n);
   }
-  Received received;
-  if (auto st = wire::parse_payload(payload, &received.reply, "reply from the daemon"); !st.ok()) {
-    return broken(st.error());
-  }
-  if (received.reply.has_stream_opened() && received.reply.stream_opened().fd_attached()) {
-    if (fds_.empty()) {
-      return broken(Error(ErrorCode::kProtocol, "the daemon announced a segment fd that did not arrive"));
-    }
-    received.fd = std::move(fds_.front());
-    fds_.pop_front();
-  }
-  if (got != nullptr) *got = true;
+}
+
+void ClientCore::file(Received received) {
   const uint64_t rid = received.reply.request_id();
   if (rid != 0) {
     replies_[rid] = std::move(received);
@@ -111,16 +196,52 @@ Status ClientCore::read_one_frame(bool wait, bool* got) {
     if (!closed_streams_.count(sid)) events_[sid].push_back(std::move(received.reply));
   } else if (received.reply.has_error()) {
     told_why_ = !broken_;
-    return broken(wire::from_wire(received.reply.error()));  // connection-level error: the daemon closes us
+    broken(wire::from_wire(received.reply.error()));  // connection-level error: the daemon closes us
   }
-  return ok_status();
+}
+
+Status ClientCore::step(const Deadline& deadline, const std::string& what) {
+  if (broken_) return *broken_;
+  if (deadline.expired()) return timed_out(what, /*sending=*/false);
+  if (reading_) {
+    if (deadline.is_never()) {
+      filed_.wait(mu_);
+    } else {
+      filed_.wait_until(mu_, deadline.when());
+    }
+    return ok_status();
+  }
+  read_and_file(deadline, /*all_there=*/false);
+  return ok_status();  // the caller looks at what was filed first; the next step reports a break or the deadline
+}
+
+void ClientCore::read_and_file(const Deadline& deadline, bool all_there) {
+  reading_ = true;
+  std::vector<Received> frames;
+  mu_.unlock();  // other threads take what was filed meanwhile; reading_ keeps them from reading
+  Result<bool> got = read_frames(deadline, &frames);
+  while (all_there && got.ok() && *got) got = read_frames(deadline, &frames);
+  mu_.lock();
+  reading_ = false;
+  for (auto& f : frames) file(std::move(f));
+  if (!got.ok()) broken(got.error());
+  filed_.notify_all();  // the frames, or the reader's role, for the others
 }
 
 Result<Received> ClientCore::call(wire::Request request) {
-  MutexLock lock(&read_mu_);
-  const uint64_t id = next_request_id_++;
+  const Deadline deadline = Deadline::after(timeout_);
+  const std::string what = request_name(request);
+  uint64_t id;
+  {
+    MutexLock lock(&mu_);
+    if (broken_) return *broken_;
+    id = next_request_id_++;
+  }
   request.set_request_id(id);
-  if (auto sent = send(std::move(request)); !sent.ok()) return why_send_failed(sent.error());
+  auto sent = send_frame(request, deadline);
+  MutexLock lock(&mu_);
+  if (!sent.ok()) return why_send_failed(sent.error());
+  if (!*sent) return timed_out(what, /*sending=*/true);
   for (;;) {
     if (auto it = replies_.find(id); it != replies_.end()) {
       Received r = std::move(it->second);
@@ -128,26 +249,22 @@ Result<Received> ClientCore::call(wire::Request request) {
       if (r.reply.has_error()) return wire::from_wire(r.reply.error());
       return r;
     }
-    BATCHD_RETURN_IF_ERROR(read_one_frame());
+    BATCHD_RETURN_IF_ERROR(step(deadline, what));
   }
 }
 
 Error ClientCore::why_send_failed(const Error& failure) {
-  if (broken_) return *broken_;
+  if (broken_ || reading_) return broken_ ? *broken_ : failure;
   // A daemon that turned this connection away (a connection cap, out of file descriptors) wrote its reason before
   // closing: read what is already there, without waiting for more.
-  (void)read_available();
+  read_and_file(Deadline::passed(), /*all_there=*/true);
   return told_why_ ? *broken_ : failure;
 }
 
-Status ClientCore::read_available() {
-  for (bool got = true; got;) BATCHD_RETURN_IF_ERROR(read_one_frame(/*wait=*/false, &got));
-  return ok_status();
-}
-
 Result<wire::Reply> ClientCore::next_event(uint64_t stream_id, bool revocable) {
-  MutexLock lock(&read_mu_);
-  if (revocable) (void)read_available();  // a broken connection surfaces below, after what is queued
+  MutexLock lock(&mu_);
+  // A reader in another thread files what arrives anyway; a broken connection surfaces below, after what is queued.
+  if (revocable && !reading_ && !broken_) read_and_file(Deadline::passed(), /*all_there=*/true);
   for (;;) {
     auto& queue = events_[stream_id];
     if (revocable) {
@@ -161,12 +278,12 @@ Result<wire::Reply> ClientCore::next_event(uint64_t stream_id, bool revocable) {
       queue.pop_front();
       return r;
     }
-    BATCHD_RETURN_IF_ERROR(read_one_frame());
+    BATCHD_RETURN_IF_ERROR(step(Deadline::never(), "a batch"));
   }
 }
 
 void ClientCore::forget_stream(uint64_t stream_id) {
-  MutexLock lock(&read_mu_);
+  MutexLock lock(&mu_);
   events_.erase(stream_id);
   closed_streams_.insert(stream_id);
 }

@@ -25,7 +25,10 @@ ShmFile file_of(const ShmEntry& e) {
 
 // The daemon's part: its live segments and the processes that hold them.
 void add_daemon_part(const ShmReportOptions& options, ShmReport* report) {
-  auto admin = Admin::connect(options.socket_path);
+  ConnectOptions connect;
+  connect.socket_path = options.socket_path;
+  connect.request_timeout = options.request_timeout;
+  auto admin = Admin::connect(connect);
   auto status = admin.ok() ? admin->status() : Result<DaemonStatus>(admin.error());
   if (!status.ok()) {
     report->daemon_error = status.error().message();

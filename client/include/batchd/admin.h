@@ -14,15 +14,18 @@
 //
 // Errors: Result/Status as in batchd/client.h; no exception leaves this library. connect() fails as
 // Client::connect does (kUnavailable: no daemon listening, with the socket path and how to start one; kIo:
-// permission); a request fails with kUnavailable when the connection broke (daemon stopped).
+// permission); a request fails with kUnavailable when the connection broke (daemon stopped) or the daemon did not
+// answer within the request timeout (ConnectOptions::request_timeout, $BATCHD_TIMEOUT: 30 s by default).
 //
 // Thread-safety: an Admin may be used from several threads (requests are serialized on its connection).
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -175,14 +178,18 @@ struct DaemonHealth {
 // A connection for administration. Move-only; holds one socket.
 class Admin {
  public:
-  // Connects to `socket_path`; "" means $BATCHD_SOCKET, else /run/batchd/batchd.sock. Errors as Client::connect.
+  // Connects to `socket_path`; "" means $BATCHD_SOCKET, else /run/batchd/batchd.sock. Errors as Client::connect;
+  // deadlines and the expected owner as there (ConnectOptions).
   static Result<Admin> connect(const std::string& socket_path = "");
+  static Result<Admin> connect(const ConnectOptions& options);
 
   Admin(Admin&&) noexcept;
   Admin& operator=(Admin&&) noexcept;
   ~Admin();
 
   const std::string& socket_path() const;
+  // Who serves the socket (read once, at connect; Client::daemon_credentials).
+  const DaemonCredentials& daemon_credentials() const;
 
   // Everything: every page of the status (status_page), gathered. One request, one snapshot, unless the streams
   // this view shows do not fit in one reply (more than about 2,500 with the default limits.max_frame_bytes): then
@@ -263,6 +270,7 @@ struct ShmReport {
 
 struct ShmReportOptions {
   std::string socket_path;            // the daemon to ask ("" as Admin::connect); unreachable is not an error
+  std::optional<std::chrono::milliseconds> request_timeout;  // for asking it (ConnectOptions::request_timeout)
   std::string shm_dir = "/dev/shm";   // where POSIX shared memory lives
   bool gc = false;                    // remove the orphans and the legacy files that no process uses
   bool include_foreign = false;       // with gc: also remove torch_* files that no process has open or mapped

@@ -20,11 +20,21 @@
 // Errors: every fallible call returns Result/Status (batchd/result.h); no exception leaves this library. Messages
 // name the socket, dataset, stream or file involved and the next step.
 //
+// Deadlines: every exchange with the daemon except waiting for a batch has one (ConnectOptions::request_timeout,
+// 30 s by default, $BATCHD_TIMEOUT): a daemon that accepts connections but never answers (stopped, hung) fails the
+// call with kUnavailable instead of blocking forever.
+//
+// Whom you talk to: connect() reads the daemon's uid from the kernel (daemon_credentials()); require one with
+// ConnectOptions::expected_owner or $BATCHD_EXPECT_OWNER when the socket lies where other users could create it.
+//
 // Thread-safety: a Client and its Streams may be used from several threads; calls on one Stream are serialized
 // internally (next() from two threads at once on one Stream is allowed but pointless). Batches may be released or
 // destroyed on any thread.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -231,12 +241,14 @@ class Stream {
 
   // Blocks until the next batch, in sampler order. Returns std::nullopt after the last batch of the last epoch.
   // Errors: the stream failed (e.g. a sample could not be read), the daemon shut down or the connection broke
-  // (kUnavailable). After an error, next() keeps returning it.
+  // (kUnavailable; also when a request on the same Client timed out). After an error, next() keeps returning it.
+  // No deadline: a daemon that stops making batches keeps next() waiting (ConnectOptions::request_timeout).
   // At most `depth` batches can be held at once: holding that many and calling next() fails with
   // kResourceExhausted instead of waiting forever.
   Result<std::optional<Batch>> next();
 
-  // Closes the stream now; the daemon frees its segment once every outstanding Batch is gone. Idempotent.
+  // Closes the stream now; the daemon frees its segment once every outstanding Batch is gone. Idempotent. A request:
+  // it has the connection's deadline (ConnectOptions::request_timeout).
   Status close();
 
  private:
@@ -245,13 +257,50 @@ class Stream {
   std::shared_ptr<detail::StreamCore> core_;
 };
 
+// Who serves a socket, as the kernel reported it at connect: SO_PEERCRED of the daemon's listening socket (the
+// process that called listen(), with the uid and gid it had then). The daemon cannot forge them.
+struct DaemonCredentials {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string user;     // the uid's name in the passwd database; "" if it has none
+  // Non-empty when no owner was required, the socket's directory is writable by users other than its owner (mode
+  // g+w or o+w, sticky or not: /tmp, /dev/shm) and the daemon runs neither as root nor as this process's
+  // effective uid: anyone who can write there could have bound that name first, so this may be another user's
+  // daemon. Says so, with the fix (a socket in a private directory, or expected_owner).
+  std::string warning;
+};
+
+// How to reach a daemon (Client::connect, Admin::connect). Plain value.
+struct ConnectOptions {
+  std::string socket_path;  // "" = $BATCHD_SOCKET, else /run/batchd/batchd.sock
+  // The longest wait for the daemon in each exchange: connecting (a daemon whose listen backlog is full), and each
+  // request until its reply (open_stream, plan_stream, Stream::close, the Admin requests) or, for a batch's
+  // release, until it is sent. nullopt = $BATCHD_TIMEOUT (seconds, e.g. "30" or "0.5"), else 30 s; zero = wait
+  // forever. Past it the call fails with kUnavailable naming the socket and the request, and the connection is
+  // closed: its Streams fail with the same error (the daemon reclaims their segments) and later calls return it;
+  // connect again. Stream::next() has no deadline: waiting for the next batch is not a request (a dataset may take
+  // long per batch), as DataLoader's timeout = 0 waits forever. Outstanding Batches stay readable.
+  std::optional<std::chrono::milliseconds> request_timeout;
+  // Require the daemon to run as this user: a uid ("998") or a user name ("batchd"). "" = $BATCHD_EXPECT_OWNER,
+  // else any user (see DaemonCredentials::warning).
+  std::string expected_owner;
+  // Print DaemonCredentials::warning to stderr, once per process and socket path. false: only report it there
+  // (for callers that show it themselves, e.g. as a Python warning).
+  bool warn = true;
+};
+
 // A connection to a daemon. Move-only; cheap to keep for the process's lifetime.
 class Client {
  public:
-  // Connects to `socket_path`; "" means $BATCHD_SOCKET, else /run/batchd/batchd.sock.
-  // Errors: kUnavailable (no daemon listening: start one, or check the path), kIo (permission: join the socket's
-  // group).
+  // Connects to `socket_path`; "" means $BATCHD_SOCKET, else /run/batchd/batchd.sock. Returns once the kernel
+  // accepted the connection (a stopped daemon's kernel still does; its first request then times out).
+  // Errors: kUnavailable (no daemon listening: start one, or check the path; or its listen backlog stayed full past
+  // the deadline), kIo (permission: join the socket's group), kPermissionDenied (the daemon's uid is not the
+  // expected owner: the message names the socket, the daemon's pid, uid and user, and the expected one),
+  // kInvalidArgument (a bad $BATCHD_TIMEOUT, or an expected owner that is neither a uid nor a known user).
   static Result<Client> connect(const std::string& socket_path = "");
+  static Result<Client> connect(const ConnectOptions& options);
 
   Client(Client&&) noexcept;
   Client& operator=(Client&&) noexcept;
@@ -266,6 +315,8 @@ class Client {
   Result<StreamInfo> plan_stream(const StreamOptions& options);
 
   const std::string& socket_path() const;
+  // Who serves the socket (read once, at connect).
+  const DaemonCredentials& daemon_credentials() const;
 
  private:
   explicit Client(std::shared_ptr<detail::ClientCore> core);

@@ -67,6 +67,15 @@ class Loader:
             Python loop's throughput went from ~0.88 to ~1.0 of the C++ loop's). Holding more than depth
             batches at once makes the next one fail with a BatchdError instead of waiting forever.
         socket: the daemon's socket; None = $BATCHD_SOCKET or /run/batchd/batchd.sock.
+        request_timeout: seconds the daemon has to answer each request (connecting, planning and opening the
+            stream, closing it); None = $BATCHD_TIMEOUT, else 30; 0 = no deadline. Past it BatchdError (code
+            "unavailable") names the socket and the request, and this Loader's connection is closed: make a new
+            Loader. Waiting for the next batch has no deadline (DataLoader's `timeout`, 0 = forever, is a different
+            setting: the daemon may take long to make a batch). An indexing dataset is waited for by index_timeout.
+        expected_owner: the user the daemon must run as, a uid or a user name ("batchd"); None =
+            $BATCHD_EXPECT_OWNER, else any. A daemon of another uid (e.g. another user's batchd on a shared path
+            such as /tmp/batchd.sock) raises BatchdError (code "permission denied") naming both. Without it, a
+            daemon that is neither root nor you, on a socket in a directory others can write, gets a RuntimeWarning.
         as_tuple: yield a tuple instead of the dict: (input_ids, targets) for "lm", (image, label) for the image
             pipelines (decided from the stream's tensor names).
         device: "cpu", or a CUDA device: batches then arrive as CUDA tensors through batchd's CUDA path (the
@@ -102,7 +111,7 @@ class Loader:
     def __init__(self, dataset, *, pipeline, batch_size=1, shuffle=True, seed=0, rank=None, world_size=None,
                  drop_last=False, depth=None, socket=None, as_tuple=False, device="cpu", on_error="fail",
                  crop_size=None, resize_size=None, exact_decode=None, strategy=None, index_timeout=600.0,
-                 share=None):
+                 share=None, request_timeout=None, expected_owner=None):
         self.device = torch.device(device)
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
@@ -134,7 +143,9 @@ class Loader:
             self._options["depth"] = depth
         if strategy is not None:
             self._options["strategy"] = strategy
-        self._client = _batchd.Client(socket or "")
+        self._client = _batchd.Client(socket or "", request_timeout=request_timeout, expected_owner=expected_owner)
+        if self._client.daemon["warning"]:
+            warnings.warn(f"batchd: {self._client.daemon['warning']}", RuntimeWarning, stacklevel=2)
         self._index_timeout = float(index_timeout)
         self._epoch = 0
         self._explicit_epoch = False

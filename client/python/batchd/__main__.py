@@ -1,21 +1,24 @@
 """python -m batchd — checks a batchd installation from the trainer's side.
 
 Prints the client's version and where it is installed, finds the daemon's socket (--socket, else $BATCHD_SOCKET,
-else /run/batchd/batchd.sock), asks the daemon for its status and lists the datasets it serves with their state.
+else /run/batchd/batchd.sock), says who serves it (the daemon's pid, uid and user, from the kernel: SO_PEERCRED),
+asks the daemon for its status and lists the datasets it serves with their state. Warns when the socket lies in a
+directory other users can write and the daemon is neither root nor you (another user's daemon could be serving it).
 Exit status: 0 when a daemon answered; 1 with the reason and the fix on stderr when none did (no socket, permission
-denied, nothing listening, no answer within --timeout); 2 for bad arguments.
+denied, nothing listening, no answer within --timeout, a daemon that does not run as --expect-owner); 2 for bad
+arguments.
 """
 import argparse
 import os
 import stat
 import sys
-import threading
 
 from . import BatchdError, __version__, _batchd
 
 START_DAEMON = ("start the daemon: `sudo systemctl start batchd` (the installed service; its socket is "
-                "/run/batchd/batchd.sock), or by hand from a CMake build: `build/bin/batchd --socket "
-                "/tmp/batchd.sock`, then `export BATCHD_SOCKET=/tmp/batchd.sock` (or pass --socket)")
+                "/run/batchd/batchd.sock), or by hand from a CMake build, on a socket in a directory only you can "
+                "write: `build/bin/batchd --socket $XDG_RUNTIME_DIR/batchd.sock`, then `export "
+                "BATCHD_SOCKET=$XDG_RUNTIME_DIR/batchd.sock` (or pass --socket)")
 JOIN_GROUP = ("connect as a member of the socket's group (`sudo usermod -aG batchd $USER`, then log in again; "
               "daemon.socket_group in docs/operations.md), or point BATCHD_SOCKET at a daemon you may use")
 
@@ -53,36 +56,29 @@ def check_socket_file(path):
                       f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid} gid {st.st_gid})", JOIN_GROUP)
 
 
-def ask_daemon(path, timeout):
-    """The daemon's status dict; Failure if it cannot be reached or does not answer within `timeout` seconds."""
-    result = {}
-
-    def call():
-        try:
-            result["status"] = _batchd.status(path)
-        except BatchdError as e:
-            result["error"] = e
-
-    # A daemon that accepts connections but never answers (stopped, hung) would block the call forever: it runs on a
-    # daemon thread, which the interpreter abandons at exit.
-    thread = threading.Thread(target=call, name="batchd-status", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise Failure(f"the daemon at {path} accepted the connection but did not answer within {timeout:g} s "
-                      "(stopped, or stuck?)",
-                      "look at it: `systemctl status batchd`, `journalctl -u batchd`, `batchctl status`; restart "
-                      "it if it stays silent (`sudo systemctl restart batchd`)")
-    if "error" in result:
-        e = result["error"]
+def ask_daemon(path, timeout, expected_owner=None):
+    """The daemon's status dict; Failure if it cannot be reached, does not answer within `timeout` seconds (the
+    client's request deadline) or does not run as `expected_owner`."""
+    try:
+        return _batchd.status(path, timeout=timeout, expected_owner=expected_owner)
+    except BatchdError as e:
+        silent = {"did not answer": "accepted the connection but did not answer",
+                  "did not accept the connection": "did not accept the connection (its listen backlog is full)"}
+        for said, reason in silent.items():
+            if e.code == "unavailable" and said in str(e):
+                raise Failure(f"the daemon at {path} {reason} within {timeout:g} s (stopped, or stuck?)",
+                              "look at it: `systemctl status batchd`, `journalctl -u batchd`, `batchctl status`; "
+                              "restart it if it stays silent (`sudo systemctl restart batchd`)") from None
+        if e.code == "permission denied" and "runs as uid" in str(e):
+            raise Failure(str(e), "point --socket or BATCHD_SOCKET at the daemon you mean; change --expect-owner "
+                          "(or $BATCHD_EXPECT_OWNER) only if this daemon is the right one") from None
         if "no batchd is listening" in str(e):
             raise Failure(f"nothing listens on {path} (connection refused): the socket file is left from a daemon "
                           "that is no longer running", START_DAEMON)
         if e.code in ("I/O error", "permission denied") and "permission denied" in str(e).lower():
             raise Failure(str(e), JOIN_GROUP)
         raise Failure(f"the daemon at {path} did not answer: {e}",
-                      "look at `journalctl -u batchd` (or the daemon's terminal) for why")
-    return result["status"]
+                      "look at `journalctl -u batchd` (or the daemon's terminal) for why") from None
 
 
 def dataset_lines(datasets):
@@ -110,7 +106,12 @@ def main(argv=None):
                         help="the daemon's socket (default: $BATCHD_SOCKET, else /run/batchd/batchd.sock)")
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="seconds to wait for the daemon's answer (default: 10)")
+    parser.add_argument("--expect-owner", default=None, metavar="USER",
+                        help="fail unless the daemon runs as USER (a uid or a user name; default: "
+                             "$BATCHD_EXPECT_OWNER, else any user)")
     args = parser.parse_args(argv)
+    if not args.timeout >= 0:
+        parser.error("--timeout must be >= 0 (0 = no deadline)")
 
     import torch
     cuda = "built" if _batchd.has_cuda else f"not built: {_batchd.cuda_unavailable_reason}"
@@ -121,14 +122,18 @@ def main(argv=None):
     print(f"socket: {path} ({source})")
     try:
         check_socket_file(path)
-        status = ask_daemon(path, args.timeout)
+        status = ask_daemon(path, args.timeout, args.expect_owner)
     except Failure as f:
         print(f"batchd: FAILED: {f.reason}", file=sys.stderr)
         print(f"  fix: {f.fix}", file=sys.stderr)
         return 1
+    daemon = status["daemon"]
+    user = f" ({daemon['user']})" if daemon["user"] else ""
     print(f"daemon: batchd {status['version']}, instance {status['instance_id']}, pid {status['daemon_pid']}, "
-          f"up {status['uptime_seconds']:.0f} s, {status['workers']} workers, {status['streams']} streams"
-          + (", DRAINING (new streams are refused)" if status["draining"] else ""))
+          f"uid {daemon['uid']}{user}, up {status['uptime_seconds']:.0f} s, {status['workers']} workers, "
+          f"{status['streams']} streams" + (", DRAINING (new streams are refused)" if status["draining"] else ""))
+    if daemon["warning"]:
+        print(f"  warning: {daemon['warning']}")
     if status["version"] != __version__:
         print(f"  note: the daemon is version {status['version']}, this client {__version__}")
     print(f"datasets ({len(status['datasets'])}):")
