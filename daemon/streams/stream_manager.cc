@@ -221,7 +221,7 @@ void StreamManager::on_task_lost(size_t w, Task task, const TaskLoss& loss) {
 
 void StreamManager::redo_or_fail(Entry& entry, uint64_t sequence, Result<Task> redo) {
   if (redo.ok()) {
-    entry.stream->requeue(std::move(redo).value());
+    entry.stream->requeue(std::move(redo).value());  // first within its stream, in its turn (scheduler.h)
     return;
   }
   entry.stream->fail_at(sequence, redo.error());

@@ -105,8 +105,7 @@ class StreamManager final : public WorkerEvents {
   // The subscriber on `connection_id` leaves the share of `it`; the production is erased after the last.
   void leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id);
   PlanContext plan_context(uint64_t connection_id) const;
-  // A redo from the stream's error policy: queued first within its stream (Stream::requeue), or the stream fails
-  // at that batch.
+  // A redo from the stream's error policy: queued first, or the stream fails at that batch.
   void redo_or_fail(Entry& entry, uint64_t sequence, Result<Task> redo);
   void deliver(Entry& entry);
   void fail(Entry& entry, const Error& error);
