@@ -1,5 +1,7 @@
 #include "streams/error_policy.h"
 
+#include <algorithm>
+
 namespace batchd::daemon {
 
 Status ErrorPolicy::after_bad_sample(int64_t sample, const Error& error) {
@@ -55,18 +57,14 @@ Status ErrorPolicy::after_worker_death(wire::WorkerTask* task, const TaskLoss& l
 
 void ErrorPolicy::substitute(std::span<const int64_t> original, wire::WorkerTask* task) const {
   // From the sampler's indices, so a position is counted once however many bad samples its replacement stepped
-  // over.
-  task->mutable_indices()->Resize(static_cast<int>(original.size()), 0);
-  const auto n = static_cast<int64_t>(dataset_size_);
+  // over; the positions made already keep their indices (they are in the slot).
+  const int size = static_cast<int>(original.size());
+  const int made = task->indices_size() == size ? static_cast<int>(std::min<uint32_t>(task->made(), size)) : 0;
+  task->mutable_indices()->Resize(size, 0);
   uint32_t skipped = 0;
-  for (size_t p = 0; p < original.size(); ++p) {
-    int64_t idx = original[p];
-    if (bad_.count(idx)) {
-      do idx = (idx + 1) % n;
-      while (bad_.count(idx));
-      ++skipped;
-    }
-    task->set_indices(static_cast<int>(p), idx);
+  for (int p = 0; p < size; ++p) {
+    if (p >= made) task->set_indices(p, bad_.next_good(original[p]));
+    skipped += task->indices(p) != original[p];
   }
   task->set_skipped(skipped);
 }

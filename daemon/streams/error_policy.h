@@ -10,7 +10,9 @@
 //   with no sample to blame (SIGKILL from outside, a timeout between samples) are retried up to kMaxAttempts times
 //   per task; kMaxDeaths blamed deaths in all fail the stream.
 // - A bad sample is replaced, in this and every later batch, by the next sample in dataset order that is not bad
-//   (substitute()), and counted in the task's `skipped`.
+//   (substitute(); one lookup in the bad runs, bad_samples.h), and counted in the task's `skipped`. A task redone
+//   after a bad sample keeps the positions its worker made before it (WorkerTask.made): they are neither made nor
+//   substituted again, so a run of N bad samples costs N redos that each try one bad sample, not N whole chunks.
 // - fail_at() records the earliest batch that cannot be made: the stream delivers every batch before it, in order,
 //   then fails with its error.
 //
@@ -20,13 +22,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <utility>
 
 #include "batchd.pb.h"
 #include "batchd/result.h"
+#include "streams/bad_samples.h"
 #include "streams/task.h"
 
 namespace batchd::daemon {
@@ -38,7 +40,7 @@ class ErrorPolicy final {
   static constexpr uint64_t kMaxDeaths = 64;
 
   ErrorPolicy(wire::OnError on_error, std::string dataset, uint64_t dataset_size)
-      : on_error_(on_error), dataset_(std::move(dataset)), dataset_size_(dataset_size) {}
+      : on_error_(on_error), dataset_(std::move(dataset)), dataset_size_(dataset_size), bad_(dataset_size) {}
 
   // Sample `sample` of `task` could not be made (`error` names the file and why). ok: make the task again after
   // substitute(); otherwise the error that fails the stream.
@@ -49,7 +51,9 @@ class ErrorPolicy final {
   Status after_worker_death(wire::WorkerTask* task, const TaskLoss& loss);
 
   // Sets task->indices to `original` (the sampler's indices of the task's positions) with every bad sample
-  // replaced, and task->skipped to the number replaced.
+  // replaced, except the first task->made positions, which keep the indices they were made with (task->indices
+  // must hold original.size() of them then); task->skipped = the positions whose index is not the original.
+  // O(positions × log(bad runs)).
   void substitute(std::span<const int64_t> original, wire::WorkerTask* task) const;
   bool any_bad() const { return bad_.size() > 0; }
 
@@ -73,7 +77,7 @@ class ErrorPolicy final {
     int crashes = 0, hangs = 0;  // workers it crashed; workers killed past their deadline while on it
   };
   std::map<int64_t, Blame> blamed_;  // by sample
-  std::set<int64_t> bad_;           // samples replaced under on_error=skip
+  BadSamples bad_;                  // samples replaced under on_error=skip
   uint64_t deaths_ = 0;             // all worker deaths during this stream's batches
   uint64_t crash_deaths_ = 0;       // those blamed on a sample
   std::optional<std::pair<uint64_t, Error>> failure_;  // (sequence, error) of the earliest batch that failed

@@ -1,18 +1,13 @@
 #include "streams/scheduler.h"
 
-#include <algorithm>
-
 namespace batchd::daemon {
 
 void Scheduler::add(Stream* stream) { streams_[stream->id()] = stream; }
 
 void Scheduler::remove(uint64_t stream_id) {
   if (streams_.erase(stream_id) == 0) return;
-  std::erase_if(redo_, [stream_id](const Task& t) { return t.stream_id() == stream_id; });
   workers_.detach_stream(stream_id);
 }
-
-void Scheduler::requeue(Task task) { redo_.push_front(std::move(task)); }
 
 void Scheduler::assign(size_t w, Task task, const Stream& stream) {
   workers_.assign(w, std::move(task), stream.attach(), stream.segment_fd());
@@ -20,14 +15,6 @@ void Scheduler::assign(size_t w, Task task, const Stream& stream) {
 
 void Scheduler::pump() {
   while (auto w = workers_.idle_worker()) {
-    if (!redo_.empty()) {
-      Task task = std::move(redo_.front());
-      redo_.pop_front();
-      auto it = streams_.find(task.stream_id());
-      if (it == streams_.end() || !it->second->running()) continue;
-      assign(*w, std::move(task), *it->second);
-      continue;
-    }
     // Round-robin: the first stream after the last one served that has a task.
     auto it = streams_.upper_bound(last_served_);
     std::optional<Task> task;

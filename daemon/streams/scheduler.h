@@ -1,19 +1,21 @@
 // scheduler.h — which task runs on which worker: the scheduling policy between the streams and the worker pool.
 //
-// Policy: tasks to redo (a worker died making them, or a bad sample was replaced) go first, oldest requeued last
-// (a redo goes to the front); then new tasks round-robin over the streams: the first stream after the last one
-// served that has a task (a chunk of a batch it already claimed, or a free slot and batches left), one chunk a
-// turn. One task per idle worker; pump() fills every idle worker
-// it can. A stream with a free slot is therefore never starved by another's backlog.
+// Policy: round-robin over the streams, one task a turn: the next idle worker goes to the first stream after the
+// last one served that has a task. Which of its tasks is the stream's own choice (Stream::next_task): a redo first
+// (a worker died making it, or one of its samples was bad and was replaced), oldest first; then a chunk of a batch
+// it already claimed; then the first chunk of a new batch if a slot is free. A redo therefore keeps priority
+// within its own stream only and takes that stream's turn: while k streams have tasks, each gets one assignment in
+// k, whether its tasks are new or redone. A stream that fails sample after sample (on_error=skip over a long run
+// of bad samples) or loses worker after worker cannot hold the workers, and a stream with a free slot is never
+// starved by another's backlog. One task per idle worker; pump() fills every idle worker it can.
 //
 // The Scheduler does not own the streams: StreamManager adds each stream when it is opened and removes it before
-// destroying it (remove() also drops its queued tasks and detaches it from the workers).
+// destroying it (remove() also detaches it from the workers).
 //
 // Not thread-safe: the daemon's io_context thread.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 
 #include "streams/stream.h"
@@ -27,13 +29,11 @@ class Scheduler final {
   explicit Scheduler(Workers& workers) : workers_(workers) {}
 
   void add(Stream* stream);
+  // Forgets the stream (its queued redos go with it) and detaches it from the workers.
   void remove(uint64_t stream_id);
-  // `task` is made again before any new task (its stream must still be added).
-  void requeue(Task task);
   // Assigns tasks to idle workers until no worker is idle or no stream has a task.
   void pump();
 
-  size_t queued() const { return redo_.size(); }
   Workers& workers() { return workers_; }
   const Workers& workers() const { return workers_; }
 
@@ -42,7 +42,6 @@ class Scheduler final {
 
   Workers& workers_;
   std::map<uint64_t, Stream*> streams_;  // by id: the round-robin order
-  std::deque<Task> redo_;
   uint64_t last_served_ = 0;
 };
 

@@ -47,8 +47,16 @@ std::span<const int64_t> Stream::sampler_indices(uint64_t epoch, uint64_t batch,
 std::optional<Task> Stream::next_task() {
   observe();
   if (!running()) return std::nullopt;
-  // Chunks of a batch already claimed go first (none at or after a failing batch).
-  while (!chunks_.empty() && chunks_.front().task.sequence() >= policy_.failing_sequence()) chunks_.pop_front();
+  // Redone chunks, then chunks of a batch already claimed (none at or after a failing batch), then a new batch.
+  const uint64_t failing = policy_.failing_sequence();
+  if (failing != UINT64_MAX) std::erase_if(redo_, [failing](const Task& t) { return t.sequence() >= failing; });
+  if (!redo_.empty()) {
+    Task task = std::move(redo_.front());
+    redo_.pop_front();
+    fill_indices(&task, task.end());  // a sample found bad since it was requeued never reaches a worker
+    return task;
+  }
+  while (!chunks_.empty() && chunks_.front().task.sequence() >= failing) chunks_.pop_front();
   if (chunks_.empty()) claim_next_batch();
   if (chunks_.empty()) return std::nullopt;
   Chunk chunk = std::move(chunks_.front());
@@ -102,6 +110,13 @@ Result<Task> Stream::after_worker_death(Task task, const TaskLoss& loss) {
 }
 
 Result<Task> Stream::after_bad_sample(Task task, int64_t sample, const Error& error) {
+  // The worker made every position before the first (from where it started) that holds `sample`: resume there.
+  for (int p = static_cast<int>(task.work.made()); p < task.work.indices_size(); ++p) {
+    if (task.work.indices(p) == sample) {
+      task.work.set_made(static_cast<uint32_t>(p));
+      break;
+    }
+  }
   const Status decision = policy_.after_bad_sample(sample, error);
   return redo(std::move(task), decision);
 }

@@ -3,7 +3,8 @@
 //   ErrorPolicy  bad samples, dead workers, and the batch at which the stream fails (error_policy.h);
 //   StreamStats  what status and metrics show (stream_stats.h).
 // Stream turns sequences into tasks (the sampler's indices of a batch, with bad samples substituted) and slot
-// transitions into BatchReady events.
+// transitions into BatchReady events; it keeps its own queue of tasks to redo, served before its other tasks
+// (scheduler.h: in its own round-robin turn).
 //
 // Not thread-safe: owned by the StreamManager on the daemon's io_context thread.
 #pragma once
@@ -51,10 +52,13 @@ class Stream final {
   int segment_fd() const { return segment_.fd(); }
   uint64_t segment_bytes() const { return segment_.bytes(); }
 
-  // The next chunk to make: of a batch already claimed, else of the next batch, claiming a free slot; nullopt if no
-  // slot is free, all batches were dispatched, the stream is not running, or the next batch is at or after a
-  // failed one.
+  // The next chunk to make: a redo (requeue()), oldest first; else a chunk of a batch already claimed; else of the
+  // next batch, claiming a free slot; nullopt if there is none of these, the stream is not running, or the next
+  // batch is at or after a failed one. Indices are substituted here, at dispatch.
   std::optional<Task> next_task();
+  // `task` (from after_worker_death or after_bad_sample) is made again: next_task() returns it before any other
+  // chunk of this stream. The Scheduler serves it in this stream's round-robin turn, never ahead of other streams.
+  void requeue(Task task) { redo_.push_back(std::move(task)); }
   // A worker finished `task` (ignored unless its slot is working on that batch and the chunk is pending); the
   // slot is ready once its last chunk is done.
   void on_done(const Task& task);
@@ -94,7 +98,8 @@ class Stream final {
   void mark_ended() { state_ = State::kEnded; }
   void mark_failed() { state_ = State::kFailed; }
 
-  // See ErrorPolicy: the task to redo (indices substituted), or the error that fails the stream.
+  // See ErrorPolicy: the task to redo (indices substituted), or the error that fails the stream. After a bad sample
+  // the redo resumes at the position that failed (WorkerTask.made): the worker made every position before it.
   Result<Task> after_worker_death(Task task, const TaskLoss& loss);
   Result<Task> after_bad_sample(Task task, int64_t sample, const Error& error);
   void fail_at(uint64_t sequence, Error error) { policy_.fail_at(sequence, std::move(error)); }
@@ -111,8 +116,8 @@ class Stream final {
   std::span<const int64_t> sampler_indices(uint64_t epoch, uint64_t batch, uint32_t begin, uint32_t end);
   // Claims a slot for the next batch and queues its chunks in chunks_.
   void claim_next_batch();
-  // Sets task's indices for positions [begin, end) from the sampler, bad samples substituted, and records the
-  // chunk's skipped count in its slot.
+  // Sets task's indices for positions [begin, end) from the sampler, bad samples substituted (except the positions
+  // made already), and records the chunk's skipped count in its slot.
   void fill_indices(Task* task, uint32_t end);
   Result<Task> redo(Task task, Status decision);
   void observe();
@@ -130,6 +135,7 @@ class Stream final {
     uint32_t end;  // one past its last position
   };
   std::deque<Chunk> chunks_;  // chunks of claimed batches not handed out yet, in order
+  std::deque<Task> redo_;     // chunks to make again, oldest first (they go before chunks_)
   BatchOrder order_;
   uint64_t batches_made_ = 0, batches_remade_ = 0;
   // This rank's indices of the two epochs used last (a late subscriber's remade batches of epoch e are made while

@@ -206,7 +206,7 @@ void StreamManager::on_task_done(size_t w, const wire::WorkerDone& done, Task ta
   if (it != streams_.end()) {
     Entry& entry = it->second;
     Stream& stream = *entry.stream;
-    stream.add_work(w, done, static_cast<uint32_t>(task.work.indices_size()));
+    stream.add_work(w, done, task.samples() - task.work.made());  // the samples this worker made
     if (done.has_error() && done.sample_failed() && stream.running()) {
       // One bad sample: the stream's on_error policy decides (fail, or replace it and make the chunk again).
       const uint64_t sequence = task.sequence();
@@ -235,7 +235,7 @@ void StreamManager::on_task_lost(size_t w, Task task, const TaskLoss& loss) {
 
 void StreamManager::redo_or_fail(Entry& entry, uint64_t sequence, Result<Task> redo) {
   if (redo.ok()) {
-    scheduler_.requeue(std::move(redo).value());
+    entry.stream->requeue(std::move(redo).value());  // first within its stream, in its turn (scheduler.h)
     return;
   }
   entry.stream->fail_at(sequence, redo.error());

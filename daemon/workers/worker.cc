@@ -121,21 +121,26 @@ class Worker {
     auto it = streams_.find(task.stream_id());
     const auto n = static_cast<size_t>(task.indices_size());
     const uint64_t batch_samples = task.batch_samples() != 0 ? task.batch_samples() : n;
+    const size_t made = task.made();
     if (it == streams_.end() || task.slot() >= it->second.slot_count || batch_samples > it->second.batch_size ||
-        task.begin() + n > batch_samples || it->second.offsets.size() != it->second.pipeline->tensors().size() + 1) {
+        task.begin() + n > batch_samples || made > n ||
+        it->second.offsets.size() != it->second.pipeline->tensors().size() + 1) {
       *done.mutable_error() = wire::to_wire(Error(ErrorCode::kInternal, "task for an unknown stream or slot"));
       return done;
     }
     AttachedStream& s = it->second;
     char* slot = s.mapping.data() + s.slot_offset + task.slot() * s.slot_stride;
     std::span<const int64_t> indices(task.indices().data(), n);
-    // Rows [begin, begin + n) of every tensor: the chunk's place in the batch.
+    // Rows [begin + made, begin + n) of every tensor: the part of the chunk not in the slot yet.
     chunk_offsets_.resize(s.offsets.size());
-    for (size_t i = 0; i < s.offsets.size(); ++i) chunk_offsets_[i] = s.offsets[i] + task.begin() * s.sample_bytes[i];
+    for (size_t i = 0; i < s.offsets.size(); ++i) {
+      chunk_offsets_[i] = s.offsets[i] + (task.begin() + made) * s.sample_bytes[i];
+    }
     progress_->stream_id.store(task.stream_id(), std::memory_order_relaxed);
     progress_->sequence.store(task.sequence(), std::memory_order_relaxed);
     progress_->begin.store(task.begin(), std::memory_order_relaxed);
-    const Status st = s.pipeline->run(indices, slot, chunk_offsets_, BatchContext{s.seed, task.epoch(), sample_progress_});
+    const Status st =
+        s.pipeline->run(indices.subspan(made), slot, chunk_offsets_, BatchContext{s.seed, task.epoch(), sample_progress_});
     const int64_t failed_sample = progress_->sample.load(std::memory_order_relaxed);
     progress_->sample.store(-1, std::memory_order_relaxed);
     const StageTimes times = s.pipeline->take_stage_times();
@@ -144,7 +149,7 @@ class Worker {
     stages->set_decode(times.decode_ns);
     stages->set_resize(times.resize_ns);
     stages->set_normalize(times.normalize_ns);
-    stages->set_samples(n);
+    stages->set_samples(n - made);
     if (!st.ok()) {
       *done.mutable_error() = wire::to_wire(st.error());
       if (st.error().code() == ErrorCode::kDataError && failed_sample >= 0) {
@@ -153,7 +158,8 @@ class Worker {
       }
       return done;
     }
-    std::memcpy(slot + chunk_offsets_.back(), indices.data(), n * sizeof(int64_t));  // the `index` tensor
+    // The `index` tensor, every row of the task (the rows made before keep their indices: the daemon sends them).
+    std::memcpy(slot + s.offsets.back() + task.begin() * s.sample_bytes.back(), indices.data(), n * sizeof(int64_t));
     // Every chunk of a batch writes the same header (the whole batch's sample count).
     wire::SlotHeader header{wire::kSlotMagic, task.stream_id(), task.sequence(), task.epoch(), task.batch(),
                             static_cast<uint32_t>(batch_samples), 0};

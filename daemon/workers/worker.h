@@ -3,7 +3,8 @@
 // A worker serves commands from the daemon over its end of a socketpair, one at a time:
 //   WorkerAttach (+ the segment fd): map the stream's segment once (MAP_POPULATE) and build its pipeline;
 //   WorkerTask: samples [begin, begin + n) of one batch of batch_samples: transform + collate them straight into
-//     rows begin .. begin+n-1 of the slot's tensors, write those rows of the `index` tensor and the slot header
+//     rows begin .. begin+n-1 of the slot's tensors (from row begin + made: a redo after a bad sample finds the
+//     rows before it made), write those rows of the `index` tensor and the slot header
 //     (the whole batch's count: every chunk writes the same), answer WorkerDone with the task's begin (and an error
 //     naming the sample if one failed);
 //   WorkerDetach: unmap the segment (the stream was closed).

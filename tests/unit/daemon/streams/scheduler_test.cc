@@ -1,8 +1,9 @@
-// Scheduler with a fake pool: round-robin fairness across streams, redo first, removal.
+// Scheduler with a fake pool: round-robin fairness across streams, a redo in its stream's turn, removal.
 #include "streams/scheduler.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -82,22 +83,47 @@ TEST_F(SchedulerTest, AStreamWithAFreeSlotIsServedNextEvenIfAnotherHasMore) {
   EXPECT_EQ(workers_.task(0).stream_id(), one_slot->id()) << "the freed slot is filled at the next turn";
 }
 
-TEST_F(SchedulerTest, RequeuedTasksGoFirstAndRemovedStreamsAreForgotten) {
+// A redo goes before its own stream's new work, but in that stream's turn: another stream is served in between.
+TEST_F(SchedulerTest, ARedoTakesItsStreamsTurnAndRemovedStreamsAreForgotten) {
   Stream* a = add_stream(2);
   Stream* b = add_stream(2);
   sut_.pump();
   Task lost = workers_.take(0);  // a's batch 0: its worker died
   ASSERT_EQ(lost.stream_id(), a->id());
-  sut_.requeue(lost);
+  a->requeue(lost);
   sut_.pump();
-  EXPECT_EQ(workers_.task(0).sequence(), lost.sequence());
-  EXPECT_EQ(workers_.task(0).stream_id(), a->id()) << "the redo goes before b's first batch";
-  sut_.requeue(workers_.take(0));
+  EXPECT_EQ(workers_.task(0).stream_id(), b->id()) << "a was served last: b's turn, redo or not";
+  EXPECT_EQ(finish_and_release(0), b->id());
+  sut_.pump();
+  EXPECT_EQ(workers_.task(0).stream_id(), a->id());
+  EXPECT_EQ(workers_.task(0).sequence(), lost.sequence()) << "within a, the redo goes before its batch 1";
+  a->requeue(workers_.take(0));
   sut_.remove(a->id());
   EXPECT_EQ(workers_.detached, (std::vector<uint64_t>{a->id()}));
-  EXPECT_EQ(sut_.queued(), 0u) << "a removed stream's queued tasks are dropped";
   sut_.pump();
-  EXPECT_EQ(workers_.task(0).stream_id(), b->id());
+  EXPECT_EQ(workers_.task(0).stream_id(), b->id()) << "a removed stream's redo is never assigned";
+}
+
+// A stream whose every task comes back to be redone (a skip stream over a long run of bad samples) gets one turn
+// in two next to another stream with work: it never holds the workers.
+TEST_F(SchedulerTest, AStreamThatKeepsRedoingGetsOnlyItsTurns) {
+  Stream* redoing = add_stream(2);
+  const uint64_t other = add_stream(8)->id();
+  std::vector<uint64_t> served;
+  for (int i = 0; i < 40; ++i) {
+    sut_.pump();
+    ASSERT_TRUE(workers_.busy(0));
+    if (workers_.task(0).stream_id() == redoing->id()) {
+      served.push_back(redoing->id());
+      redoing->requeue(workers_.take(0));  // failed again
+    } else {
+      served.push_back(finish_and_release(0));
+    }
+  }
+  const auto twice = std::adjacent_find(served.begin(), served.end());
+  EXPECT_EQ(twice, served.end()) << "assignments " << (twice - served.begin()) << " and " << (twice - served.begin() + 1)
+                                 << " went to the same stream: the streams alternate";
+  EXPECT_EQ(std::count(served.begin(), served.end(), other), 20);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 namespace batchd::daemon {
 namespace {
@@ -180,6 +181,35 @@ TEST_F(StreamTest, SkipReplacesABadSampleNowAndInLaterBatches) {
     }
   }
   EXPECT_EQ(sut_->info().samples_skipped(), 2u);
+}
+
+// A redo after a bad sample resumes at the position that failed: the worker made the positions before it, which
+// keep their indices; a run of bad samples moves the replacement, not the resume point, forward.
+TEST_F(StreamTest, ARedoAfterABadSampleResumesAtItAndKeepsWhatWasMade) {
+  sut_ = make(0, wire::ON_ERROR_SKIP);
+  auto t = sut_->next_task();  // batch 0: samples 0..3
+  auto redo = sut_->after_bad_sample(*t, 2, Error(ErrorCode::kDataError, "corrupt"));
+  ASSERT_TRUE(redo.ok());
+  EXPECT_EQ(redo->work.made(), 2u) << "positions 0 and 1 are in the slot";
+  EXPECT_EQ(std::vector<int64_t>(redo->work.indices().begin(), redo->work.indices().end()),
+            (std::vector<int64_t>{0, 1, 3, 3}));
+  EXPECT_EQ(redo->work.skipped(), 1u);
+  redo = sut_->after_bad_sample(*redo, 3, Error(ErrorCode::kDataError, "corrupt"));  // the replacement is bad too
+  ASSERT_TRUE(redo.ok());
+  EXPECT_EQ(redo->work.made(), 2u);
+  EXPECT_EQ(std::vector<int64_t>(redo->work.indices().begin(), redo->work.indices().end()),
+            (std::vector<int64_t>{0, 1, 4, 4}));
+  EXPECT_EQ(redo->work.skipped(), 2u);
+  sut_->requeue(*redo);
+  auto next = sut_->next_task();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->sequence(), redo->sequence()) << "the redo goes before the stream's next batch";
+  EXPECT_EQ(next->work.made(), 2u);
+  EXPECT_EQ(next->work.indices(3), 4);
+  // A death after that redoes the same part: the rows made before stay.
+  auto again = sut_->after_worker_death(*next, {-1, "killed by signal Killed"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->work.made(), 2u);
 }
 
 TEST_F(StreamTest, AFailedBatchFailsTheStreamOnlyAfterEveryEarlierBatchIsDelivered) {

@@ -1,16 +1,20 @@
 // The worker pool with real forked workers: a reload never waits for a worker (a SIGSTOPped idle one is retired,
 // replaced at once and SIGKILLed after its exit grace), and the watchdog kills a worker past its task's deadline,
-// blaming only the sample on its progress page.
+// blaming only the sample on its progress page; a redo after a bad sample makes only the positions not made yet.
 #include "workers/worker_pool.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <boost/asio/signal_set.hpp>
 #include <fstream>
 #include <thread>
+
+#include "batchd/wire/shared_memory.h"
 
 #include "../streams/fake_workers.h"
 #include "streams/plan.h"
@@ -197,6 +201,33 @@ TEST_F(WorkerPoolTest, OnlyTheSampleOnTheProgressPageIsBlamedForATimeout) {
   ASSERT_TRUE(run_until([&] { return !events_.lost.empty(); }));
   EXPECT_TRUE(events_.lost[0].loss.timed_out);
   EXPECT_EQ(events_.lost[0].loss.culprit, 103) << "the sample it hung on, not the task's other samples";
+}
+
+// A redo after a bad sample (WorkerTask.made = 5): the worker leaves positions 0..4 as they are in the slot (it
+// never reaches sample 102, which would crash it), makes 5..9 and writes the index rows of all ten.
+TEST_F(WorkerPoolTest, AWorkerMakesOnlyThePositionsNotMadeYetAndWritesEveryIndexRow) {
+  WorkerPool::Options o = one_worker_300ms();
+  o.faults.crash_on_sample = 102;
+  start(o);
+  Task t = task_of_ten();  // before segment_->fd(): it makes the segment
+  t.work.set_made(5);
+  auto mapping = wire::Mapping::map(segment_->fd(), segment_->bytes(), /*writable=*/true, /*populate=*/false);
+  ASSERT_TRUE(mapping.ok()) << mapping.error().message();
+  char* slot = mapping->data() + attach_.slot_offset();
+  const auto& image = attach_.tensors(0);  // uint8 [1, 28, 28] per sample
+  const auto& index = attach_.tensors(attach_.tensors_size() - 1);
+  std::memset(slot + image.offset(), 0xAB, 10 * image.sample_bytes());  // "made before": must stay
+  sut_->assign(0, t, attach_, segment_->fd());
+  ASSERT_TRUE(run_until([&] { return !events_.done.empty() || !events_.lost.empty(); }));
+  ASSERT_TRUE(events_.lost.empty()) << "the worker made a position made before: " << events_.lost[0].loss.cause;
+  const auto* rows = reinterpret_cast<const int64_t*>(slot + index.offset());
+  for (int64_t j = 0; j < 10; ++j) EXPECT_EQ(rows[j], 100 + j) << "index row " << j;
+  const auto* pixels = reinterpret_cast<const uint8_t*>(slot + image.offset());
+  const size_t row = image.sample_bytes();
+  for (size_t j = 0; j < 10; ++j) {
+    const bool untouched = std::all_of(pixels + j * row, pixels + (j + 1) * row, [](uint8_t v) { return v == 0xAB; });
+    EXPECT_EQ(untouched, j < 5) << "image row " << j;
+  }
 }
 
 }  // namespace
