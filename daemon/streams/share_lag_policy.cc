@@ -51,7 +51,8 @@ Error Share::lag_error(const Subscriber& s) const {
                "share '" + name() + "' (stream " + std::to_string(production_.id()) + "): this subscriber fell " +
                    std::to_string(behind) + " batches behind (" + holds + ") while another subscriber waited and "
                    "every one of the segment's " + std::to_string(production_.opened().slot_count()) +
-                   " slots was held (depth + shares.max_lag = " + std::to_string(max_lag_) + "): it was dropped so "
+                   " slots was held (depth " + std::to_string(window_) + ", plus shares.max_lag = " + std::to_string(max_lag_) +
+                   "): it was dropped so "
                    "that the others go on, and the batches it held may now be overwritten. Release batches sooner, "
                    "raise shares.max_lag, join again (at the production's position), or open a private stream");
 }
