@@ -11,8 +11,8 @@ batchd::ConnectOptions batchd_py::connect_options(const std::string& socket, con
   o.warn = false;  // the caller shows DaemonCredentials::warning itself (a Python warning, or python -m batchd)
   if (!request_timeout.is_none()) {
     const double s = request_timeout.cast<double>();
-    if (!std::isfinite(s) || s < 0) {
-      throw py::value_error("request_timeout must be a number of seconds >= 0 (0 = no deadline), not " +
+    if (!std::isfinite(s) || s < 0 || s > 1e9) {  // the bound of $BATCHD_TIMEOUT (connect_settings.cc)
+      throw py::value_error("request_timeout must be a number of seconds >= 0 and at most 1e9 (0 = no deadline), not " +
                             std::string(py::str(request_timeout)));
     }
     o.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(s * 1000)));

@@ -22,9 +22,14 @@ class Deadline final {
     d.when_ = Clock::now();
     return d;
   }
+  // A timeout beyond the clock's range (ConnectOptions may hold any count) is no deadline, never an overflow into
+  // the past.
   static Deadline after(std::chrono::milliseconds timeout) {
     Deadline d;
-    if (timeout.count() > 0) d.when_ = Clock::now() + timeout;
+    if (timeout.count() <= 0) return d;
+    const auto now = Clock::now();
+    if (timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)) return d;
+    d.when_ = now + timeout;
     return d;
   }
 

@@ -65,6 +65,17 @@ class RequestDeadlineTest : public ::testing::Test {
   std::optional<tools::SpawnedDaemon> daemon_;
 };
 
+// A timeout past the steady clock's range is no deadline: it overflowed into the past, and every request failed at
+// once ("did not answer ... within 9.3e+09 s").
+TEST_F(RequestDeadlineTest, ATimeoutBeyondTheClocksRangeIsNoDeadline) {
+  for (const auto timeout : {milliseconds(9'300'000'000'000LL), milliseconds::max()}) {
+    auto admin = Admin::connect(options(timeout));
+    ASSERT_TRUE(admin.ok()) << admin.error().message();
+    auto status = admin->status();
+    EXPECT_TRUE(status.ok()) << status.error().message();
+  }
+}
+
 TEST_F(RequestDeadlineTest, StatusPlanAndOpenStreamFailWithinTheDeadline) {
   stop();
   expect_deadline("StatusRequest", milliseconds(1000), [&]() -> std::optional<Error> {

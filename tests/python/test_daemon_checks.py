@@ -160,5 +160,6 @@ def test_batchd_timeout_sets_the_deadline_of_every_loader(stoppable_daemon, monk
     loader = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, socket=sock)
     error, took = _within(20, lambda: len(loader))
     _check_deadline(error, took, sock, "OpenStream (dry run)", 0.5)
-    with pytest.raises(ValueError, match="request_timeout must be a number of seconds >= 0"):
-        batchd.Loader("fashion-mnist-test", pipeline="fmnist", socket=sock, request_timeout=-1)
+    for bad in (-1, 9.3e9, float("nan")):  # 9.3e9 s overflowed the steady clock: every request failed at once
+        with pytest.raises(ValueError, match="request_timeout must be a number of seconds >= 0"):
+            batchd.Loader("fashion-mnist-test", pipeline="fmnist", socket=sock, request_timeout=bad)
