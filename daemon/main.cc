@@ -14,7 +14,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <filesystem>
 #include <thread>
 
 #include "config.h"
@@ -51,25 +50,6 @@ segments are /dev/shm/batchd.<instance>.<stream> and it holds /dev/shm/batchd.<i
 start-up, the segments of instances that are provably gone (their lock is free) are removed, unless a process
 still has them open or mapped. Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
 which file, key or resource and what to do).)";
-
-// daemon.cache_dir: created if missing (mode 0700: the umask is 077; the systemd unit's CacheDirectory= makes it); a
-// daemon that cannot use it still serves, rebuilding indexes at every start. One that others could write is not
-// used either (index_cache_dir_problem): each webdataset's status says why, and so does this warning.
-void prepare_cache_dir(std::string& dir) {
-  if (dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (!ec && ::access(dir.c_str(), W_OK | X_OK) != 0) ec = std::error_code(errno, std::generic_category());
-  if (ec) {
-    spdlog::warn("daemon.cache_dir {} cannot be used ({}): dataset indexes will be built at every start and not "
-                 "kept; create it writable for the daemon's user (systemd: CacheDirectory=batchd) or set "
-                 "daemon.cache_dir",
-                 dir, ec.message());
-    dir.clear();
-  } else if (const std::string problem = index_cache_dir_problem(dir); !problem.empty()) {
-    spdlog::warn("{}", problem);
-  }
-}
 
 }  // namespace
 
@@ -181,7 +161,7 @@ int main(int argc, char** argv) {
   spdlog::info("instance {}", instance->id());
   remove_orphan_segments();
 
-  prepare_cache_dir(config->cache_dir);
+  prepare_index_cache_dir(config->cache_dir);
   DatasetRegistry datasets;
   auto initial = datasets.reload(config->datasets, {}, config->cache_dir);
   for (const auto& [name, d] : datasets.describe()) {

@@ -5,9 +5,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <chrono>
 #include <string_view>
 
@@ -221,6 +224,22 @@ Status save_index_cache(const std::string& file, const std::string& fields, cons
   if (::close(fd.release()) != 0) return fail("close", errno);
   if (::rename(temp.c_str(), file.c_str()) != 0) return fail("rename", errno);
   return ok_status();
+}
+
+void prepare_index_cache_dir(std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec && ::access(dir.c_str(), W_OK | X_OK) != 0) ec = std::error_code(errno, std::generic_category());
+  if (ec) {
+    spdlog::warn("daemon.cache_dir {} cannot be used ({}): dataset indexes will be built at every start and not "
+                 "kept; create it writable for the daemon's user (systemd: CacheDirectory=batchd) or set "
+                 "daemon.cache_dir",
+                 dir, ec.message());
+    dir.clear();
+  } else if (const std::string problem = index_cache_dir_problem(dir); !problem.empty()) {
+    spdlog::warn("{}", problem);
+  }
 }
 
 }  // namespace batchd::daemon

@@ -49,6 +49,12 @@ std::string index_cache_path(const std::string& dir, const std::vector<std::stri
 // daemon.cache_dir and the fix; the caller then neither reads nor writes the cache.
 std::string index_cache_dir_problem(const std::string& dir);
 
+// At start-up: creates daemon.cache_dir if missing (mode 0700: the daemon's umask is 077; the systemd unit's
+// CacheDirectory= makes it). One the daemon cannot write is cleared with a warning (the daemon still serves,
+// rebuilding indexes at every start); one that others could write is kept but warned about
+// (index_cache_dir_problem: each webdataset's status says why the cache is not used).
+void prepare_index_cache_dir(std::string& dir);
+
 struct LoadedIndexCache {
   std::map<std::string, ShardIndex> shards;  // by path
   std::string problem;  // why the file was not used ("" if it was, or if there was none)
