@@ -1,0 +1,65 @@
+#include "transforms/ops/op.h"
+
+namespace batchd::daemon::ops {
+
+wire::OpValue number_value(double v) {
+  wire::OpValue value;
+  value.set_number(v);
+  return value;
+}
+
+wire::OpValue numbers_value(std::vector<double> v) {
+  wire::OpValue value;
+  for (double x : v) value.mutable_numbers()->add_values(x);
+  return value;
+}
+
+wire::OpValue text_value(std::string v) {
+  wire::OpValue value;
+  value.set_text(std::move(v));
+  return value;
+}
+
+wire::OpValue flag_value(bool v) {
+  wire::OpValue value;
+  value.set_flag(v);
+  return value;
+}
+
+const wire::OpValue* param(const wire::Op& op, std::string_view key) {
+  for (const auto& p : op.params()) {
+    if (p.key() == key) return &p.value();
+  }
+  return nullptr;
+}
+
+double number(const wire::Op& op, std::string_view key, double fallback) {
+  const wire::OpValue* v = param(op, key);
+  return v != nullptr && v->kind_case() == wire::OpValue::kNumber ? v->number() : fallback;
+}
+
+std::vector<double> numbers(const wire::Op& op, std::string_view key) {
+  const wire::OpValue* v = param(op, key);
+  if (v == nullptr) return {};
+  if (v->kind_case() == wire::OpValue::kNumber) return {v->number()};
+  if (v->kind_case() != wire::OpValue::kNumbers) return {};
+  return {v->numbers().values().begin(), v->numbers().values().end()};
+}
+
+std::string text(const wire::Op& op, std::string_view key) {
+  const wire::OpValue* v = param(op, key);
+  return v != nullptr && v->kind_case() == wire::OpValue::kText ? v->text() : std::string();
+}
+
+bool flag(const wire::Op& op, std::string_view key) {
+  const wire::OpValue* v = param(op, key);
+  return v != nullptr && v->kind_case() == wire::OpValue::kFlag && v->flag();
+}
+
+bool has(const wire::Op& op, std::string_view key) { return param(op, key) != nullptr; }
+
+Error param_error(std::string_view key, const std::string& what) {
+  return Error(ErrorCode::kInvalidArgument, std::string(key) + ": " + what);
+}
+
+}  // namespace batchd::daemon::ops

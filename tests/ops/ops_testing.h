@@ -1,0 +1,22 @@
+// ops_testing.h — the Python module `batchd_ops_testing` (tests only, never installed): batchd's image ops and their
+// random draws, callable on numpy arrays, so that tests/ops/test_*.py compare them with torchvision 0.14 itself on
+// real photographs. Each family binds its functions in its own bind_<family>.cc.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "transforms/resample.h"
+
+namespace batchd::testing {
+
+namespace py = pybind11;
+using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
+// A numpy uint8 array [H, W, 3] as an RgbImage (copied), and back. ValueError for another shape.
+daemon::RgbImage to_image(const U8Array& a);
+U8Array from_image(const daemon::RgbImage& image);
+
+void bind_resample(py::module_& m);
+
+}  // namespace batchd::testing
