@@ -1,7 +1,6 @@
 // F.adjust_hue on PIL images (color.h): img.convert("HSV"), H + np.uint8(hue_factor * 255) modulo 256, back to RGB.
 // The conversions are Pillow 9.4's Convert.c rgb2hsv_row and hsv2rgb ("following colorsys.py"), with their mix of
 // float variables and double constants kept as written there: each rounding happens where Pillow's does.
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -11,6 +10,12 @@ namespace batchd::daemon {
 namespace {
 
 inline int clip8(int v) { return v <= 0 ? 0 : v >= 255 ? 255 : v; }
+
+// C's round() (half away from zero) for x >= 0, inline: trunc(x) and x - trunc(x) are exact in doubles.
+inline int round_nonnegative(double x) {
+  const auto whole = static_cast<int>(x);
+  return whole + (x - whole >= 0.5 ? 1 : 0);
+}
 
 // Convert.c rgb2hsv_row.
 inline void rgb_to_hsv(const uint8_t* rgb, uint8_t* h_out, uint8_t* s_out, uint8_t* v_out) {
@@ -36,7 +41,10 @@ inline void rgb_to_hsv(const uint8_t* rgb, uint8_t* h_out, uint8_t* s_out, uint8
   } else {
     h = static_cast<float>(4.0 + gc - rc);
   }
-  h = static_cast<float>(std::fmod(h / 6.0 + 1.0, 1.0));
+  // fmod(h / 6.0 + 1.0, 1.0): h is in [-1, 5], so the sum is in [5/6, 11/6] and fmod is at most one exact
+  // subtraction of 1.0.
+  const double wrapped = h / 6.0 + 1.0;
+  h = static_cast<float>(wrapped >= 1.0 ? wrapped - 1.0 : wrapped);
   *h_out = static_cast<uint8_t>(clip8(static_cast<int>(h * 255.0)));
   *s_out = static_cast<uint8_t>(clip8(static_cast<int>(s * 255.0)));
 }
@@ -47,14 +55,14 @@ inline void hsv_to_rgb(uint8_t h, uint8_t s, uint8_t v, uint8_t* rgb) {
     rgb[0] = rgb[1] = rgb[2] = v;
     return;
   }
-  const int i = static_cast<int>(std::floor(static_cast<float>(h) * 6.0 / 255.0));
+  const int i = static_cast<int>(static_cast<float>(h) * 6.0 / 255.0);  // floor() of a value >= 0
   const float f = static_cast<float>(static_cast<float>(h) * 6.0 / 255.0 - static_cast<float>(i));
   const float fs = static_cast<float>(static_cast<float>(s) / 255.0);
-  const auto up = static_cast<uint8_t>(clip8(static_cast<int>(std::round(static_cast<float>(v) * (1.0 - fs)))));
+  // round() of values >= 0 (fs and f are in [0, 1]).
+  const auto up = static_cast<uint8_t>(clip8(round_nonnegative(static_cast<float>(v) * (1.0 - fs))));
   const float fs_f = fs * f;  // float * float, rounded to float before the double subtraction
-  const auto uq = static_cast<uint8_t>(clip8(static_cast<int>(std::round(static_cast<float>(v) * (1.0 - fs_f)))));
-  const auto ut =
-      static_cast<uint8_t>(clip8(static_cast<int>(std::round(static_cast<float>(v) * (1.0 - fs * (1.0 - f))))));
+  const auto uq = static_cast<uint8_t>(clip8(round_nonnegative(static_cast<float>(v) * (1.0 - fs_f))));
+  const auto ut = static_cast<uint8_t>(clip8(round_nonnegative(static_cast<float>(v) * (1.0 - fs * (1.0 - f)))));
   switch (i % 6) {
     case 0: rgb[0] = v; rgb[1] = ut; rgb[2] = up; break;
     case 1: rgb[0] = uq; rgb[1] = v; rgb[2] = up; break;
