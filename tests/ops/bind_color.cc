@@ -60,12 +60,12 @@ void bind_color(py::module_& m) {
   }, "ImageEnhance.Sharpness(img).enhance(f)");
   m.def("gaussian_blur", [](const U8Array& a, int kx, int ky, double sx, double sy, bool thread_scratch) {
     RgbImage image = to_image(a);
+    RgbImage scratch;
     if (thread_scratch) {
-      RgbImage scratch;
       daemon::gaussian_blur(image, kx, ky, sx, sy, &scratch);
     } else {
-      daemon::BlurScratch scratch;
-      daemon::gaussian_blur(image, kx, ky, sx, sy, &scratch);
+      daemon::BlurBuffers buffers;
+      daemon::gaussian_blur(image, kx, ky, sx, sy, &scratch, &buffers);
     }
     return from_image(image);
   }, py::arg("image"), py::arg("kx"), py::arg("ky"), py::arg("sx"), py::arg("sy"), py::arg("thread_scratch") = false,

@@ -60,15 +60,15 @@ void invert(RgbImage& img);
 // the exact sum lies within float32 rounding of a half (measured in tests/ops/test_color.py).
 // kx, ky odd and >= 1; sx, sy > 0 (the caller checks). Where torch cannot pad (a kernel half-width >= the image's
 // side) torchvision raises; here reflection repeats (index folded back and forth across the image).
-// `scratch` receives the blurred image, which is then swapped into `img` (the two buffers trade places).
-struct BlurScratch {
-  RgbImage image;
-  std::vector<double> rows;    // one row of vertically filtered values, width * 3
+// `scratch` receives the blurred image, which is then swapped into `img` (the two buffers trade places);
+// `buffers` holds the kernels and one row of vertically filtered values.
+struct BlurBuffers {
+  std::vector<double> row;     // width * 3
   std::vector<float> kx, ky;   // the 1-D kernels
-  std::vector<int> x_index;    // reflected column index for each padded column
+  std::vector<int> x_index;    // the reflected column (times 3) of each padded column
 };
-void gaussian_blur(RgbImage& img, int kx, int ky, double sx, double sy, BlurScratch* scratch);
-// The same with the row buffer and kernels kept per thread (grown once per thread).
+void gaussian_blur(RgbImage& img, int kx, int ky, double sx, double sy, RgbImage* scratch, BlurBuffers* buffers);
+// The same with `buffers` kept per thread (grown once per thread).
 void gaussian_blur(RgbImage& img, int kx, int ky, double sx, double sy, RgbImage* scratch);
 
 }  // namespace batchd::daemon

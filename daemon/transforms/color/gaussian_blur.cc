@@ -38,7 +38,7 @@ int reflect(int i, int n) {
   return i < n ? i : period - i;
 }
 
-void blur(const RgbImage& src, RgbImage& dst, int kx, int ky, double sx, double sy, BlurScratch& s) {
+void blur(const RgbImage& src, RgbImage& dst, int kx, int ky, double sx, double sy, BlurBuffers& s) {
   gaussian_kernel(kx, sx, &s.kx);
   gaussian_kernel(ky, sy, &s.ky);
   const int width = src.width, height = src.height;
@@ -46,11 +46,11 @@ void blur(const RgbImage& src, RgbImage& dst, int kx, int ky, double sx, double 
   const size_t stride = static_cast<size_t>(width) * 3;
   s.x_index.resize(static_cast<size_t>(width) + 2 * rx);
   for (int x = 0; x < width + 2 * rx; ++x) s.x_index[x] = reflect(x - rx, width) * 3;
-  s.rows.resize(stride);
+  s.row.resize(stride);
   dst.width = width;
   dst.height = height;
   dst.pixels.resize(src.pixels.size());
-  double* rows = s.rows.data();
+  double* rows = s.row.data();
   for (int y = 0; y < height; ++y) {
     // Vertical taps into one row of doubles.
     for (size_t i = 0; i < stride; ++i) rows[i] = 0.0;
@@ -81,15 +81,14 @@ void blur(const RgbImage& src, RgbImage& dst, int kx, int ky, double sx, double 
 
 }  // namespace
 
-void gaussian_blur(RgbImage& img, int kx, int ky, double sx, double sy, BlurScratch* scratch) {
-  blur(img, scratch->image, kx, ky, sx, sy, *scratch);
-  std::swap(img, scratch->image);
+void gaussian_blur(RgbImage& img, int kx, int ky, double sx, double sy, RgbImage* scratch, BlurBuffers* buffers) {
+  blur(img, *scratch, kx, ky, sx, sy, *buffers);
+  std::swap(img, *scratch);
 }
 
 void gaussian_blur(RgbImage& img, int kx, int ky, double sx, double sy, RgbImage* scratch) {
-  thread_local BlurScratch buffers;
-  blur(img, *scratch, kx, ky, sx, sy, buffers);
-  std::swap(img, *scratch);
+  thread_local BlurBuffers buffers;
+  gaussian_blur(img, kx, ky, sx, sy, scratch, &buffers);
 }
 
 }  // namespace batchd::daemon
