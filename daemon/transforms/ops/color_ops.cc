@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "transforms/color/color.h"
 #include "transforms/color/color_draws.h"
@@ -21,6 +22,25 @@ ParamDef param_def(const char* key, ParamType type, const char* doc) {
   p.type = type;
   p.doc = doc;
   return p;
+}
+
+// The kernel of a color op: `fn(sample, rng)` on each sample, `fn` holding the op's parameters and buffers.
+template <typename Fn>
+class ImageKernel final : public SampleKernel {
+ public:
+  explicit ImageKernel(Fn fn) : fn_(std::move(fn)) {}
+  Status run(Sample& sample, SampleRng& rng) override {
+    fn_(sample, rng);
+    return ok_status();
+  }
+
+ private:
+  Fn fn_;
+};
+
+template <typename Fn>
+Result<std::unique_ptr<SampleKernel>> image_kernel(Fn fn) {
+  return std::unique_ptr<SampleKernel>(std::make_unique<ImageKernel<Fn>>(std::move(fn)));
 }
 
 Result<ValueType> image_in_image_out(const ValueType& in) {
@@ -65,18 +85,6 @@ Result<ColorJitterRanges> jitter_ranges(const wire::Op& op) {
   return ColorJitterRanges{*b, *c, *s, *h};
 }
 
-class ColorJitterKernel final : public SampleKernel {
- public:
-  explicit ColorJitterKernel(ColorJitterRanges ranges) : ranges_(ranges) {}
-  Status run(Sample& sample, SampleRng& rng) override {
-    apply_color_jitter(sample.image, draw_color_jitter(ranges_, rng));
-    return ok_status();
-  }
-
- private:
-  ColorJitterRanges ranges_;
-};
-
 OpDef color_jitter() {
   OpDef d;
   d.name = "color_jitter";
@@ -97,38 +105,30 @@ OpDef color_jitter() {
   d.compile = [](const wire::Op& op, const ValueType&, const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
     Result<ColorJitterRanges> ranges = jitter_ranges(op);
     if (!ranges.ok()) return ranges.error();
-    return std::unique_ptr<SampleKernel>(std::make_unique<ColorJitterKernel>(*ranges));
+    return image_kernel([ranges = *ranges](Sample& sample, SampleRng& rng) {
+      apply_color_jitter(sample.image, draw_color_jitter(ranges, rng));
+    });
   };
   return d;
 }
 
 // --- random_grayscale ------------------------------------------------------------------------------------------
 
-class RandomGrayscaleKernel final : public SampleKernel {
- public:
-  explicit RandomGrayscaleKernel(double p) : p_(p) {}
-  Status run(Sample& sample, SampleRng& rng) override {
-    if (draw_random_grayscale(p_, rng)) to_grayscale(sample.image);
-    return ok_status();
-  }
-
- private:
-  double p_;
-};
-
 OpDef random_grayscale() {
   OpDef d;
   d.name = "random_grayscale";
   d.follows = "torchvision.transforms.RandomGrayscale (0.14)";
   d.random = true;
-  ParamDef p = param_def("p", ParamType::kNumber, "probability of converting the image to grayscale (3 equal channels)");
+  ParamDef p = param_def("p", ParamType::kNumber, "probability of making the image grayscale (3 equal channels)");
   p.default_value = number_value(0.1);
   p.min = 0;
   p.max = 1;
   d.params = {p};
   d.plan = [](const wire::Op&, const ValueType& in, const OpPlanContext&) { return image_in_image_out(in); };
   d.compile = [](const wire::Op& op, const ValueType&, const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
-    return std::unique_ptr<SampleKernel>(std::make_unique<RandomGrayscaleKernel>(number(op, "p")));
+    return image_kernel([p = number(op, "p")](Sample& sample, SampleRng& rng) {
+      if (draw_random_grayscale(p, rng)) to_grayscale(sample.image);
+    });
   };
   return d;
 }
@@ -159,20 +159,6 @@ Result<BlurParams> blur_params(const wire::Op& op) {
   return BlurParams{static_cast<int>(k.front()), static_cast<int>(k.back()), s.front(), s.back()};
 }
 
-class GaussianBlurKernel final : public SampleKernel {
- public:
-  explicit GaussianBlurKernel(BlurParams params) : params_(params) {}
-  Status run(Sample& sample, SampleRng& rng) override {
-    const double sigma = draw_gaussian_sigma(params_.sigma_min, params_.sigma_max, rng);
-    gaussian_blur(sample.image, params_.kx, params_.ky, sigma, sigma, &sample.spare, &buffers_);
-    return ok_status();
-  }
-
- private:
-  BlurParams params_;
-  BlurBuffers buffers_;
-};
-
 OpDef gaussian_blur_op() {
   OpDef d;
   d.name = "gaussian_blur";
@@ -198,7 +184,10 @@ OpDef gaussian_blur_op() {
   d.compile = [](const wire::Op& op, const ValueType&, const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
     Result<BlurParams> params = blur_params(op);
     if (!params.ok()) return params.error();
-    return std::unique_ptr<SampleKernel>(std::make_unique<GaussianBlurKernel>(*params));
+    return image_kernel([p = *params, buffers = BlurBuffers()](Sample& sample, SampleRng& rng) mutable {
+      const double sigma = draw_gaussian_sigma(p.sigma_min, p.sigma_max, rng);
+      gaussian_blur(sample.image, p.kx, p.ky, sigma, sigma, &sample.spare, &buffers);
+    });
   };
   return d;
 }
