@@ -30,7 +30,8 @@ void bind_image_function(py::module_& m, const char* name, void (*fn)(RgbImage&,
 daemon::ColorJitterRanges ranges_of(const Range& b, const Range& c, const Range& s, const Range& h) {
   return {b ? daemon::color_jitter_range(*b, 1.0) : std::nullopt,
           c ? daemon::color_jitter_range(*c, 1.0) : std::nullopt,
-          s ? daemon::color_jitter_range(*s, 1.0) : std::nullopt, h ? daemon::color_jitter_range(*h, 0.0) : std::nullopt};
+          s ? daemon::color_jitter_range(*s, 1.0) : std::nullopt,
+          h ? daemon::color_jitter_range(*h, 0.0) : std::nullopt};
 }
 
 // A draw as (order[4], factors[4] with NaN for None).
