@@ -43,12 +43,12 @@ Result<std::unique_ptr<SampleKernel>> image_kernel(Fn fn) {
   return std::unique_ptr<SampleKernel>(std::make_unique<ImageKernel<Fn>>(std::move(fn)));
 }
 
+// As geometry_ops.cc's need_image (same wording; a candidate for op.h).
 Result<ValueType> image_in_image_out(const ValueType& in) {
-  if (in.kind != Kind::kImage) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "takes an image: put it before to_tensor / pil_to_tensor (torchvision applies it to PIL images)");
-  }
-  return in;
+  if (in.kind == Kind::kImage) return in;
+  if (in.kind == Kind::kEncoded) return Error(ErrorCode::kInvalidArgument, "takes an image: decode comes first");
+  return Error(ErrorCode::kInvalidArgument, "takes a PIL-style image, not a tensor: batchd runs the image ops before "
+                                            "to_tensor / pil_to_tensor; move it before them");
 }
 
 // --- color_jitter ----------------------------------------------------------------------------------------------
@@ -70,7 +70,7 @@ Result<FactorRange> jitter_range(const wire::Op& op, const char* key, bool hue) 
     if (v[0] < 0) return param_error(key, "a single number must be non-negative (the range is center -/+ n)");
     return color_jitter_range(v[0], center, !hue);
   }
-  if (v[0] > v[1]) return param_error(key, "[min, max] needs min <= max");
+  if (v[0] > v[1]) return param_error(key, "min is above max");
   return color_jitter_range(std::array<double, 2>{v[0], v[1]}, center);
 }
 
@@ -155,7 +155,7 @@ Result<BlurParams> blur_params(const wire::Op& op) {
   for (double v : s) {
     if (v <= 0) return param_error("sigma", "must be positive (a standard deviation in pixels)");
   }
-  if (s.size() == 2 && s[0] > s[1]) return param_error("sigma", "[min, max] needs min <= max");
+  if (s.size() == 2 && s[0] > s[1]) return param_error("sigma", "min is above max");
   return BlurParams{static_cast<int>(k.front()), static_cast<int>(k.back()), s.front(), s.back()};
 }
 
