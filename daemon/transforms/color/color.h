@@ -3,8 +3,9 @@
 //
 // Every function takes an RgbImage (transforms/resample.h: HWC uint8 RGB, pixels.size() == width * height * 3) and
 // rewrites its pixels; the size never changes. None allocates once `img` and `scratch` have grown to the image's
-// size (tables are fixed-size arrays on the stack). Not thread-safe on one image; different images may be worked
-// on from different threads (gaussian_blur's short form keeps its row buffer per thread).
+// size (look-up tables are fixed-size arrays on the stack; adjust_hue's 1.3 MB of division tables are built once
+// per process, on first use). Not thread-safe on one image; different images may be worked on from different
+// threads (gaussian_blur's short form keeps its row buffer per thread).
 //
 // The Pillow sources of each formula (src/libImaging, Pillow 9.4.0):
 //   - L (grayscale): Convert.c rgb2l, L = (19595 R + 38470 G + 7471 B + 0x8000) >> 16 (ITU-R 601-2 in 16-bit
