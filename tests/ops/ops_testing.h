@@ -19,5 +19,6 @@ U8Array from_image(const daemon::RgbImage& image);
 
 void bind_resample(py::module_& m);
 void bind_augment(py::module_& m);
+void bind_color(py::module_& m);
 
 }  // namespace batchd::testing
