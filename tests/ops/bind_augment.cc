@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops_testing.h"
+#include "transforms/augment/apply_augment.h"
 #include "transforms/augment/augment_space.h"
 #include "transforms/augment/pil_affine.h"
 
@@ -142,6 +143,41 @@ void bind_augment(py::module_& m) {
       py::arg("space"), py::arg("seed"), py::arg("count"), py::arg("num_bins") = 31, py::arg("magnitude") = 9,
       py::arg("num_ops") = 2, py::arg("policy") = "imagenet", py::arg("height") = 224, py::arg("width") = 224,
       "the ops each sample index 0..count-1 draws: lists of (op name, magnitude, bin | policy id)");
+  m.def(
+      "augment_apply_op",
+      [](const U8Array& src, const std::string& op, double magnitude, const std::string& interpolation,
+         const std::vector<int>& fill) {
+        daemon::RgbImage image = to_image(src);
+        AugmentScratch scratch;
+        apply_augment_op(image, {op_of(op), magnitude}, filter_of(interpolation), fill_of(fill), &scratch);
+        return from_image(image);
+      },
+      py::arg("image"), py::arg("op"), py::arg("magnitude"), py::arg("interpolation") = "nearest",
+      py::arg("fill") = std::vector<int>{0, 0, 0},
+      "torchvision.transforms.autoaugment._apply_op(image, op, magnitude, interpolation, fill) on a PIL image");
+  m.def(
+      "augment_run",
+      [](const U8Array& src, const std::string& space, uint64_t seed, uint64_t epoch, int64_t index, int num_bins,
+         int magnitude, int num_ops, const std::string& policy, const std::string& interpolation,
+         const std::vector<int>& fill) {
+        daemon::RgbImage image = to_image(src);
+        AugmentTransform t;
+        t.space = space_of(space);
+        t.num_magnitude_bins = num_bins;
+        t.magnitude = magnitude;
+        t.num_ops = num_ops;
+        t.policy = policy_of(policy);
+        t.filter = filter_of(interpolation);
+        t.fill = fill_of(fill);
+        daemon::SampleRng rng(seed, epoch, index);
+        AugmentScratch scratch;
+        run_augment(t, image, rng, &scratch);
+        return from_image(image);
+      },
+      py::arg("image"), py::arg("space"), py::arg("seed"), py::arg("epoch"), py::arg("index"),
+      py::arg("num_bins") = 31, py::arg("magnitude") = 9, py::arg("num_ops") = 2, py::arg("policy") = "imagenet",
+      py::arg("interpolation") = "nearest", py::arg("fill") = std::vector<int>{0, 0, 0},
+      "the transform's forward() on one image with the sample's rng (seed, epoch, index)");
   py::class_<AugmentRng>(m, "AugmentRng", "a sample's SampleRng(seed, epoch, index), to drive torchvision's forward()")
       .def(py::init([](uint64_t seed, uint64_t epoch, int64_t index) { return AugmentRng{{seed, epoch, index}}; }))
       .def("randint", [](AugmentRng& r, int64_t lo, int64_t hi) { return r.rng.randint(lo, hi); })

@@ -95,12 +95,14 @@ def test_inverse_affine_matrix_equals_torchvision():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_large_matrices_take_pillows_floating_point_walk(photos, mode):
-    """Corners beyond +-32768 leave Pillow's 16.16 fixed point path for its double one (nearest)."""
+def test_other_matrices_take_pillows_other_paths(photos, mode):
+    """Corners beyond +-32768 leave Pillow's 16.16 fixed point path for its double one (nearest); a scale with no
+    rotation or shear takes ImagingScaleAffine (nearest)."""
     img = photos[0]
     a = np.asarray(img)
     for matrix in ([1.0, 0.3, -40000.0, 0.0, 1.0, 0.0], [0.9, -0.2, 33000.0, 0.1, 1.0, -5.0],
-                   [1.0, 0.5, 0.0, 0.2, 1.0, 0.0], [-1.0, 0.0, 400.0, 0.0, 1.0, 0.0]):
+                   [1.0, 0.5, 0.0, 0.2, 1.0, 0.0], [-1.0, 0.0, 400.0, 0.0, 1.0, 0.0],
+                   [0.7, 0.0, 3.3000001, 0.0, 1.3, -2.7], [1.0 / 3.0, 0.0, -1.0 / 6.0 + 1e-4, 0.0, 0.5, 0.0]):
         theirs = img.transform(img.size, Image.AFFINE, matrix, int(F.pil_modes_mapping[MODES[mode]]),
                                fillcolor=(1, 2, 3))
         ours = ops.augment_affine(a, matrix, mode, [1, 2, 3])
@@ -246,3 +248,60 @@ def test_auto_augment_imagenet_frequencies():
         chi2 += sum((o - e) ** 2 / e for o, e in cells)
         dof += len(cells) - 1
     assert stats.chi2.sf(chi2, dof) > 1e-3, (chi2, dof)
+
+
+# --- the ops' pixels, and whole transforms ---
+
+def op_magnitudes(name):
+    """Magnitudes of `name` from TrivialAugmentWide's and RandAugment's tables (a few bins, both signs)."""
+    values = {0.0}
+    for space, bins in (("trivial_augment_wide", (1, 7, 15, 22, 30)), ("rand_augment", (9, 30))):
+        for b in bins:
+            m = ops.augment_magnitude(space, name, b, 31, 333, 500)
+            values |= {m, -m} if name not in ("Posterize", "Solarize") else {m}
+    return sorted(values)
+
+
+ALL_OPS = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color", "Contrast",
+           "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert"]
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+def test_each_op_equals_torchvisions_apply_op(photos, name):
+    for i, img in enumerate(photos):
+        a = np.asarray(img)
+        mode = "nearest" if i % 3 else "bilinear"
+        fill = FILLS[i % 3]
+        for m in op_magnitudes(name):
+            theirs = AA._apply_op(img, name, m, interpolation=MODES[mode], fill=fill)
+            ours = ops.augment_apply_op(a, name, m, mode, fill3(fill))
+            assert np.array_equal(ours, np.asarray(theirs)), (img.filename, name, m, mode, fill)
+
+
+RUNS = [
+    ("trivial_augment_wide", lambda i, f: AA.TrivialAugmentWide(interpolation=i, fill=f), {}),
+    ("rand_augment", lambda i, f: AA.RandAugment(interpolation=i, fill=f), {}),
+    ("rand_augment", lambda i, f: AA.RandAugment(num_ops=4, magnitude=25, interpolation=i, fill=f),
+     {"num_ops": 4, "magnitude": 25}),
+    ("auto_augment", lambda i, f: AA.AutoAugment(interpolation=i, fill=f), {"policy": "imagenet"}),
+]
+
+
+@pytest.mark.parametrize("space,make,kwargs", RUNS)
+def test_whole_transform_equals_torchvisions_forward(monkeypatch, photos, space, make, kwargs):
+    """forward() of torchvision's class fed the sample's random numbers, against run_augment with that sample's rng:
+    the same bytes, image after image (most of them changed by the transform)."""
+    changed = 0
+    for index in range(36):
+        img = photos[index % len(photos)]
+        mode = "nearest" if index % 4 else "bilinear"
+        fill = FILLS[index % 3]
+        rng = RngAsTorch(5, 1, index)
+        monkeypatch.setattr(torch, "randint", rng.randint)
+        monkeypatch.setattr(torch, "rand", rng.rand)
+        theirs = np.asarray(make(MODES[mode], fill)(img))
+        monkeypatch.undo()
+        ours = ops.augment_run(np.asarray(img), space, 5, 1, index, interpolation=mode, fill=fill3(fill), **kwargs)
+        assert np.array_equal(ours, theirs), (space, index, img.filename, mode, fill)
+        changed += not np.array_equal(ours, np.asarray(img))
+    assert changed >= 18, changed
