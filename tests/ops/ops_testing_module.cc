@@ -27,4 +27,5 @@ PYBIND11_MODULE(batchd_ops_testing, m) {
   batchd::testing::bind_resample(m);
   batchd::testing::bind_augment(m);
   batchd::testing::bind_color(m);
+  batchd::testing::bind_spec(m);
 }
