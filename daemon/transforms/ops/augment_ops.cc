@@ -91,8 +91,10 @@ Result<ValueType> check(const wire::Op& op, const ValueType& in) {
                  "takes an image: put it before to_tensor / pil_to_tensor (torchvision applies it to PIL images)");
   }
   if (has(op, "magnitude") && number(op, "magnitude") >= number(op, "num_magnitude_bins")) {
-    return param_error("magnitude", "must be below num_magnitude_bins (the bin index runs from 0 to "
-                                    "num_magnitude_bins - 1)");
+    const auto bins = static_cast<int64_t>(number(op, "num_magnitude_bins"));
+    return param_error("magnitude", std::to_string(static_cast<int64_t>(number(op, "magnitude"))) +
+                                        " is not below num_magnitude_bins (" + std::to_string(bins) +
+                                        "): the bin index runs from 0 to " + std::to_string(bins - 1));
   }
   return in;
 }
