@@ -5,13 +5,12 @@ import io
 
 import numpy as np
 import pytest
-import torch
 import torchvision.transforms as T
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms import autoaugment as AA
 
 import batchd_ops_testing as ops
-from test_augment import RngAsTorch
+from augment_rng import feed_torch
 
 
 def png(img):
@@ -34,9 +33,7 @@ def torchvision_reference(monkeypatch, photos, seed, epoch):
                          AA.AutoAugment(fill=128), T.PILToTensor()])
     out = []
     for index, img in enumerate(photos):
-        rng = RngAsTorch(seed, epoch, index)  # sample i of the batch is seeded by (seed, epoch, i)
-        monkeypatch.setattr(torch, "randint", rng.randint)
-        monkeypatch.setattr(torch, "rand", rng.rand)
+        feed_torch(monkeypatch, seed, epoch, index)  # sample i of the batch is seeded by (seed, epoch, i)
         out.append(compose(img).numpy())
         monkeypatch.undo()
     return np.stack(out)
