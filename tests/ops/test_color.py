@@ -138,3 +138,9 @@ def test_gaussian_blur_wider_than_the_image():
     k = k / k.sum()
     theirs = torch.nn.functional.conv2d(t, (k[:, None] * k[None, :]).expand(3, 1, 15, 15), groups=3)
     assert blur_mismatch(ours, theirs[0].round().permute(1, 2, 0).to(torch.uint8).numpy()) == (0, 0)
+
+
+def test_gaussian_blur_sigma_below_float_range_is_one_tap(arrays):
+    """A sigma > 0 that is 0 as a float32 (torch: NaN weights) blurs nothing, the Gaussian's limit (color.h)."""
+    _, a = arrays[0]
+    assert np.array_equal(ops.gaussian_blur(a, 5, 3, 1e-50, 1e-50), a)

@@ -61,6 +61,7 @@ void invert(RgbImage& img);
 // the exact sum lies within float32 rounding of a half (measured in tests/ops/test_color.py).
 // kx, ky odd and >= 1; sx, sy > 0 (the caller checks). Where torch cannot pad (a kernel half-width >= the image's
 // side) torchvision raises; here reflection repeats (index folded back and forth across the image).
+// A sigma that is 0 as a float (below 1e-45; torch then computes NaN weights) gives the one-tap kernel.
 // `scratch` receives the blurred image, which is then swapped into `img` (the two buffers trade places);
 // `buffers` holds the kernels and one row of vertically filtered values.
 struct BlurBuffers {

@@ -18,6 +18,10 @@ void gaussian_kernel(int size, double sigma, std::vector<float>* kernel) {
   kernel->resize(size);
   const float half = static_cast<float>(size - 1) * 0.5f;
   const auto s = static_cast<float>(sigma);
+  if (!(s > 0.0f)) {  // a sigma > 0 too small for a float: the Gaussian's limit, one tap (torch: NaN weights)
+    for (int i = 0; i < size; ++i) (*kernel)[i] = i == size / 2 ? 1.0f : 0.0f;
+    return;
+  }
   float sum = 0.0f;
   for (int i = 0; i < size; ++i) {
     const float t = (static_cast<float>(i) - half) / s;
@@ -73,7 +77,7 @@ void blur(const RgbImage& src, RgbImage& dst, int kx, int ky, double sx, double 
       const double acc[3] = {acc0, acc1, acc2};
       for (int c = 0; c < 3; ++c) {
         const double r = std::nearbyint(acc[c]);
-        out[x * 3 + c] = static_cast<uint8_t>(r <= 0.0 ? 0 : r >= 255.0 ? 255 : r);
+        out[x * 3 + c] = static_cast<uint8_t>(!(r > 0.0) ? 0 : r >= 255.0 ? 255 : r);
       }
     }
   }

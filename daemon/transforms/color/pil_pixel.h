@@ -25,7 +25,7 @@ class Blend {
   uint8_t operator()(int degenerate, int value) const {
     const float temp = static_cast<float>(degenerate) + alpha_ * static_cast<float>(value - degenerate);
     if (interpolate_) return static_cast<uint8_t>(temp);
-    if (temp <= 0.0f) return 0;
+    if (!(temp > 0.0f)) return 0;  // Blend.c's temp <= 0.0, and a NaN factor (never given: factors are finite)
     if (temp >= 255.0f) return 255;
     return static_cast<uint8_t>(temp);
   }
