@@ -10,7 +10,8 @@ from torchvision.transforms import InterpolationMode as IM
 
 import batchd
 from batchd._spec import spec_from
-from batchd._transforms import batch_ops_from_torchvision, ops_from_torchvision
+from batchd._batch_transforms import batch_ops_from_torchvision
+from batchd._transforms import ops_from_torchvision
 from references_like import ClassificationPresetEval, ClassificationPresetTrain, RandomCutmix, RandomMixup
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]

@@ -101,10 +101,10 @@ def spec_from(transform, batch_transform=None, exact_decode=None):
         mix the two. exact_decode: None, or True/False for a `decode` op put first (a list that starts with its own
         decode op may not have it too).
     batch_transform: None, a list of op dicts, or the references' RandomMixup/RandomCutmix (a torchvision
-        RandomChoice of them): batchd._transforms.batch_ops_from_torchvision.
+        RandomChoice of them): batchd._batch_transforms.
     Raises BatchdError (code "invalid argument") naming what cannot be used.
     """
-    from . import _transforms  # imports torchvision only when a transform is not op dicts
+    from . import _batch_transforms, _transforms  # import torchvision only when a transform is not op dicts
 
     if _is_op_dict_list(transform):
         ops = check_ops(transform, "transform")
@@ -120,5 +120,5 @@ def spec_from(transform, batch_transform=None, exact_decode=None):
     elif _is_op_dict_list(batch_transform):
         batch_ops = check_ops(batch_transform, "batch_transform")
     else:
-        batch_ops = _transforms.batch_ops_from_torchvision(batch_transform)
+        batch_ops = _batch_transforms.batch_ops_from_torchvision(batch_transform)
     return {"ops": ops, "batch_ops": batch_ops}

@@ -42,10 +42,7 @@ values: interpolation BOX/HAMMING/LANCZOS, AutoAugment policy CIFAR10/SVHN, anti
 ignores it and antialiases anyway; batchd will not guess which was meant), ConvertImageDtype to another dtype,
 RandomChoice/RandomApply over a transform that is refused.
 
-Batch transforms (batch_ops_from_torchvision): the references' RandomMixup / RandomCutmix
-(references/classification/transforms.py in the user's copy, recognised by class name and their attributes
-num_classes, p, alpha, inplace) -> mixup / cutmix {alpha, p, num_classes}; a torchvision RandomChoice of them ->
-random_choice; a list or Compose of them -> the ops in order.
+Batch transforms (mixup, cutmix): batchd/_batch_transforms.py.
 """
 import torch
 from torchvision import transforms as T
@@ -294,38 +291,3 @@ def ops_from_torchvision(transform):
     first transform that cannot be translated, its place (transform.transforms[2].transforms[0]), its class and
     why."""
     return _translate_one(transform, {"tensor": False}, "transform")
-
-
-_BATCH_OPS = {"RandomMixup": "mixup", "RandomCutmix": "cutmix"}
-
-
-def _batch_one(t, where):
-    if isinstance(t, dict):
-        return [check_op(t, where)]
-    name = _BATCH_OPS.get(type(t).__name__)
-    if name is not None and all(hasattr(t, key) for key in ("num_classes", "p", "alpha", "inplace")):
-        return [{"op": name, "alpha": float(t.alpha), "p": float(t.p), "num_classes": int(t.num_classes)}]
-    if type(t) is T.RandomChoice:
-        op = {"op": "random_choice", "ops": _batch_all(t.transforms, where + ".transforms")}
-        if t.p is not None:
-            op["p"] = check_value(t.p, "p")
-        return [op]
-    if isinstance(t, (list, tuple, T.Compose)):
-        return _batch_all(t, where)
-    raise spec_error(f"batchd cannot translate {where}: {_class_name(t)} ({t!r}) is not a batch transform batchd "
-                     "has: RandomMixup / RandomCutmix of the torchvision references (num_classes, p, alpha, "
-                     "inplace), a torchvision RandomChoice of them, or op dicts (mixup, cutmix, random_choice)")
-
-
-def _batch_all(transforms, where):
-    if isinstance(transforms, T.Compose):
-        transforms, where = transforms.transforms, where + ".transforms"
-    ops = []
-    for i, t in enumerate(transforms):
-        ops.extend(_batch_one(t, f"{where}[{i}]"))
-    return ops
-
-
-def batch_ops_from_torchvision(batch_transform):
-    """The batch op dicts of `batch_transform` (see the module docstring); BatchdError naming what is refused."""
-    return _batch_one(batch_transform, "batch_transform")
