@@ -262,3 +262,13 @@ def test_loader_arguments_are_refused_before_connecting(kw, words):
     with pytest.raises(batchd.BatchdError, match=words) as e:
         batchd.Loader("imagefolder", socket="/nonexistent/batchd.sock", **kw)
     assert e.value.code == "invalid argument"
+
+
+def test_op_dicts_need_no_torchvision():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['torchvision'] = None\n"  # any import of torchvision now fails
+            "from batchd._spec import spec_from\n"
+            "print(spec_from([{'op': 'center_crop', 'size': 8}], [{'op': 'mixup'}]))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "{'ops': [{'op': 'center_crop', 'size': 8}], 'batch_ops': [{'op': 'mixup'}]}"

@@ -104,12 +104,11 @@ def spec_from(transform, batch_transform=None, exact_decode=None):
         RandomChoice of them): batchd._batch_transforms.
     Raises BatchdError (code "invalid argument") naming what cannot be used.
     """
-    from . import _batch_transforms, _transforms  # import torchvision only when a transform is not op dicts
-
     if _is_op_dict_list(transform):
         ops = check_ops(transform, "transform")
-    else:
-        ops = _transforms.ops_from_torchvision(transform)
+    else:  # torchvision is imported only here: op dicts need none
+        from ._transforms import ops_from_torchvision
+        ops = ops_from_torchvision(transform)
     if exact_decode is not None:
         if ops and ops[0]["op"] == "decode":
             raise spec_error("exact_decode= and a transform that starts with a decode op: give exact_decode in the "
@@ -120,5 +119,6 @@ def spec_from(transform, batch_transform=None, exact_decode=None):
     elif _is_op_dict_list(batch_transform):
         batch_ops = check_ops(batch_transform, "batch_transform")
     else:
-        batch_ops = _batch_transforms.batch_ops_from_torchvision(batch_transform)
+        from ._batch_transforms import batch_ops_from_torchvision
+        batch_ops = batch_ops_from_torchvision(batch_transform)
     return {"ops": ops, "batch_ops": batch_ops}
