@@ -20,9 +20,10 @@
 // image is float), a spec whose output size depends on the image (it must end in a crop or a resize to [h, w]), or
 // more ops, larger sizes, kernels or padding than the daemon's limits.max_ops, limits.max_output_side,
 // limits.max_kernel_size, limits.max_padding allow — each refused with kInvalidArgument naming the op's position
-// and key (e.g. "ops[3] (normalize): mean: has 2 numbers; expected a list of 3 numbers"). A spec together with a
-// pipeline preset's name or VisionOptions is refused the same way. StreamInfo::spec returns the spec in the
-// daemon's canonical form (every parameter present with its default, keys sorted, numbers as doubles).
+// (in the spec as sent: ops[0] is the first op given) and key, e.g. "pipeline 'custom': ops[3] (normalize): mean:
+// has 2 numbers; expected a list of 3 numbers". A spec with a preset's or a config pipeline's name, or with
+// VisionOptions, is refused the same way. StreamInfo::spec returns the spec in the daemon's canonical form (decode
+// first, every parameter present with its default, keys sorted, numbers as doubles).
 //
 // Plain values: copyable, no shared state; thread-compatible.
 #pragma once
