@@ -20,7 +20,8 @@ MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 # Recipes with the ops on main now, each as op dicts and as what a torchvision user writes. "train": the references'
 # preset (ClassificationPresetTrain without auto-augment: RandomResizedCrop, flip, PILToTensor, ConvertImageDtype,
-# Normalize); "nested": random_apply / random_choice / random_order; "eval": ClassificationPresetEval with
+# Normalize); "nested": random_apply / random_choice / random_order; "augment": the auto-augment family, color
+# (ColorJitter as it stores its factors: [1 - b, 1 + b], [-h, h]) and blur; "eval": ClassificationPresetEval with
 # the new recipe's sizes (resize 232, crop 224).
 RECIPES = {
     "train": ([{"op": "random_resized_crop", "size": 176, "interpolation": "bilinear"},
@@ -41,11 +42,26 @@ RECIPES = {
                                   T.RandomChoice([T.RandomResizedCrop((64, 48), scale=(0.5, 1.0)),
                                                   T.CenterCrop((64, 48))], p=[0.25, 0.75]),
                                   T.ToTensor()])),
+    "augment": ([{"op": "random_resized_crop", "size": 96},
+                 {"op": "trivial_augment_wide", "interpolation": "bilinear"},
+                 {"op": "random_choice", "ops": [{"op": "rand_augment", "num_ops": 2, "magnitude": 9},
+                                                 {"op": "auto_augment", "policy": "imagenet", "fill": [0, 64, 128]}]},
+                 {"op": "color_jitter", "brightness": [0.6, 1.4], "contrast": [0.6, 1.4], "saturation": [0.6, 1.4],
+                  "hue": [-0.1, 0.1]},
+                 {"op": "random_grayscale", "p": 0.2},
+                 {"op": "random_apply", "p": 0.5, "ops": [{"op": "gaussian_blur", "kernel_size": 5}]},
+                 {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "float32"},
+                 {"op": "normalize", "mean": MEAN, "std": STD}],
+                lambda: T.Compose([T.RandomResizedCrop(96), T.TrivialAugmentWide(interpolation=IM.BILINEAR),
+                                   T.RandomChoice([T.RandAugment(), T.AutoAugment(fill=[0, 64, 128])]),
+                                   T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.2),
+                                   T.RandomApply([T.GaussianBlur(5)]), T.PILToTensor(),
+                                   T.ConvertImageDtype(torch.float), T.Normalize(MEAN, STD)])),
     "eval": ([{"op": "resize", "size": 232}, {"op": "center_crop", "size": 224}, {"op": "pil_to_tensor"},
               {"op": "convert_image_dtype", "dtype": "float32"}, {"op": "normalize", "mean": MEAN, "std": STD}],
              lambda: ClassificationPresetEval(crop_size=224, resize_size=232)),
 }
-SHAPES = {"train": (3, 176, 176), "nested": (3, 64, 48), "eval": (3, 224, 224)}
+SHAPES = {"train": (3, 176, 176), "nested": (3, 64, 48), "augment": (3, 96, 96), "eval": (3, 224, 224)}
 
 # The torchvision reference "new recipe" as a whole (crop 176, ta_wide, random erase 0.1, mixup 0.2 / cutmix 1.0):
 # its auto-augment, erasing and batch ops come from the op families merged separately.
@@ -147,6 +163,17 @@ def test_a_recipe_as_op_dicts_compose_and_toml_is_one_pipeline(photos_daemon, re
     if recipe != "eval":
         same_samples = other["index"].tolist() == batches[0]["index"].tolist()
         assert not same_samples or not torch.equal(other["image"], image)
+
+
+def test_color_jitter_given_as_a_number_makes_the_bytes_of_the_compose(photos_daemon):
+    # ColorJitter(0.4) stores [0.6, 1.4]; {"brightness": 0.4} means the same range (torchvision's _check_input),
+    # so the draws and the pixels are the same.
+    tail = [{"op": "center_crop", "size": 64}, {"op": "to_tensor"}]
+    numbers = [{"op": "color_jitter", "brightness": 0.4, "contrast": 0.3, "saturation": 0.2, "hue": 0.1}, *tail]
+    compose = T.Compose([T.ColorJitter(0.4, 0.3, 0.2, 0.1), T.CenterCrop(64), T.ToTensor()])
+    a = first_batches(loader(photos_daemon, transform=numbers), 2)
+    b = first_batches(loader(photos_daemon, transform=compose), 2)
+    assert_same_batches(a, b, "ColorJitter numbers vs Compose")
 
 
 def test_the_new_recipe_with_mixup_and_cutmix_is_one_pipeline():
