@@ -72,14 +72,15 @@ class Loader:
 
     Args:
         dataset: a dataset name from the daemon's config ("fashion-mnist", ...).
-        pipeline: a pipeline by name: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224" (image datasets),
+        pipeline: a pipeline by name: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224", "val224_u8" (image
+            datasets),
             "lm" (token datasets; see the batchd README) or a [pipelines.NAME] of the daemon's config. Give exactly
             one of pipeline= and transform= (BatchdError otherwise). Each batch is a dict of tensors, every one with "index" int64 [B]
             (the dataset indices of its samples):
               fmnist            "image" float32 [B,1,28,28], "label" int64 [B]
               fmnist_u8         "image" uint8 [B,1,28,28], "label" int64 [B]
               train224, val224  "image" float32 [B,3,C,C], "label" int64 [B]
-              train224_u8       "image" uint8 [B,3,C,C], "label" int64 [B]
+              train224_u8, val224_u8  "image" uint8 [B,3,C,C], "label" int64 [B]
               lm                "input_ids" int64 [B,T] = w[:-1], "targets" int64 [B,T] = w[1:], where
                                 w = tokens[i*T : i*T+T+1] is sample i's window and T the dataset's seq_len
         transform: the per-sample recipe as data, run by the daemon's native ops (docs/operations.md,
