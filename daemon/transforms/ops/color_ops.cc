@@ -85,8 +85,26 @@ Result<ColorJitterRanges> jitter_ranges(const wire::Op& op) {
   return ColorJitterRanges{*b, *c, *s, *h};
 }
 
+// A number n is the range torchvision stores for it ([max(0, 1 - n), 1 + n]; hue [-n, n]); a range [c, c] at the
+// center (1; hue 0) is no jitter, as torchvision's None, written 0.
+void canonical_ranges(wire::Op& op) {
+  for (auto& p : *op.mutable_params()) {
+    const bool hue = p.key() == "hue";
+    const double center = hue ? 0.0 : 1.0;
+    wire::OpValue& v = *p.mutable_value();
+    if (v.kind_case() == wire::OpValue::kNumber && v.number() > 0) {
+      const double n = v.number();
+      v = hue ? numbers_value({-n, n}) : numbers_value({std::max(0.0, 1.0 - n), 1.0 + n});
+    } else if (v.kind_case() == wire::OpValue::kNumbers && v.numbers().values_size() == 2 &&
+               v.numbers().values(0) == center && v.numbers().values(1) == center) {
+      v = number_value(0);
+    }
+  }
+}
+
 OpDef color_jitter() {
   OpDef d;
+  d.canonicalize = canonical_ranges;
   d.name = "color_jitter";
   d.follows = "torchvision.transforms.ColorJitter (0.14)";
   d.random = true;
@@ -159,8 +177,19 @@ Result<BlurParams> blur_params(const wire::Op& op) {
   return BlurParams{static_cast<int>(k.front()), static_cast<int>(k.back()), s.front(), s.back()};
 }
 
+// kernel_size n and sigma s are [n, n] and [s, s], as torchvision stores them.
+void canonical_pairs(wire::Op& op) {
+  for (auto& p : *op.mutable_params()) {
+    if (p.value().kind_case() == wire::OpValue::kNumber) {
+      const double n = p.value().number();
+      *p.mutable_value() = numbers_value({n, n});
+    }
+  }
+}
+
 OpDef gaussian_blur_op() {
   OpDef d;
+  d.canonicalize = canonical_pairs;
   d.name = "gaussian_blur";
   d.follows = "torchvision.transforms.GaussianBlur (0.14)";
   d.random = true;

@@ -164,6 +164,7 @@ Result<wire::Op> check_params(const OpDef& def, const wire::Op& op, const OpLimi
       out->mutable_value()->set_number(given->numbers().values(0));
     }
   }
+  if (def.canonicalize) def.canonicalize(canonical);
   return canonical;
 }
 
