@@ -18,5 +18,6 @@ daemon::RgbImage to_image(const U8Array& a);
 U8Array from_image(const daemon::RgbImage& image);
 
 void bind_resample(py::module_& m);
+void bind_geometry(py::module_& m);
 
 }  // namespace batchd::testing
