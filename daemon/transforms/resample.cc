@@ -255,9 +255,15 @@ void resample(const RgbImage& src, int x_origin, int y_origin, const ResampleAxi
     resample_nearest(src, x_origin, y_origin, xa, ya, dst);
     return;
   }
-  thread_local ResampleCoeffs cx, cy;  // reused: no allocation once grown
-  resample_coeffs(xa, filter, &cx);
-  resample_coeffs(ya, filter, &cy);
+  // The tables are kept per thread (no allocation once grown) but used from locals that never leave this function:
+  // the hot loops then keep their fields in registers, as when the tables were fresh locals (measured: the
+  // thread_local itself cost ~1 instruction per output pixel, 2.7% of a 500x375 -> 224 resample).
+  thread_local ResampleCoeffs kept_x, kept_y;
+  resample_coeffs(xa, filter, &kept_x);
+  resample_coeffs(ya, filter, &kept_y);
+  ResampleCoeffs cx, cy;
+  cx.bounds.swap(kept_x.bounds), cx.taps.swap(kept_x.taps), cx.ksize = kept_x.ksize;
+  cy.bounds.swap(kept_y.bounds), cy.taps.swap(kept_y.taps), cy.ksize = kept_y.ksize;
   const auto [y_first, y_last] = input_range(cy, ya.out_count, ya.in_size);
   const auto [x_first, x_last] = input_range(cx, xa.out_count, xa.in_size);
   const size_t src_stride = static_cast<size_t>(src.width) * 3;
@@ -280,6 +286,8 @@ void resample(const RgbImage& src, int x_origin, int y_origin, const ResampleAxi
                   static_cast<size_t>(cols) * 3, cy, -y_origin, ya.out_count, scratch->data(), &acc);
     horizontal_pass_pairs(scratch->data(), static_cast<size_t>(cols) * 3, ya.out_count, cx, x_first, out_w, dst);
   }
+  kept_x.bounds.swap(cx.bounds), kept_x.taps.swap(cx.taps);
+  kept_y.bounds.swap(cy.bounds), kept_y.taps.swap(cy.taps);
 }
 
 }  // namespace batchd::daemon
