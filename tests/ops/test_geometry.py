@@ -17,6 +17,7 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as F
 
 import batchd_ops_testing as ops
+from geometry_cases import RANDOM_CROPS, case_id
 
 FILTERS = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
 MODES = {"nearest": InterpolationMode.NEAREST, "bilinear": InterpolationMode.BILINEAR,
@@ -135,18 +136,9 @@ def patched_forward(monkeypatch, cls, box):
     monkeypatch.setattr(cls, "get_params", staticmethod(lambda *args, **kwargs: tuple(int(v) for v in box)))
 
 
-RANDOM_CROPS = [
-    dict(size=[224, 224]),
-    dict(size=[176, 200], padding=[4], padding_mode="reflect"),
-    dict(size=[300, 320], padding=[2, 7], fill=[9, 99, 199]),
-    dict(size=[900, 700], pad_if_needed=True, padding_mode="symmetric"),
-    dict(size=[600, 64], padding=[1, 2, 3, 4], pad_if_needed=True, padding_mode="reflect"),
-    dict(size=[520, 510], padding=[3], pad_if_needed=True, padding_mode="edge"),
-    dict(size=[700, 700], pad_if_needed=True, fill=[255]),
-]
 
 
-@pytest.mark.parametrize("spec", RANDOM_CROPS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+@pytest.mark.parametrize("spec", RANDOM_CROPS, ids=case_id)
 def test_random_crop_equals_torchvision_with_our_draw(photos, monkeypatch, spec):
     padding, fill, mode = spec.get("padding"), spec.get("fill", [0]), spec.get("padding_mode", "constant")
     for index, img in enumerate(photos[:6]):
