@@ -11,6 +11,8 @@ namespace {
 std::vector<OpDef> build() {
   std::vector<OpDef> defs;
   add_geometry_ops(&defs);
+  add_color_ops(&defs);
+  add_augment_ops(&defs);
   add_tensor_ops(&defs);
   add_control_ops(&defs);
   return defs;
