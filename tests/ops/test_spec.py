@@ -102,6 +102,16 @@ def test_key_order_and_defaults_do_not_change_the_canonical_spec():
     assert a != ops.plan([{"op": "random_resized_crop", "size": 192}, {"op": "to_tensor"}])
 
 
+def test_two_spellings_of_one_parameter_have_one_canonical_form():
+    crop = {"op": "center_crop", "size": 8}
+    jitter = ops.plan([crop, {"op": "color_jitter", "brightness": 0.4, "hue": 0.1}, {"op": "to_tensor"}])
+    assert jitter == ops.plan([crop, {"op": "color_jitter", "brightness": [0.6, 1.4], "hue": [-0.1, 0.1],
+                                      "contrast": [1, 1]}, {"op": "to_tensor"}])
+    blur = ops.plan([crop, {"op": "gaussian_blur", "kernel_size": 5, "sigma": 2}, {"op": "to_tensor"}])
+    assert blur == ops.plan([crop, {"op": "gaussian_blur", "kernel_size": [5, 5], "sigma": [2.0, 2.0]},
+                             {"op": "to_tensor"}])
+
+
 @pytest.mark.parametrize("spec,message", [
     ([{"op": "resize_it", "size": 3}, {"op": "to_tensor"}], "ops[0] (resize_it): unknown op (known: decode"),
     ([{"op": "resize", "sizes": 3}], "ops[0] (resize): unknown parameter 'sizes' (resize takes size"),
