@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "pipeline_config.h"
+#include "transforms/ops/op.h"
 #include "default_config.inc"  // kDefaultConfigToml, generated from default_config.toml by CMake
 
 namespace batchd::daemon {
@@ -141,7 +143,8 @@ Status parse_limits(const toml::table& t, const std::string& source, Limits* l) 
                                         {"max_frame_bytes", "max_batch_size", "default_depth", "max_depth",
                                          "max_streams_per_connection", "max_segment_bytes", "max_shm_bytes",
                                          "max_request_bytes", "frame_timeout_ms", "max_connections",
-                                         "max_connections_per_uid", "max_streams_per_uid"},
+                                         "max_connections_per_uid", "max_streams_per_uid", "max_ops",
+                                         "max_output_side", "max_kernel_size", "max_padding"},
                                         "limits.", source));
   const std::string p = "limits.";
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_frame_bytes", p, source, 4096, 64 << 20, &l->max_frame_bytes));
@@ -159,6 +162,10 @@ Status parse_limits(const toml::table& t, const std::string& source, Limits* l) 
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_connections", p, source, 1, 1 << 20, &l->max_connections));
   BATCHD_RETURN_IF_ERROR(
       read_int(t, "max_connections_per_uid", p, source, 1, 1 << 20, &l->max_connections_per_uid));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_ops", p, source, 1, 1024, &l->max_ops));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_output_side", p, source, 8, 65536, &l->max_output_side));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_kernel_size", p, source, 1, 4097, &l->max_kernel_size));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_padding", p, source, 0, 65536, &l->max_padding));
   if (l->default_depth > l->max_depth) {
     const toml::node* n = t.get("default_depth") ? t.get("default_depth") : t.get("max_depth");
     return bad(source, *n, "limits.default_depth",
@@ -262,8 +269,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                                                   std::string(e.description()));
   }
   Config config;
-  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "shares", "datasets", "metrics"}, "", source));
-  for (const char* section : {"daemon", "limits", "shares", "datasets", "metrics"}) {
+  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "shares", "datasets", "metrics", "pipelines"}, "",
+                                        source));
+  for (const char* section : {"daemon", "limits", "shares", "datasets", "metrics", "pipelines"}) {
     const toml::node* node = root.get(section);
     if (node != nullptr && !node->is_table()) return bad(source, *node, section, "must be a table ([" +
                                                                                   std::string(section) + "])");
@@ -284,7 +292,12 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
   if (const auto* t = root["datasets"].as_table()) {
     for (const auto& [k, v] : *t) BATCHD_RETURN_IF_ERROR(parse_dataset(std::string(k.str()), v, source, &config));
   }
+  if (const auto* t = root["pipelines"].as_table()) BATCHD_RETURN_IF_ERROR(parse_pipelines(*t, source, &config));
   return config;
+}
+
+ops::OpLimits op_limits(const Limits& limits) {
+  return {limits.max_ops, limits.max_output_side, limits.max_kernel_size, limits.max_padding};
 }
 
 Result<Config> load_config_file(const std::string& path) {

@@ -5,12 +5,17 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "batchd.pb.h"
 #include "batchd/result.h"
+
+namespace batchd::daemon::ops {
+struct OpLimits;  // transforms/ops/op.h
+}  // namespace batchd::daemon::ops
 
 namespace batchd::daemon {
 
@@ -54,6 +59,11 @@ struct Limits {
   uint32_t frame_timeout_ms = 10000;        // a request frame started must be complete within this
   uint32_t max_connections = 1024;          // client connections, all uids together
   uint32_t max_connections_per_uid = 256;   // client connections of one uid
+  // Pipeline specs (issue 24; transforms/ops/op.h OpLimits): what one spec may ask for, client's or config's.
+  uint32_t max_ops = 64;            // ops in a spec, nested ones included
+  uint32_t max_output_side = 4096;  // pixels: any size an op produces (resize, crops, decode's max_side)
+  uint32_t max_kernel_size = 101;   // pixels: gaussian_blur's kernel_size
+  uint32_t max_padding = 1024;      // pixels per side: random_crop's padding
 };
 
 // daemon.min_chunk_us's default, measured as docs/benchmarks.md ("batches made in chunks") says.
@@ -89,6 +99,8 @@ struct Config {
   std::string metrics_listen;  // "host:port" of the Prometheus endpoint; "" = off
   bool metrics_per_stream = false;  // per-stream series (stream, dataset, pipeline labels) on the endpoint
   std::vector<DatasetConfig> datasets;
+  // [pipelines.NAME]: op lists by name (pipeline_config.h), planned when the config was read.
+  std::map<std::string, wire::PipelineSpec> pipelines;
 };
 
 // The embedded default configuration text (daemon/default_config.toml).
@@ -99,6 +111,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source);
 
 // Reads and parses a file.
 Result<Config> load_config_file(const std::string& path);
+
+// The pipeline-spec bounds of `limits` (limits.max_ops, max_output_side, max_kernel_size, max_padding).
+ops::OpLimits op_limits(const Limits& limits);
 
 // "file_descriptor" / "file_system" <-> enum.
 Result<wire::SharingStrategy> parse_strategy(std::string_view name);

@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
   notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
   notifier.start_watchdog();
 
-  // SIGHUP: reload the dataset list from the config file; running streams keep the data they opened.
+  // SIGHUP: reload [datasets] and [pipelines] from the config file; running streams keep the data and the spec they
+  // opened with; a config that does not parse (a bad pipeline included) changes nothing.
   boost::asio::signal_set hangup(io, SIGHUP);
   std::function<void()> arm_hangup = [&] {
     hangup.async_wait([&](const boost::system::error_code& ec, int) {
@@ -236,15 +237,16 @@ int main(int argc, char** argv) {
         return;
       }
       auto summary = datasets.reload(fresh->datasets, streams.dataset_keys_in_use(), config->cache_dir);
+      config->pipelines = std::move(fresh->pipelines);  // plan() reads them at each OpenStream
       auto names = [](const std::vector<std::string>& v) {
         std::string s;
         for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
         return s.empty() ? std::string("none") : s;
       };
-      spdlog::info("SIGHUP: datasets reloaded from {}: added {}, changed {}, removed {}, unavailable {}; only "
-                   "[datasets] is reloaded (other changes need a restart)",
+      spdlog::info("SIGHUP: reloaded from {}: datasets added {}, changed {}, removed {}, unavailable {}; {} "
+                   "pipelines; only [datasets] and [pipelines] are reloaded (other changes need a restart)",
                    config_path, names(summary.added), names(summary.changed), names(summary.removed),
-                   names(summary.unavailable));
+                   names(summary.unavailable), config->pipelines.size());
       for (const auto& [name, why] : summary.changed_on_disk) {
         spdlog::info("SIGHUP: dataset {} is opened again: {}", name, why);
       }

@@ -5,7 +5,9 @@
 
 #include "batchd/wire/segment_layout.h"
 #include "config.h"
+#include "transforms/ops/spec_plan.h"
 #include "transforms/pipeline.h"
+#include "transforms/spec_pipeline.h"
 #include "transforms/vision_pipeline.h"
 
 namespace batchd::daemon {
@@ -57,12 +59,68 @@ void set_layout(const std::vector<TensorDesc>& tensors, const std::vector<uint64
   }
 }
 
+// The stream's pipeline: its display name, its options (presets) and its spec (empty for fmnist, fmnist_u8, lm).
+struct ChosenPipeline {
+  std::string name;
+  wire::PipelineOptions options;
+  wire::PipelineSpec spec;
+};
+
+bool is_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanContext& context) {
+  ChosenPipeline chosen;
+  const bool configured = context.pipelines != nullptr && context.pipelines->count(req.pipeline()) > 0;
+  if (req.spec().ops_size() > 0 || req.spec().batch_ops_size() > 0) {
+    chosen.name = req.pipeline().empty() ? "custom" : req.pipeline();
+    if (is_preset(req.pipeline()) || configured) {
+      return invalid("pipeline '" + req.pipeline() + "' names a pipeline of the daemon, and the request carries its "
+                     "own spec too: leave pipeline empty (or give it a name of your own) to use the spec");
+    }
+    if (!is_name(chosen.name)) {
+      return invalid("pipeline name '" + chosen.name.substr(0, 80) + "' (the spec's display name) is not 1 to 64 "
+                     "characters of A-Z a-z 0-9 . _ -");
+    }
+    if (req.has_pipeline_options() || req.crop_size() != 0 || req.resize_size() != 0 || req.exact_decode()) {
+      return invalid("pipeline_options (crop_size, resize_size, exact_decode) belong to the presets; a spec "
+                     "carries its own parameters (e.g. decode's exact_decode, random_resized_crop's size)");
+    }
+    chosen.spec = req.spec();
+    return chosen;
+  }
+  chosen.name = req.pipeline();
+  if (configured) {
+    if (req.has_pipeline_options() && req.pipeline_options().ByteSizeLong() > 0) {
+      return invalid("pipeline '" + req.pipeline() + "' is the daemon's [pipelines." + req.pipeline() +
+                     "]: it takes no pipeline_options (its ops carry their parameters)");
+    }
+    chosen.spec = context.pipelines->at(req.pipeline());
+    return chosen;
+  }
+  auto requested = requested_pipeline_options(req);
+  if (!requested.ok()) return requested.error();
+  auto options = resolve_pipeline_options(req.pipeline(), *requested);
+  if (!options.ok()) {
+    if (options.error().code() == ErrorCode::kNotFound && context.pipelines != nullptr) {
+      std::string mine;
+      for (const auto& [name, spec] : *context.pipelines) mine += (mine.empty() ? "" : ", ") + name;
+      if (!mine.empty()) return Error(ErrorCode::kNotFound, options.error().message() + "; the config's: " + mine);
+    }
+    return options.error();
+  }
+  chosen.options = std::move(options).value();
+  auto spec = preset_spec(req.pipeline(), chosen.options);
+  if (!spec.ok()) return spec.error();
+  chosen.spec = std::move(spec).value();
+  return chosen;
+}
+
 Status check_share_name(const std::string& name) {
-  const bool ok = !name.empty() && name.size() <= 64 &&
-                  std::all_of(name.begin(), name.end(), [](unsigned char c) {
-                    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
-                  });
-  if (ok) return ok_status();
+  if (is_name(name)) return ok_status();
   return invalid("share name '" + name.substr(0, 80) + "' is not 1 to 64 characters of A-Z a-z 0-9 . _ -");
 }
 
@@ -86,12 +144,24 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   }
   auto dataset = datasets.find(req.dataset());
   if (!dataset.ok()) return dataset.error();
-  auto requested = requested_pipeline_options(req);
-  if (!requested.ok()) return requested.error();
-  auto options = resolve_pipeline_options(req.pipeline(), *requested);
-  if (!options.ok()) return options.error();
-  auto pipeline = make_pipeline(req.pipeline(), *dataset, *options);
-  if (!pipeline.ok()) return pipeline.error();
+  auto chosen = choose_pipeline(req, context);
+  if (!chosen.ok()) return chosen.error();
+  std::vector<TensorDesc> pipeline_tensors;
+  if (chosen->spec.ops_size() > 0) {  // an op list: planned here, once (spec_plan.h)
+    if ((*dataset)->images() == nullptr) {
+      return invalid("pipeline '" + chosen->name + "' is a list of image ops: they need an image dataset "
+                     "(imagefolder or webdataset); dataset '" + req.dataset() + "' is " + (*dataset)->format());
+    }
+    const ops::OpLimits op_bounds = op_limits(limits);
+    auto planned = ops::plan_spec(chosen->spec, ops::OpPlanContext{&op_bounds, dataset_classes(**dataset)});
+    if (!planned.ok()) return planned.error().with_context("pipeline '" + chosen->name + "'");
+    chosen->spec = std::move(planned->canonical);
+    pipeline_tensors = std::move(planned->tensors);
+  } else {
+    auto pipeline = make_pipeline(chosen->name, *dataset, chosen->options);
+    if (!pipeline.ok()) return pipeline.error();
+    pipeline_tensors = (*pipeline)->tensors();
+  }
   if (req.batch_size() == 0 || req.batch_size() > limits.max_batch_size) {
     return invalid("batch_size " + std::to_string(req.batch_size()) + " is out of range [1, " +
                    std::to_string(limits.max_batch_size) + "] (limits.max_batch_size)");
@@ -131,7 +201,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   }
 
   // Layout: the pipeline's tensors, then `index`.
-  std::vector<TensorDesc> tensors = (*pipeline)->tensors();
+  std::vector<TensorDesc> tensors = std::move(pipeline_tensors);
   tensors.push_back({"index", wire::INT64, {}});
   std::vector<uint64_t> sample_bytes;
   for (const auto& t : tensors) sample_bytes.push_back(t.sample_bytes());
@@ -170,7 +240,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   wire::WorkerAttach attach;
   attach.set_dataset(req.dataset());
   attach.set_dataset_key(datasets.key(req.dataset()));
-  attach.set_pipeline(req.pipeline());
+  attach.set_pipeline(chosen->name);
   attach.set_segment_bytes(opened.segment_bytes());
   attach.set_slot_offset(opened.slot_offset());
   attach.set_slot_stride(opened.slot_stride());
@@ -178,7 +248,9 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   attach.set_batch_size(opened.batch_size());
   *attach.mutable_tensors() = opened.tensors();
   attach.set_seed(req.seed());
-  *attach.mutable_pipeline_options() = std::move(options).value();
+  *attach.mutable_pipeline_options() = std::move(chosen->options);
+  *attach.mutable_spec() = chosen->spec;
+  *opened.mutable_spec() = std::move(chosen->spec);
 
   return StreamPlan{std::move(opened), std::move(attach), std::move(sampler).value(), req.on_error(),
                     req.writable(), req.dry_run()};

@@ -30,6 +30,7 @@ struct PlanContext {
   uint32_t uid = 0;               // the requester's uid
   size_t uid_streams = 0;         // streams (and subscriptions) already open by that uid, on all its connections
   uint32_t share_extra_slots = 8; // shares.max_lag: a shared stream's segment has depth + this many slots
+  const std::map<std::string, wire::PipelineSpec>* pipelines = nullptr;  // the config's [pipelines]
 };
 
 struct StreamPlan {
@@ -39,6 +40,8 @@ struct StreamPlan {
   wire::OnError on_error = wire::ON_ERROR_FAIL;
   bool writable = false;  // the client maps the segment read-write
   bool dry_run = false;   // size only: create nothing
+  // Batch ops (mixup, cutmix) need the whole batch in one task: the stream is not cut into chunks.
+  bool whole_batches() const { return attach.spec().batch_ops_size() > 0; }
 
   uint64_t segment_bytes() const { return opened.segment_bytes(); }
   const std::string& dataset() const { return attach.dataset(); }

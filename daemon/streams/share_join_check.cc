@@ -40,6 +40,11 @@ Status Share::check_join(const wire::OpenStream& req, const StreamPlan& plan, co
     return differs("pipeline_options", "{" + production_.attach().pipeline_options().ShortDebugString() + "}",
                    "{" + options.ShortDebugString() + "}");
   }
+  // The canonical spec (key order and defaults do not matter; a config pipeline reloaded with other ops does).
+  if (plan.attach.spec().SerializeAsString() != production_.attach().spec().SerializeAsString()) {
+    return differs("pipeline ops", "[" + production_.attach().spec().ShortDebugString().substr(0, 300) + "]",
+                   "[" + plan.attach.spec().ShortDebugString().substr(0, 300) + "]");
+  }
   if (req.seed() != creator_.seed()) return differs("seed", text(creator_.seed()), text(req.seed()));
   if (req.batch_size() != creator_.batch_size()) return differs("batch_size", text(creator_.batch_size()), text(req.batch_size()));
   if (req.shuffle() != creator_.shuffle()) return differs("shuffle", flag(creator_.shuffle()), flag(req.shuffle()));

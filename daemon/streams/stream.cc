@@ -73,7 +73,8 @@ void Stream::claim_next_batch() {
   const auto [first, last] = plan_.sampler.batch_range(batch);
   const auto samples = static_cast<uint32_t>(last - first);
   const std::vector<uint32_t> begins =
-      chunk_begins(samples, plan_.opened.slot_count(), chunk_policy_, stats_.per_sample_ns());
+      plan_.whole_batches() ? std::vector<uint32_t>{0}
+                            : chunk_begins(samples, plan_.opened.slot_count(), chunk_policy_, stats_.per_sample_ns());
   auto claim = ring_.claim(policy_.failing_sequence(), begins);
   if (!claim) return;
   ++batches_made_;

@@ -20,7 +20,8 @@ PlanContext StreamManager::plan_context(const Peer& owner) const {
                      .connection_streams = streams_of(owner.connection_id),
                      .uid = owner.uid,
                      .uid_streams = streams_of_uid(owner.uid),
-                     .share_extra_slots = config_.shares.max_lag};
+                     .share_extra_slots = config_.shares.max_lag,
+                     .pipelines = &config_.pipelines};
 }
 
 Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, const Peer& owner,

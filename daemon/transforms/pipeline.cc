@@ -9,6 +9,8 @@
 
 #include "transforms/fmnist_pipeline.h"
 #include "transforms/lm_pipeline.h"
+#include "transforms/ops/op.h"
+#include "transforms/spec_pipeline.h"
 #include "transforms/vision_pipeline.h"
 
 namespace batchd::daemon {
@@ -46,6 +48,7 @@ constexpr Entry kPipelines[] = {
     {"train224", "train", Family::kVision, VisionMode::kTrain, true},
     {"train224_u8", "train_u8", Family::kVision, VisionMode::kTrain, false},
     {"val224", "val", Family::kVision, VisionMode::kVal, true},
+    {"val224_u8", "val_u8", Family::kVision, VisionMode::kVal, false},
     {"lm", "", Family::kLm, VisionMode::kTrain, false},
 };
 
@@ -83,16 +86,62 @@ Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name,
   return resolved;
 }
 
+bool is_preset(const std::string& name) { return find_entry(name).ok(); }
+
+Result<wire::PipelineSpec> preset_spec(const std::string& name, const wire::PipelineOptions& options) {
+  auto entry = find_entry(name);
+  if (!entry.ok()) return entry.error();
+  if ((*entry)->family != Family::kVision) return wire::PipelineSpec();  // fmnist, fmnist_u8, lm: their own code
+  auto vision = resolve_vision_options((*entry)->mode, options.vision());
+  if (!vision.ok()) return vision.error().with_context("pipeline '" + name + "'");
+  const double crop = vision->crop_size();
+  wire::PipelineSpec spec;
+  auto add = [&spec](const char* op_name, std::vector<std::pair<const char*, wire::OpValue>> params) {
+    wire::Op* op = spec.add_ops();
+    op->set_name(op_name);
+    for (auto& [key, value] : params) {
+      auto* p = op->add_params();
+      p->set_key(key);
+      *p->mutable_value() = std::move(value);
+    }
+  };
+  add("decode", {{"exact_decode", ops::flag_value(vision->exact_decode())}});
+  if ((*entry)->mode == VisionMode::kTrain) {
+    add("random_resized_crop", {{"size", ops::number_value(crop)}});
+    add("horizontal_flip", {});
+  } else {
+    add("resize", {{"size", ops::number_value(vision->resize_size())}});
+    add("center_crop", {{"size", ops::number_value(crop)}});
+  }
+  if ((*entry)->normalize) {
+    add("to_tensor", {});
+    add("normalize", {{"mean", ops::numbers_value({kImagenetMean[0], kImagenetMean[1], kImagenetMean[2]})},
+                      {"std", ops::numbers_value({kImagenetStd[0], kImagenetStd[1], kImagenetStd[2]})}});
+  } else {
+    add("pil_to_tensor", {});
+  }
+  return spec;
+}
+
 Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
-                                                const wire::PipelineOptions& options) {
+                                                const wire::PipelineOptions& options, const wire::PipelineSpec& spec) {
+  if (spec.ops_size() > 0) return make_spec_pipeline(spec, std::move(dataset));
   auto entry = find_entry(name);
   if (!entry.ok()) return entry.error();
   switch ((*entry)->family) {
     case Family::kFmnist:
       return make_fmnist_pipeline((*entry)->normalize ? FmnistOutput::kNormalizedFloat : FmnistOutput::kRawUint8,
                                   std::move(dataset));
-    case Family::kVision:
-      return make_vision_pipeline((*entry)->mode, (*entry)->normalize, std::move(dataset), options.vision());
+    case Family::kVision: {
+      if (dataset->images() == nullptr) {
+        return Error(ErrorCode::kInvalidArgument, "the vision pipelines (train224, train224_u8, val224, val224_u8) "
+                                                  "need an image dataset (imagefolder or webdataset); '" +
+                                                      dataset->name() + "' is " + dataset->format());
+      }
+      auto preset = preset_spec(name, options);
+      if (!preset.ok()) return preset.error();
+      return make_spec_pipeline(*preset, std::move(dataset));
+    }
     case Family::kLm:
       return make_lm_pipeline(std::move(dataset));
   }

@@ -15,9 +15,12 @@
 //   train224_u8  the same without ToTensor/Normalize: image uint8 [B,3,C,C] (normalize on the GPU).
 //   val224       Resize(R) (shorter side, bilinear, antialiased) + CenterCrop(C) + ToTensor + Normalize: float32
 //                [B,3,C,C]. R = resize_size (256).
+//   val224_u8    the same without ToTensor/Normalize: image uint8 [B,3,C,C].
+// The four vision presets are op lists (preset_spec below; docs/operations.md "Pipelines"), run by the spec
+// pipeline (spec_pipeline.h) as any client's or config's op list is.
 //   lm           language-model windows: input_ids int64 [B,T] = w[:-1], targets int64 [B,T] = w[1:] of the window
 //                w = tokens[i*T : i*T+T+1] of sample i (T = the dataset's seq_len). Needs a `tokens` dataset.
-// `train`, `train_u8` and `val` are the same pipelines by their size-free names.
+// `train`, `train_u8`, `val` and `val_u8` are the same pipelines by their size-free names.
 #pragma once
 
 #include <atomic>
@@ -73,6 +76,7 @@ struct BatchContext {
   uint64_t seed = 0;
   uint64_t epoch = 0;
   SampleProgress progress;
+  uint64_t batch = 0;  // the batch's index within its epoch (seeds the batch ops)
 };
 
 // Nanoseconds spent per stage since the last take_stage_times() (for the per-stage breakdown in batchctl status).
@@ -100,6 +104,13 @@ class Pipeline {
   virtual Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
                      const BatchContext& context) = 0;
   virtual StageTimes take_stage_times() { return {}; }
+  // True when the pipeline has batch ops (mixup, cutmix): each batch must be made by one task, and the worker
+  // calls finish_batch() once every row is in the slot (offsets: row 0 of each tensor; samples: the batch's).
+  virtual bool whole_batches() const { return false; }
+  virtual Status finish_batch(char* /*slot*/, std::span<const uint64_t> /*offsets*/, uint32_t /*samples*/,
+                              const BatchContext& /*context*/) {
+    return ok_status();
+  }
 };
 
 // The options of pipeline `name` with every default applied and every range checked (OpenStream's plan calls this
@@ -108,9 +119,18 @@ class Pipeline {
 // fmnist or lm), naming the option.
 Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name, const wire::PipelineOptions& requested);
 
-// Builds pipeline `name` for `dataset` with `options` (as resolve_pipeline_options returns them): kNotFound for an
-// unknown name, kInvalidArgument if the pipeline does not fit the dataset's format.
+// True for the built-in pipelines' names (and aliases).
+bool is_preset(const std::string& name);
+
+// The op list of vision preset `name` with `options` (resolved or not); empty for fmnist, fmnist_u8 and lm, which
+// keep their own code. kNotFound for an unknown name; kInvalidArgument for an option out of range.
+Result<wire::PipelineSpec> preset_spec(const std::string& name, const wire::PipelineOptions& options);
+
+// Builds the pipeline for `dataset`: `spec` when it has ops (canonical, as plan_spec writes it), else the built-in
+// pipeline `name` with `options` (as resolve_pipeline_options returns them). kNotFound for an unknown name,
+// kInvalidArgument if the pipeline does not fit the dataset's format.
 Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
-                                                const wire::PipelineOptions& options = {});
+                                                const wire::PipelineOptions& options = {},
+                                                const wire::PipelineSpec& spec = {});
 
 }  // namespace batchd::daemon

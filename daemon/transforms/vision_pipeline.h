@@ -1,7 +1,5 @@
-// vision_pipeline.h — train224 / train224_u8 / val224 over an imagefolder dataset (see pipeline.h for the
-// semantics). Per sample: read the file, decode (JPEG at a reduced DCT scale when the crop allows), crop + resize
-// with Pillow's antialiased bilinear filter, flip, then normalize (float32 via a per-channel table) and write CHW
-// straight into the slot.
+// vision_pipeline.h — the options of the vision presets (train224, train224_u8, val224, val224_u8): crop_size,
+// resize_size, exact_decode. The presets themselves are op lists (pipeline.h preset_spec), run by spec_pipeline.h.
 #pragma once
 
 #include "transforms/pipeline.h"
@@ -20,11 +18,5 @@ inline constexpr uint32_t kDefaultResizeSize = 256;  // val: Resize(256) then Ce
 // Applies the defaults (crop_size 224, resize_size 256; exact_decode false) and checks the ranges: crop_size in
 // [8, 4096]; val: resize_size in [crop_size, 8192]. kInvalidArgument names the option. Idempotent.
 Result<wire::VisionOptions> resolve_vision_options(VisionMode mode, const wire::VisionOptions& requested);
-
-// `options` as resolve_vision_options returns them (unresolved ones are resolved here). kInvalidArgument if the
-// dataset is not an imagefolder or an option is out of range.
-Result<std::unique_ptr<Pipeline>> make_vision_pipeline(VisionMode mode, bool normalize,
-                                                       std::shared_ptr<const Dataset> dataset,
-                                                       const wire::VisionOptions& options);
 
 }  // namespace batchd::daemon

@@ -93,7 +93,7 @@ class Worker {
     fds_.erase(fds_.begin());
     auto dataset = datasets_.find_key(a.dataset_key());
     if (!dataset.ok()) return dataset.error();
-    auto pipeline = make_pipeline(a.pipeline(), *dataset, a.pipeline_options());
+    auto pipeline = make_pipeline(a.pipeline(), *dataset, a.pipeline_options(), a.spec());
     if (!pipeline.ok()) return pipeline.error();
     auto mapping = wire::Mapping::map(fd.get(), a.segment_bytes(), /*writable=*/true, /*populate=*/true);
     if (!mapping.ok()) return mapping.error().with_context("worker mapping stream " + std::to_string(a.stream_id()));
@@ -139,8 +139,12 @@ class Worker {
     progress_->stream_id.store(task.stream_id(), std::memory_order_relaxed);
     progress_->sequence.store(task.sequence(), std::memory_order_relaxed);
     progress_->begin.store(task.begin(), std::memory_order_relaxed);
-    const Status st =
-        s.pipeline->run(indices.subspan(made), slot, chunk_offsets_, BatchContext{s.seed, task.epoch(), sample_progress_});
+    const BatchContext context{s.seed, task.epoch(), sample_progress_, task.batch()};
+    Status st = s.pipeline->run(indices.subspan(made), slot, chunk_offsets_, context);
+    // Batch ops (mixup, cutmix) once the whole batch is in the slot: such streams send one task per batch.
+    if (st.ok() && s.pipeline->whole_batches() && task.begin() == 0 && n == batch_samples) {
+      st = s.pipeline->finish_batch(slot, s.offsets, static_cast<uint32_t>(batch_samples), context);
+    }
     const int64_t failed_sample = progress_->sample.load(std::memory_order_relaxed);
     progress_->sample.store(-1, std::memory_order_relaxed);
     const StageTimes times = s.pipeline->take_stage_times();

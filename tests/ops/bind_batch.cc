@@ -92,24 +92,11 @@ void bind_batch(py::module_& m) {
       py::arg("images"), py::arg("dtype"), py::arg("labels"), py::arg("lam"), py::arg("r_x"), py::arg("r_y"),
       py::arg("hwc") = false, "RandomCutmix's mixing with lambda and the centre fixed: (images, labels)");
   m.def(
-      "smooth_labels",
-      [](const Labels& labels, double e) {
-        Labels out = labels.attr("copy")();
-        if (out.ndim() != 2) throw std::invalid_argument("labels must be [B, num_classes]");
-        daemon::ops::BatchView v;
-        v.samples = static_cast<uint32_t>(out.shape(0));
-        v.num_classes = out.shape(1);
-        v.labels = out.mutable_data();
-        daemon::smooth_labels(v, e);
-        return out;
-      },
-      py::arg("labels"), py::arg("label_smoothing"));
-  m.def(
       "batch_kernel",
       [](const std::string& op, const py::array& images, const std::string& dtype, const Labels& labels,
-         double alpha, double p, double label_smoothing, uint64_t seed, uint64_t epoch, int64_t batch, bool hwc) {
+         double alpha, double p, uint64_t seed, uint64_t epoch, int64_t batch, bool hwc) {
         BatchCopy b = copy_batch(images, dtype, labels, hwc);
-        const daemon::MixParams params{alpha, p, label_smoothing};
+        const daemon::MixParams params{alpha, p};
         if (op != "mixup" && op != "cutmix") throw std::invalid_argument("op must be mixup or cutmix");
         daemon::MixKernel kernel(op == "mixup" ? daemon::MixKernel::Mode::kMixup : daemon::MixKernel::Mode::kCutmix,
                                  params);
@@ -119,7 +106,7 @@ void bind_batch(py::module_& m) {
         return py::make_tuple(b.images, b.labels);
       },
       py::arg("op"), py::arg("images"), py::arg("dtype"), py::arg("labels"), py::arg("alpha"), py::arg("p"),
-      py::arg("label_smoothing"), py::arg("seed"), py::arg("epoch"), py::arg("batch"), py::arg("hwc") = false,
+      py::arg("seed"), py::arg("epoch"), py::arg("batch"), py::arg("hwc") = false,
       "the MixKernel (mixup or cutmix) run on batch (seed, epoch, batch): (images, labels)");
 }
 

@@ -27,4 +27,5 @@ PYBIND11_MODULE(batchd_ops_testing, m) {
   batchd::testing::bind_resample(m);
   batchd::testing::bind_tensor(m);
   batchd::testing::bind_batch(m);
+  batchd::testing::bind_spec(m);
 }

@@ -1,7 +1,8 @@
 """mixup and cutmix (transforms/tensor/mixup.h) against the formulas of pytorch/vision's
 references/classification/transforms.py (RandomMixup, RandomCutmix, v0.14; the file is not installed with
 python3-torchvision, so its arithmetic is written out below, line for line) on a batch of real photographs, with
-lambda and the box fixed; then the kernels' own draws (p, lambda ~ Beta(alpha, alpha), the box centre)."""
+lambda and the box fixed; then the kernels' own draws (p, lambda ~ Beta(alpha, alpha), the box centre); then the ops
+as a spec's batch_ops through batchd's executor (plan, collate's one-hot label with label smoothing, finish_batch)."""
 import math
 
 import numpy as np
@@ -128,19 +129,11 @@ def test_a_batch_of_one_mixes_with_itself(batch):
     assert torch.equal(torch.from_numpy(ours), theirs) and torch.equal(torch.from_numpy(ours_target), theirs_target)
 
 
-def test_label_smoothing_is_cross_entropys(batch):
-    """CrossEntropyLoss(label_smoothing=e) on soft targets: target * (1 - e) + e / num_classes."""
-    _, target = batch
-    _, mixed = reference_mixup(batch[0], target, 0.3)
-    for e in (0.1, 0.25):
-        assert torch.equal(torch.from_numpy(ops.smooth_labels(mixed.numpy(), e)), mixed * (1 - e) + e / K)
-
-
 # ---------------------------------------------------------------- the kernels' draws
 
 
-def _run(op, images, target, seed, batch_index, alpha=1.0, p=1.0, e=0.0):
-    return ops.batch_kernel(op, images.numpy(), "float32", target.numpy(), alpha, p, e, seed, 0, batch_index)
+def _run(op, images, target, seed, batch_index, alpha=1.0, p=1.0):
+    return ops.batch_kernel(op, images.numpy(), "float32", target.numpy(), alpha, p, seed, 0, batch_index)
 
 
 def _mixed_lambda(ours_target, labels):
@@ -153,9 +146,8 @@ def test_p_decides_how_often_a_batch_is_mixed(batch):
     for op in ("mixup", "cutmix"):
         mixed = sum(not np.array_equal(_run(op, images, target, 4, b, p=0.4)[0], images.numpy()) for b in range(1500))
         assert stats.binomtest(mixed, 1500, 0.4).pvalue > ALPHA, op
-        untouched, labels = _run(op, images, target, 4, 0, p=0.0, e=0.1)
-        assert np.array_equal(untouched, images.numpy())
-        assert np.array_equal(labels, (target * 0.9 + 0.1 / K).numpy())  # smoothing applies all the same
+        untouched, labels = _run(op, images, target, 4, 0, p=0.0)
+        assert np.array_equal(untouched, images.numpy()) and np.array_equal(labels, target.numpy())
 
 
 @pytest.mark.parametrize("alpha", [0.2, 1.0])
@@ -194,5 +186,90 @@ def test_cutmix_lambda_follows_the_references_draws(batch):
 def test_kernels_refuse_integer_images(batch):
     images, target = batch
     with pytest.raises(RuntimeError, match="mixup needs a float32, float16 or bfloat16 image tensor"):
-        ops.batch_kernel("mixup", (images * 255).to(torch.uint8).numpy(), "uint8", target.numpy(), 1.0, 1.0, 0.0,
-                         0, 0, 0)
+        ops.batch_kernel("mixup", (images * 255).to(torch.uint8).numpy(), "uint8", target.numpy(), 1.0, 1.0, 0, 0, 0)
+
+
+# ---------------------------------------------------------------- through the executor (batch_ops of a spec)
+
+IMAGENET = dict(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+SPEC = [{"op": "resize", "size": [48, 64]}, {"op": "to_tensor"}, {"op": "normalize", **IMAGENET}]
+LABELS = [3, 0, 9, 1, 3, 7]
+
+
+def _png(img):
+    import io
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _smoothed(e):
+    return torch.nn.functional.one_hot(torch.tensor(LABELS), K).float() * (1 - e) + e / K
+
+
+@pytest.mark.parametrize("e", [0.0, 0.1])
+def test_mixup_in_a_spec_mixes_the_collated_batch_as_the_references(photos, e):
+    data = [_png(p) for p in photos[:6]]
+    base, _ = ops.run(SPEC, data, LABELS)
+    mixed, labels = ops.run(SPEC, data, LABELS, batch_ops=[
+        {"op": "mixup", "p": 1.0, "alpha": 0.2, "num_classes": K, "label_smoothing": e}], batch=3)
+    assert labels.shape == (6, K) and labels.dtype == np.float32
+    # Sample 1 (class 0) mixes with sample 0 (class 3): its label at class 0 is lambda (1 - e) + e / K.
+    lam = (float(labels[1, 0]) - e / K) / (1 - e)
+    onehot = torch.nn.functional.one_hot(torch.tensor(LABELS), K).float()
+    ref_images, ref_target = reference_mixup(torch.from_numpy(base), onehot, lam)
+    # The references smooth in the loss, after mixing; batchd mixes the smoothed one-hot: equal up to rounding.
+    assert np.allclose(mixed, ref_images.numpy(), rtol=0, atol=2e-6)
+    assert np.allclose(labels, (ref_target * (1 - e) + e / K).numpy(), rtol=0, atol=1e-6)
+    assert not np.array_equal(mixed, base)
+
+
+def test_cutmix_in_a_spec_pastes_one_box_of_the_rolled_batch(photos):
+    data = [_png(p) for p in photos[:6]]
+    base, _ = ops.run(SPEC, data, LABELS)
+    for batch in range(6):
+        out, labels = ops.run(SPEC, data, LABELS, batch_ops=[{"op": "cutmix", "p": 1.0, "num_classes": K}],
+                              batch=batch)
+        changed = (out != base).any(axis=(0, 1))  # [H, W]: where any sample, any channel changed
+        rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
+        if rows.size == 0:
+            continue  # a box of zero area (lambda near 1)
+        y1, y2, x1, x2 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+        expected = base.copy()
+        expected[:, :, y1:y2, x1:x2] = np.roll(base, 1, axis=0)[:, :, y1:y2, x1:x2]
+        assert np.array_equal(out, expected), batch
+        lam = 1 - (x2 - x1) * (y2 - y1) / (48 * 64)
+        assert float(labels[1, 0]) == np.float32(lam), batch  # sample 1 (class 0) keeps lambda of its own class
+
+
+def test_random_choice_of_batch_ops_follows_its_weights(photos):
+    data = [_png(p) for p in photos[:2]]
+    base, _ = ops.run(SPEC, data, [3, 0])
+    choice = [{"op": "random_choice", "p": [0, 1], "ops": [
+        {"op": "mixup", "p": 1.0, "num_classes": K}, {"op": "cutmix", "p": 1.0, "num_classes": K}]}]
+    for batch in range(5):  # always cutmix: every changed pixel is the other sample's
+        out, _ = ops.run(SPEC, data, [3, 0], batch_ops=choice, batch=batch)
+        rolled = np.roll(base, 1, axis=0)
+        assert ((out == base) | (out == rolled)).all(), batch
+    out, _ = ops.run(SPEC, data, [3, 0], batch_ops=[dict(choice[0], p=[1, 0])], batch=0)  # always mixup
+    assert not ((out == base) | (out == np.roll(base, 1, axis=0))).all()
+
+
+@pytest.mark.parametrize("ops_,batch_ops,message", [
+    (SPEC[:1] + [{"op": "pil_to_tensor"}], [{"op": "mixup", "num_classes": K}],
+     "batch_ops[0] (mixup): mixup needs a float image tensor (float32, float16 or bfloat16), not uint8"),
+    (SPEC, [{"op": "cutmix"}], "batch_ops[0] (cutmix): num_classes: is required"),
+    (SPEC, [{"op": "mixup", "alpha": 0, "num_classes": K}], "batch_ops[0] (mixup): alpha: must be above 0"),
+    (SPEC, [{"op": "mixup", "p": 1.5, "num_classes": K}], "batch_ops[0] (mixup): p: 1.5 is out of range [0, 1]"),
+    (SPEC + [{"op": "mixup", "num_classes": K}], [], "ops[3] (mixup): is a batch op"),
+    (SPEC, [{"op": "random_choice", "ops": [{"op": "mixup", "num_classes": K}, {"op": "horizontal_flip"}]}],
+     "batch_ops[0].ops[1] (horizontal_flip): is a per-sample op"),
+])
+def test_plan_refuses_batch_ops_naming_the_op_and_key(ops_, batch_ops, message):
+    with pytest.raises(ValueError) as e:
+        ops.plan(ops_, batch_ops)
+    assert message in str(e.value)
+
+
+def test_num_classes_comes_from_the_dataset_when_absent():
+    ops.plan(SPEC, [{"op": "mixup"}], num_classes=1000)

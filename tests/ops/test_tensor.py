@@ -175,3 +175,60 @@ def test_beta_matches_torch_sample_dirichlet(alpha):
     theirs = torch._sample_dirichlet(torch.tensor([[alpha, alpha]], dtype=torch.float64).expand(50000, 2))[:, 0]
     ours = ops.beta_draws(alpha, alpha, 3, 50000)
     assert stats.ks_2samp(ours, theirs.numpy()).pvalue > ALPHA
+
+
+# ---------------------------------------------------------------- random_erasing in a spec (the real executor)
+
+IMAGENET = dict(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+
+
+def _png(img):
+    import io
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_random_erasing_in_a_spec_erases_one_box_per_sample(photos, layout):
+    head = [{"op": "resize", "size": [48, 64]}, {"op": "to_tensor"}, {"op": "normalize", **IMAGENET}]
+    tail = [{"op": "layout", "order": layout}] if layout == "HWC" else []
+    data = [_png(p) for p in photos[:6]]
+    base, _ = ops.run(head + tail, data)
+    erased, _ = ops.run(head + [{"op": "random_erasing", "p": 1.0, "value": [0.5, -1.0, 2.0]}] + tail, data, seed=3)
+    if layout == "HWC":
+        base, erased = base.transpose(0, 3, 1, 2), erased.transpose(0, 3, 1, 2)
+    for b in range(len(data)):
+        changed = (erased[b] != base[b]).any(axis=0)
+        rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
+        i, j, h, w = rows[0], cols[0], rows[-1] + 1 - rows[0], cols[-1] + 1 - cols[0]
+        expected = F.erase(torch.from_numpy(base[b]), i, j, h, w, torch.tensor([0.5, -1.0, 2.0])[:, None, None])
+        assert np.array_equal(erased[b], expected.numpy()), b
+
+
+@pytest.mark.parametrize("spec,message", [
+    ([{"op": "center_crop", "size": 8}, {"op": "pil_to_tensor"}, {"op": "random_erasing"}],
+     "ops[2] (random_erasing): random_erasing takes a float tensor, not a uint8 tensor"),
+    ([{"op": "center_crop", "size": 8}, {"op": "random_erasing"}, {"op": "to_tensor"}],
+     "ops[1] (random_erasing): random_erasing takes a float tensor, not an image"),
+    ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "scale": [0.5, 0.2]}],
+     "ops[2] (random_erasing): scale: min is above max"),
+    ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "scale": [0.1, 1.5]}],
+     "scale: 1.5 is out of range [0, 1]"),
+    ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "ratio": [0, 2]}],
+     "ratio: must be above 0"),
+    ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "value": [1, 2]}],
+     "value: has 2 numbers: give one (every channel) or 3 (R, G, B)"),
+    ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "value": "noise"}],
+     "value: \"noise\" is not"),
+])
+def test_plan_refuses_random_erasing_naming_the_op_and_key(spec, message):
+    with pytest.raises(ValueError) as e:
+        ops.plan(spec)
+    assert message in str(e.value)
+
+
+def test_random_erasing_value_canonical_forms():
+    one = ops.plan([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "value": [0]}])
+    assert one == ops.plan([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing"}])
+    ops.plan([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "value": "random"}])

@@ -13,6 +13,8 @@ std::vector<OpDef> build() {
   add_geometry_ops(&defs);
   add_tensor_ops(&defs);
   add_control_ops(&defs);
+  add_erasing_ops(&defs);
+  add_batch_ops(&defs);  // after add_control_ops: gives random_choice its batch kernel
   return defs;
 }
 
@@ -156,6 +158,11 @@ Result<wire::Op> check_params(const OpDef& def, const wire::Op& op, const OpLimi
     auto* out = canonical.add_params();
     out->set_key(p->key);
     *out->mutable_value() = *given;
+    // A list of one where a number will do is that number: [224] and 224 are one size (as torchvision reads them).
+    if ((p->type == ParamType::kNumberOrList || p->type == ParamType::kNumberOrText) &&
+        given->kind_case() == wire::OpValue::kNumbers && given->numbers().values_size() == 1) {
+      out->mutable_value()->set_number(given->numbers().values(0));
+    }
   }
   return canonical;
 }

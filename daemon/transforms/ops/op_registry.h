@@ -30,5 +30,7 @@ Result<wire::Op> check_params(const OpDef& def, const wire::Op& op, const OpLimi
 void add_geometry_ops(std::vector<OpDef>* defs);   // decode, resize, crops, flips
 void add_tensor_ops(std::vector<OpDef>* defs);     // to_tensor, pil_to_tensor, convert_image_dtype, normalize, ...
 void add_control_ops(std::vector<OpDef>* defs);    // random_apply, random_choice, random_order
+void add_erasing_ops(std::vector<OpDef>* defs);    // random_erasing
+void add_batch_ops(std::vector<OpDef>* defs);      // mixup, cutmix (and random_choice's batch kernel)
 
 }  // namespace batchd::daemon::ops

@@ -141,14 +141,6 @@ void mix_labels(ops::BatchView& batch, double lambda, std::vector<float>* scratc
   mix_into<Float32>(batch.labels, scratch->data(), k, a, b);
 }
 
-void smooth_labels(ops::BatchView& batch, double label_smoothing) {
-  if (label_smoothing <= 0.0) return;
-  const float keep = static_cast<float>(1.0 - label_smoothing);
-  const float add = static_cast<float>(label_smoothing / static_cast<double>(batch.num_classes));
-  const size_t n = static_cast<size_t>(batch.samples) * static_cast<size_t>(batch.num_classes);
-  for (size_t i = 0; i < n; ++i) batch.labels[i] = batch.labels[i] * keep + add;
-}
-
 Status MixKernel::run(ops::BatchView& batch, SampleRng& rng) {
   BATCHD_RETURN_IF_ERROR(check_batch(batch, mode_ == Mode::kMixup ? "mixup" : "cutmix"));
   if (rng.uniform(0.0, 1.0) < params_.p) {
@@ -164,7 +156,6 @@ Status MixKernel::run(ops::BatchView& batch, SampleRng& rng) {
     }
     mix_labels(batch, lambda, &label_scratch_);
   }
-  smooth_labels(batch, params_.label_smoothing);
   return ok_status();
 }
 

@@ -2,7 +2,8 @@
 // references/classification/transforms.py (RandomMixup, RandomCutmix; v0.14, the file train.py's collate_fn uses).
 //
 // Both work in place on a BatchView (transforms/ops/op.h): images [B, C, H, W] (or [B, H, W, C]) of float32,
-// float16 or bfloat16 in the slot, labels [B, num_classes] float32 one-hot as collate wrote them (0 and 1).
+// float16 or bfloat16 in the slot, labels [B, num_classes] float32 one-hot as collate wrote them, label smoothing
+// already applied (spec_pipeline.cc: y * (1 - e) + e / K).
 // Per batch, drawn from the batch's rng (seeded by (seed, epoch, batch index)), in the references' order:
 //   1. u ~ U[0, 1): if u >= p the batch is left as it is (torch.rand(1).item() >= self.p: return);
 //   2. lambda ~ Beta(alpha, alpha) (float(torch._sample_dirichlet(torch.tensor([alpha, alpha]))[0]), random_draws.h);
@@ -15,9 +16,9 @@
 // cutmix: r = 0.5 * sqrt(1 - lambda), r_w_half = int(r * W), r_h_half = int(r * H); the box x1 = max(r_x - r_w_half,
 //   0), x2 = min(r_x + r_w_half, W), likewise y; batch[:, :, y1:y2, x1:x2] = rolled[:, :, y1:y2, x1:x2]; lambda
 //   becomes 1 - (x2 - x1) (y2 - y1) / (W H), and the labels mix with it as in mixup.
-// Label smoothing (label_smoothing = e): then labels = labels * (1 - e) + e / num_classes, in float32, whether or not
-// the batch was mixed: what CrossEntropyLoss(label_smoothing=e) does to its (soft) targets in the references'
-// train.py; batchd does it here because the trainer gets the labels, not the loss.
+// Label smoothing: the references leave it to CrossEntropyLoss(label_smoothing=e), which smooths the mixed targets:
+// mixed * (1 - e) + e / K. batchd mixes labels smoothed at collate instead; both maps are affine and the weights sum
+// to 1, so the results agree up to float32 rounding (tests/ops/test_batch_ops.py measures it).
 //
 // Kernels allocate nothing per batch once their scratch (one sample, one label row) has grown.
 #pragma once
@@ -31,9 +32,8 @@
 namespace batchd::daemon {
 
 struct MixParams {
-  double alpha = 1.0;             // Beta(alpha, alpha); > 0
-  double p = 0.5;                 // probability the batch is mixed
-  double label_smoothing = 0.0;   // e in [0, 1)
+  double alpha = 1.0;  // Beta(alpha, alpha); > 0
+  double p = 0.5;      // probability the batch is mixed
 };
 
 // The region cutmix pastes, and the lambda the labels then mix with.
@@ -49,7 +49,6 @@ CutmixBox cutmix_box(int width, int height, double lambda, int r_x, int r_y);
 void mixup_images(ops::BatchView& batch, double lambda, std::vector<std::byte>* scratch);
 void cutmix_images(ops::BatchView& batch, const CutmixBox& box, std::vector<std::byte>* scratch);
 void mix_labels(ops::BatchView& batch, double lambda, std::vector<float>* scratch);
-void smooth_labels(ops::BatchView& batch, double label_smoothing);
 
 // RandomMixup / RandomCutmix as one batch kernel (draws above). run() fails (kInvalidArgument) for an image dtype
 // that is not float32, float16 or bfloat16 (the plan refuses those first).

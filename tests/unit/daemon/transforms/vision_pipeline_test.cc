@@ -1,4 +1,4 @@
-// The vision pipelines through their real code path (make_vision_pipeline over a real imagefolder dataset)
+// The vision pipelines through their real code path (make_pipeline over a real imagefolder dataset)
 // against the same transforms computed from whole-image decodes.
 
 #include <gtest/gtest.h>
@@ -28,7 +28,7 @@ TEST(VisionPipelineTest, RegionDecodedBatchesEqualWholeImageComputation) {
   const int c = 224, n = 12;
   auto dec = std::move(ImageDecoder::create().value());
   for (VisionMode mode : {VisionMode::kTrain, VisionMode::kVal}) {
-    auto pipeline = make_vision_pipeline(mode, /*normalize=*/false, *dataset, wire::VisionOptions{});
+    auto pipeline = make_pipeline(mode == VisionMode::kTrain ? "train224_u8" : "val224_u8", *dataset);
     ASSERT_TRUE(pipeline.ok()) << pipeline.error().message();
     const size_t plane = size_t{c} * c;
     std::vector<char> slot(n * 3 * plane + 4096);

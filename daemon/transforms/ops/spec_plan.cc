@@ -1,0 +1,172 @@
+#include "transforms/ops/spec_plan.h"
+
+#include "transforms/ops/op_registry.h"
+
+namespace batchd::daemon::ops {
+
+namespace {
+
+Error at(const std::string& where, const std::string& name, const Error& e) {
+  return Error(e.code(), where + " (" + name.substr(0, 64) + "): " + e.message());
+}
+
+struct Planner {
+  const OpPlanContext& context;
+  uint32_t count = 0;
+  uint32_t max_ops;
+
+  // Two branches' results (random_apply / random_choice / random_order): equal kinds and dtypes are required; a
+  // size that differs between them depends on chance, so the result's is unknown.
+  static Result<ValueType> merge(const ValueType& a, const ValueType& b) {
+    if (a.kind != b.kind || a.dtype != b.dtype || a.hwc != b.hwc) {
+      return Error(ErrorCode::kInvalidArgument, "its ops must give the same kind of value whichever of them run "
+                                                "(an image stays an image, a tensor keeps its dtype)");
+    }
+    ValueType out = a;
+    if (a.height != b.height || a.width != b.width) out.height = out.width = 0;
+    return out;
+  }
+
+  // Plans `ops` (its positions named `where`[i]) from `in`; writes the canonical ops into *out.
+  Result<ValueType> plan_list(const google::protobuf::RepeatedPtrField<wire::Op>& ops, ValueType in, bool batch,
+                              const std::string& where, google::protobuf::RepeatedPtrField<wire::Op>* out) {
+    for (int i = 0; i < ops.size(); ++i) {
+      const std::string pos = where + "[" + std::to_string(i) + "]";
+      auto next = plan_op(ops[i], in, batch, pos, out->Add());
+      if (!next.ok()) return next;
+      in = *next;
+    }
+    return in;
+  }
+
+  Result<ValueType> plan_op(const wire::Op& op, const ValueType& in, bool batch, const std::string& pos,
+                            wire::Op* canonical) {
+    if (++count > max_ops) {
+      return Error(ErrorCode::kInvalidArgument, "the spec has more than " + std::to_string(max_ops) +
+                                                    " ops, nested ones included (limits.max_ops): " + pos +
+                                                    " is one too many");
+    }
+    if (op.name().empty()) return Error(ErrorCode::kInvalidArgument, pos + ": has no name (set its \"op\")");
+    const OpDef* def = find_op(op.name());
+    if (def == nullptr) {
+      return at(pos, op.name(), Error(ErrorCode::kInvalidArgument,
+                                      "unknown op (known: " + known_op_names(batch) + ")"));
+    }
+    const bool control = def->name == "random_choice";  // chooses among per-sample ops or among batch ops
+    if (!control && def->batch_op != batch) {
+      return at(pos, op.name(), Error(ErrorCode::kInvalidArgument,
+                                      batch ? "is a per-sample op: put it in ops (Python: transform=)"
+                                            : "is a batch op: put it in batch_ops (Python: batch_transform=)"));
+    }
+    auto checked = check_params(*def, op, *context.limits);
+    if (!checked.ok()) return at(pos, op.name(), checked.error());
+    *canonical = std::move(checked).value();
+    // Nested ops: planned (and canonicalized) in place; their result decides this op's.
+    std::optional<ValueType> nested;
+    for (auto& p : *canonical->mutable_params()) {
+      if (p.value().kind_case() != wire::OpValue::kOps) continue;
+      wire::OpList planned;
+      ValueType merged = in;
+      if (def->name == "random_choice") {
+        for (int j = 0; j < p.value().ops().ops_size(); ++j) {
+          auto r = plan_op(p.value().ops().ops(j), in, batch, pos + "." + p.key() + "[" + std::to_string(j) + "]",
+                           planned.add_ops());
+          if (!r.ok()) return r;
+          auto m = j == 0 ? Result<ValueType>(*r) : merge(merged, *r);
+          if (!m.ok()) return at(pos, op.name(), m.error());
+          merged = *m;
+        }
+      } else {
+        auto r = plan_list(p.value().ops().ops(), in, batch, pos + "." + p.key(), planned.mutable_ops());
+        if (!r.ok()) return r;
+        if (def->name == "random_order" && (r->height != in.height || r->width != in.width)) {
+          r->height = r->width = 0;  // the order decides the size
+        }
+        auto m = merge(in, *r);  // applied or not (random_apply); in some order (random_order)
+        if (!m.ok()) return at(pos, op.name(), m.error());
+        merged = *m;
+      }
+      *p.mutable_value()->mutable_ops() = std::move(planned);
+      nested = merged;
+    }
+    auto out = def->plan(*canonical, in, context);
+    if (!out.ok()) return at(pos, op.name(), out.error());
+    return nested ? *nested : *out;
+  }
+};
+
+// Every number `key` of the batch ops (nested included).
+void collect(const google::protobuf::RepeatedPtrField<wire::Op>& ops, std::string_view key, std::vector<double>* out) {
+  for (const auto& op : ops) {
+    if (const wire::OpValue* v = param(op, key); v != nullptr && v->kind_case() == wire::OpValue::kNumber) {
+      out->push_back(v->number());
+    }
+    if (const wire::OpValue* v = param(op, "ops"); v != nullptr) collect(v->ops().ops(), key, out);
+  }
+}
+
+}  // namespace
+
+Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContext& context) {
+  Planner planner{context, 0, std::min(context.limits->max_ops, kMaxOpsHardLimit)};
+  PlannedSpec planned;
+  ValueType type{.kind = Kind::kEncoded};
+  const bool has_decode = spec.ops_size() > 0 && spec.ops(0).name() == "decode";
+  if (!has_decode) {  // the implicit decode, with its defaults
+    wire::Op decode;
+    decode.set_name("decode");
+    auto r = planner.plan_op(decode, type, false, "decode", planned.canonical.add_ops());
+    if (!r.ok()) return r.error();
+    type = *r;
+  }
+  auto image = planner.plan_list(spec.ops(), type, false, "ops", planned.canonical.mutable_ops());
+  if (!image.ok()) return image.error();
+  if (image->kind != Kind::kTensor) {
+    return Error(ErrorCode::kInvalidArgument, "the ops end with an image, not a tensor: end them with to_tensor or "
+                                              "pil_to_tensor (torchvision's ToTensor / PILToTensor): collate stacks "
+                                              "tensors");
+  }
+  if (!image->fixed_size()) {
+    return Error(ErrorCode::kInvalidArgument, "the output's size depends on the input image: collate needs one shape "
+                                              "for every sample; end the image ops with a crop or a resize to [h, w] "
+                                              "(e.g. center_crop = 224 after resize = 256)");
+  }
+  auto batch = planner.plan_list(spec.batch_ops(), *image, true, "batch_ops", planned.canonical.mutable_batch_ops());
+  if (!batch.ok()) return batch.error();
+  planned.image = *image;
+  const int64_t h = image->height, w = image->width;
+  planned.tensors.push_back({"image", image->dtype, image->hwc ? std::vector<int64_t>{h, w, 3}
+                                                               : std::vector<int64_t>{3, h, w}});
+  if (spec.batch_ops_size() == 0) {
+    planned.tensors.push_back({"label", wire::INT64, {}});
+    return planned;
+  }
+  std::vector<double> classes, smoothing;
+  collect(planned.canonical.batch_ops(), "num_classes", &classes);
+  collect(planned.canonical.batch_ops(), "label_smoothing", &smoothing);
+  for (const auto* values : {&classes, &smoothing}) {
+    for (double v : *values) {
+      if (v != values->front()) {
+        return Error(ErrorCode::kInvalidArgument, std::string("batch_ops: every op must have the same ") +
+                                                      (values == &classes ? "num_classes" : "label_smoothing") +
+                                                      " (the label is one one-hot tensor)");
+      }
+    }
+  }
+  planned.num_classes = classes.empty() ? context.num_classes : static_cast<int64_t>(classes.front());
+  if (planned.num_classes <= 0) {
+    return Error(ErrorCode::kInvalidArgument, "batch_ops[0]: num_classes is required: the dataset has no classes "
+                                              "of its own (an imagefolder has; a webdataset's .cls labels do not say "
+                                              "how many)");
+  }
+  if (context.num_classes > 0 && planned.num_classes < context.num_classes) {
+    return Error(ErrorCode::kInvalidArgument, "batch_ops: num_classes " + std::to_string(planned.num_classes) +
+                                                  " is below the dataset's " + std::to_string(context.num_classes) +
+                                                  " classes; leave it unset to use the dataset's");
+  }
+  planned.label_smoothing = smoothing.empty() ? 0.0 : smoothing.front();
+  planned.tensors.push_back({"label", wire::FLOAT32, {planned.num_classes}});
+  return planned;
+}
+
+}  // namespace batchd::daemon::ops

@@ -1,0 +1,32 @@
+// spec_pipeline.h — the Pipeline that runs a canonical PipelineSpec (ops/spec_plan.h), compiled once per worker
+// and stream.
+//
+// Per sample: read the file, then the ops' kernels in order with one SampleRng seeded by (seed, epoch, index), then
+// collate into the slot. Two fusions keep the presets' speed (and their bytes: PresetGoldenTest):
+//   head  decode followed by random_resized_crop (bilinear, square), or by resize(n) + center_crop(c) (bilinear,
+//         c <= n, square), runs as one CropResizer step: the JPEG is DCT-scaled as far as the crop allows and only
+//         the window the resize reads is decoded (crop_resize.h), unless decode's exact_decode is set;
+//   tail  the flips right before to_tensor / pil_to_tensor, the conversion, and the pointwise ops after it
+//         (convert_image_dtype, normalize, layout) become one pass with a per-channel table of 256 values: into
+//         the slot when they end the spec, else into the sample's float tensor for the tensor ops that follow.
+// Batch ops (mixup, cutmix) run in finish_batch() over the whole batch; a stream with batch ops is made in one
+// task per batch (whole_batches()). Labels: int64, or the float32 one-hot [K] (smoothed) with batch ops.
+// Not thread-safe (one per worker and stream); no allocation per sample once the buffers have grown.
+#pragma once
+
+#include <memory>
+
+#include "transforms/ops/op.h"
+#include "transforms/pipeline.h"
+
+namespace batchd::daemon {
+
+// kInvalidArgument if `dataset` holds no images or the spec does not plan (it was planned by the daemon already:
+// a worker sees this only for a spec from another daemon version).
+Result<std::unique_ptr<Pipeline>> make_spec_pipeline(const wire::PipelineSpec& canonical,
+                                                     std::shared_ptr<const Dataset> dataset);
+
+// The classes of an image dataset (an imagefolder's class directories), 0 when it does not say.
+int64_t dataset_classes(const Dataset& dataset);
+
+}  // namespace batchd::daemon

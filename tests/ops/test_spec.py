@@ -1,0 +1,138 @@
+"""Whole specs through batchd's real executor (plan + compiled kernels + the fused head/tail) against torchvision
+0.14 on real photographs; and the plan's rules (spec_plan.h), one test each."""
+import io
+
+import numpy as np
+import pytest
+import torch
+import torchvision.transforms as T
+
+import batchd_ops_testing as ops
+
+IMAGENET = dict(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+
+
+def png(img):
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def jpeg_bytes(img):
+    with open(img.filename, "rb") as f:
+        return f.read()
+
+
+def torch_batch(transform, photos):
+    return np.stack([transform(p).numpy() for p in photos])
+
+
+def test_val224_with_exact_decode_is_bit_identical_to_torchvision(photos):
+    spec = [{"op": "decode", "exact_decode": True}, {"op": "resize", "size": 256}, {"op": "center_crop", "size": 224},
+            {"op": "to_tensor"}, {"op": "normalize", **IMAGENET}]
+    ours, _ = ops.run(spec, [jpeg_bytes(p) for p in photos])
+    ref = torch_batch(T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(), T.Normalize(**IMAGENET)]), photos)
+    assert ours.dtype == np.float32 and ours.shape == ref.shape
+    assert np.array_equal(ours, ref)
+
+
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_unfused_ops_equal_torchvision(photos, layout):
+    # resize to [h, w] is not the fused val path: every op runs as its own kernel; flips with p = 1 are certain.
+    spec = [{"op": "resize", "size": [200, 300]}, {"op": "center_crop", "size": [180, 250]},
+            {"op": "vertical_flip", "p": 1.0}, {"op": "horizontal_flip", "p": 1}, {"op": "to_tensor"},
+            {"op": "normalize", **IMAGENET}, {"op": "layout", "order": layout}]
+    ours, _ = ops.run(spec, [png(p) for p in photos])
+    ref = torch_batch(T.Compose([T.Resize([200, 300]), T.CenterCrop([180, 250]), T.RandomVerticalFlip(1.0),
+                                 T.RandomHorizontalFlip(1.0), T.ToTensor(), T.Normalize(**IMAGENET)]), photos)
+    if layout == "HWC":
+        ref = ref.transpose(0, 2, 3, 1)
+    assert np.array_equal(ours, ref)
+
+
+def test_center_crop_larger_than_the_image_pads_with_zero_as_torchvision(photos):
+    spec = [{"op": "resize", "size": 100}, {"op": "center_crop", "size": [120, 260]}, {"op": "pil_to_tensor"}]
+    ours, _ = ops.run(spec, [png(p) for p in photos])
+    ref = torch_batch(T.Compose([T.Resize(100), T.CenterCrop([120, 260]), T.PILToTensor()]), photos)
+    assert ours.dtype == np.uint8 and np.array_equal(ours, ref)
+
+
+def test_uint8_tensor_then_convert_image_dtype_and_normalize_as_torchvision(photos):
+    spec = [{"op": "resize", "size": [64, 64]}, {"op": "pil_to_tensor"}, {"op": "convert_image_dtype"},
+            {"op": "normalize", **IMAGENET}]
+    ours, _ = ops.run(spec, [png(p) for p in photos])
+    ref = torch_batch(T.Compose([T.Resize([64, 64]), T.PILToTensor(), T.ConvertImageDtype(torch.float32),
+                                 T.Normalize(**IMAGENET)]), photos)
+    assert np.array_equal(ours, ref)
+
+
+def test_float_to_uint8_conversion_scales_as_torchvision(photos):
+    spec = [{"op": "resize", "size": [32, 48]}, {"op": "to_tensor"}, {"op": "convert_image_dtype", "dtype": "uint8"}]
+    ours, _ = ops.run(spec, [png(p) for p in photos])
+    ref = torch_batch(T.Compose([T.Resize([32, 48]), T.ToTensor(), T.ConvertImageDtype(torch.uint8)]), photos)
+    assert np.array_equal(ours, ref)
+
+
+def test_random_apply_choice_order_with_certain_outcomes(photos):
+    flip = {"op": "horizontal_flip", "p": 1.0}
+    spec = [{"op": "resize", "size": [40, 40]}, {"op": "random_apply", "p": 1.0, "ops": [flip]},
+            {"op": "random_choice", "ops": [{"op": "vertical_flip", "p": 1.0}], "p": [1]},
+            {"op": "random_apply", "p": 0.0, "ops": [flip]}, {"op": "pil_to_tensor"}]
+    ours, _ = ops.run(spec, [png(p) for p in photos[:3]])
+    ref = torch_batch(T.Compose([T.Resize([40, 40]), T.RandomHorizontalFlip(1.0), T.RandomVerticalFlip(1.0),
+                                 T.PILToTensor()]), photos[:3])
+    assert np.array_equal(ours, ref)
+
+
+def test_a_sample_is_the_same_whoever_makes_it_and_differs_by_seed(photos):
+    spec = [{"op": "random_resized_crop", "size": 64}, {"op": "horizontal_flip"}, {"op": "pil_to_tensor"}]
+    data = [png(p) for p in photos[:4]]
+    a, _ = ops.run(spec, data, seed=5, epoch=2)
+    b, _ = ops.run(spec, data, seed=5, epoch=2)
+    c, _ = ops.run(spec, data, seed=6, epoch=2)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_key_order_and_defaults_do_not_change_the_canonical_spec():
+    a = ops.plan([{"op": "random_resized_crop", "size": 224, "scale": [0.08, 1.0]}, {"op": "to_tensor"}])
+    b = ops.plan([{"scale": [0.08, 1], "size": 224.0, "op": "random_resized_crop", "interpolation": "bilinear"},
+                  {"op": "to_tensor"}])
+    c = ops.plan([{"op": "decode"}, {"op": "random_resized_crop", "size": 224}, {"op": "to_tensor"}])
+    assert a == b == c
+    assert a != ops.plan([{"op": "random_resized_crop", "size": 192}, {"op": "to_tensor"}])
+
+
+@pytest.mark.parametrize("spec,message", [
+    ([{"op": "resize_it", "size": 3}, {"op": "to_tensor"}], "ops[0] (resize_it): unknown op (known: decode"),
+    ([{"op": "resize", "sizes": 3}], "ops[0] (resize): unknown parameter 'sizes' (resize takes size"),
+    ([{"op": "resize"}], "ops[0] (resize): size: is required"),
+    ([{"op": "center_crop", "size": 0}], "ops[0] (center_crop): size: 0 is out of range [1"),
+    ([{"op": "center_crop", "size": 5000}], "size: 5000 is over limits.max_output_side (4096)"),
+    ([{"op": "horizontal_flip", "p": 1.5}], "ops[0] (horizontal_flip): p: 1.5 is out of range [0, 1]"),
+    ([{"op": "resize", "size": 10, "interpolation": "lanczos"}], "interpolation: \"lanczos\" is not one of"),
+    ([{"op": "center_crop", "size": 8}, {"op": "normalize", **IMAGENET}], "ops[1] (normalize): takes a tensor"),
+    ([{"op": "center_crop", "size": 8}, {"op": "pil_to_tensor"}, {"op": "normalize", **IMAGENET}],
+     "ops[2] (normalize): takes a float tensor, not uint8"),
+    ([{"op": "to_tensor"}, {"op": "center_crop", "size": 8}], "ops[1] (center_crop): takes a PIL-style image"),
+    ([{"op": "center_crop", "size": 8}, {"op": "decode"}, {"op": "to_tensor"}], "ops[1] (decode): comes once, first"),
+    ([{"op": "resize", "size": 8}, {"op": "to_tensor"}], "the output's size depends on the input image"),
+    ([{"op": "center_crop", "size": 8}], "the ops end with an image, not a tensor"),
+    ([{"op": "center_crop", "size": 8}, {"op": "random_apply", "ops": [{"op": "resize", "size": [4, 4]}]},
+      {"op": "to_tensor"}], "the output's size depends on the input image"),
+    ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "layout", "order": "HWC"},
+      {"op": "normalize", **IMAGENET}], "ops[3] (normalize): comes before layout"),
+    ([{"op": "random_resized_crop", "size": 8, "scale": [0.9, 0.5]}, {"op": "to_tensor"}], "scale: min is above max"),
+    ([{"op": "random_choice", "ops": [{"op": "horizontal_flip"}], "p": [1, 2]}], "p: has 2 weights for 1 ops"),
+    ([{"op": "resize", "size": 8, "antialias": False}], "antialias: false is not served"),
+])
+def test_plan_refuses_naming_the_op_and_key(spec, message):
+    with pytest.raises(ValueError) as e:
+        ops.plan(spec)
+    assert message in str(e.value)
+
+
+def test_too_many_ops_counts_nested_ones():
+    flip = {"op": "horizontal_flip"}
+    ops.plan([{"op": "center_crop", "size": 8}, *[flip] * 60, {"op": "to_tensor"}])  # 62 + decode = 63 <= 64
+    with pytest.raises(ValueError, match=r"more than 64 ops, nested ones included \(limits.max_ops\)"):
+        ops.plan([{"op": "center_crop", "size": 8}, {"op": "random_apply", "ops": [flip] * 61}, {"op": "to_tensor"}])
