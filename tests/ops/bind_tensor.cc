@@ -79,7 +79,8 @@ Array<double> draws(uint64_t seed, int64_t count, Draw draw) {
 void bind_tensor(py::module_& m) {
   m.def("to_half", [](const Array<float>& a) { return cast_array<float, uint16_t>(a, daemon::cast_float_to_half); },
         "float32 -> float16 bits (uint16), as Tensor.to(torch.float16)");
-  m.def("from_half", [](const Array<uint16_t>& a) { return cast_array<uint16_t, float>(a, daemon::cast_half_to_float); });
+  m.def("from_half",
+        [](const Array<uint16_t>& a) { return cast_array<uint16_t, float>(a, daemon::cast_half_to_float); });
   m.def("to_bfloat16",
         [](const Array<float>& a) { return cast_array<float, uint16_t>(a, daemon::cast_float_to_bfloat16); },
         "float32 -> bfloat16 bits (uint16), as Tensor.to(torch.bfloat16)");

@@ -219,8 +219,9 @@ def test_mixup_in_a_spec_mixes_the_collated_batch_as_the_references(photos, e):
     onehot = torch.nn.functional.one_hot(torch.tensor(LABELS), K).float()
     ref_images, ref_target = reference_mixup(torch.from_numpy(base), onehot, lam)
     # The references smooth in the loss, after mixing; batchd mixes the smoothed one-hot: equal up to rounding.
-    assert np.allclose(mixed, ref_images.numpy(), rtol=0, atol=2e-6)
-    assert np.allclose(labels, (ref_target * (1 - e) + e / K).numpy(), rtol=0, atol=1e-6)
+    # Measured: images <= 4.8e-7 apart (lambda read back from a float32 label), labels <= 6.1e-8.
+    assert np.allclose(mixed, ref_images.numpy(), rtol=0, atol=1e-6)
+    assert np.allclose(labels, (ref_target * (1 - e) + e / K).numpy(), rtol=0, atol=2e-7)
     assert not np.array_equal(mixed, base)
 
 
