@@ -53,7 +53,7 @@ grep -E 'warning:' build/build.log || true
 # The fuzz targets: clang with libFuzzer + ASan/UBSan, in their own tree (ctest runs each for a bounded time).
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DBATCHD_FUZZ=ON \
   -DBATCHD_BUILD_TESTS=OFF -DBATCHD_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control fuzz_decode fuzz_shards >build-fuzz/build.log 2>&1; then
+if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control fuzz_decode fuzz_shards fuzz_spec >build-fuzz/build.log 2>&1; then
   cat build-fuzz/build.log
   echo "setup.sh: the fuzz targets failed to build (log above and in build-fuzz/build.log)" >&2
   exit 1
@@ -68,4 +68,4 @@ if ! cmake --build build-tsa -j "$jobs" --target thread_safety >build-tsa/build.
   exit 1
 fi
 echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench (and build-fuzz/bin/fuzz_control," \
-  "build-fuzz/bin/fuzz_decode, build-fuzz/bin/fuzz_shards; build-tsa/ checked the client's locks)"
+  "build-fuzz/bin/fuzz_decode, build-fuzz/bin/fuzz_shards, build-fuzz/bin/fuzz_spec; build-tsa/ checked the client's locks)"

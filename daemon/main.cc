@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
       notifier.reloading();
       auto fresh = load_config_file(config_path);
       if (!fresh.ok()) {
-        spdlog::error("SIGHUP: keeping the current datasets: {}", fresh.error().message());
+        spdlog::error("SIGHUP: keeping the current datasets and pipelines: {}", fresh.error().message());
         notifier.status("reload failed: " + fresh.error().message());
         notifier.ready("serving " + config->socket + " (reload failed, see the log)");
         return;

@@ -51,6 +51,7 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
     else if (k == "resize_size") o.vision.resize_size = v.cast<uint32_t>();
     else if (k == "exact_decode") o.vision.exact_decode = v.cast<bool>();
     else if (k == "writable") o.writable = v.cast<bool>();
+    else if (k == "spec") o.spec = batchd_py::spec_from(v);
     else if (k == "share") o.share = v.is_none() ? std::string() : v.cast<std::string>();
     else if (k == "on_error") {
       const auto s = v.cast<std::string>();
@@ -84,6 +85,7 @@ py::dict info_dict(const batchd::StreamInfo& i) {
   d["first_epoch"] = i.first_epoch;
   d["share"] = i.share;
   d["joined_at_batch"] = i.joined_at_batch;
+  d["spec"] = batchd_py::spec_dict(i.spec);
   return d;
 }
 

@@ -22,6 +22,11 @@ T unwrap(batchd::Result<T> r) {
 // StreamOptions from the keyword arguments of Client.open_stream / plan_stream (TypeError on an unknown one).
 batchd::StreamOptions options_from(const py::dict& kw);
 
+// A pipeline spec from its Python form {"ops": [op dict, ...], "batch_ops": [...]} (TypeError naming the place of a
+// value of no wire kind), and back: numbers as floats, as the daemon's canonical form has them (spec_binding.cc).
+batchd::PipelineSpec spec_from(const py::handle& spec);
+py::dict spec_dict(const batchd::PipelineSpec& spec);
+
 // ConnectOptions of Client() and status(): request_timeout in seconds (None = $BATCHD_TIMEOUT, else 30; 0 = no
 // deadline; ValueError if negative), expected_owner a uid or user name (None = $BATCHD_EXPECT_OWNER); warn = false
 // (connect_binding.cc).

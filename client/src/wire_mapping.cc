@@ -97,6 +97,7 @@ wire::Request open_request(const StreamOptions& o) {
   }
   open->set_writable(o.writable);
   open->set_share(o.share);
+  if (!o.spec.empty()) *open->mutable_spec() = to_wire(o.spec);
   return request;
 }
 
@@ -115,6 +116,7 @@ StreamInfo stream_info(const wire::StreamOpened& o) {
   info.first_epoch = o.first_epoch();
   info.share = o.share();
   info.joined_at_batch = o.joined_at_batch();
+  info.spec = from_wire(o.spec());
   return info;
 }
 

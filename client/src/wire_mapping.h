@@ -22,11 +22,17 @@ std::optional<DType> from_wire(wire::DType dtype);
 // `mapped_bytes` mapped, each tensor within its slot and of a dtype this client knows.
 Status check_stream_opened(const wire::StreamOpened& opened, size_t mapped_bytes);
 
-// The OpenStream request for `options` (dry_run unset).
+// A pipeline spec, op for op and value for value (pipeline_spec.cc); from_wire reads an unset OpValue as an empty
+// list of numbers.
+wire::PipelineSpec to_wire(const PipelineSpec& spec);
+PipelineSpec from_wire(const wire::PipelineSpec& spec);
+
+// The OpenStream request for `options` (dry_run unset; spec set when options.spec is not empty).
 wire::Request open_request(const StreamOptions& options);
 
 // What the daemon made (or, for a dry run, would make) for a stream. segment_name is "/dev/shm/<name>" for a
-// named segment, "" otherwise (file_descriptor, or a dry run); total_batches is wire::total_batches(opened).
+// named segment, "" otherwise (file_descriptor, or a dry run); total_batches is wire::total_batches(opened); spec
+// the canonical spec.
 StreamInfo stream_info(const wire::StreamOpened& opened);
 
 }  // namespace batchd::detail

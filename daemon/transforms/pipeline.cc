@@ -115,8 +115,10 @@ Result<wire::PipelineSpec> preset_spec(const std::string& name, const wire::Pipe
   }
   if ((*entry)->normalize) {
     add("to_tensor", {});
-    add("normalize", {{"mean", ops::numbers_value({kImagenetMean[0], kImagenetMean[1], kImagenetMean[2]})},
-                      {"std", ops::numbers_value({kImagenetStd[0], kImagenetStd[1], kImagenetStd[2]})}});
+    // torchvision's reference values as Python writes them (doubles; the float32 arithmetic rounds them as torch
+    // does), so that a recipe spelled out in TOML or Python has this very canonical spec.
+    add("normalize", {{"mean", ops::numbers_value({0.485, 0.456, 0.406})},
+                      {"std", ops::numbers_value({0.229, 0.224, 0.225})}});
   } else {
     add("pil_to_tensor", {});
   }

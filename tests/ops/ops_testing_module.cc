@@ -25,6 +25,9 @@ U8Array from_image(const daemon::RgbImage& image) {
 PYBIND11_MODULE(batchd_ops_testing, m) {
   m.doc() = "batchd's image ops for the fidelity tests (tests/ops); not part of the product";
   batchd::testing::bind_resample(m);
+  batchd::testing::bind_geometry(m);
+  batchd::testing::bind_augment(m);
+  batchd::testing::bind_color(m);
   batchd::testing::bind_tensor(m);
   batchd::testing::bind_batch(m);
   batchd::testing::bind_spec(m);

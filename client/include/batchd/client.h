@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "batchd/connect.h"
+#include "batchd/pipeline_spec.h"
 #include "batchd/result.h"
 
 namespace batchd {
@@ -181,6 +182,9 @@ struct VisionOptions {
 struct StreamOptions {
   std::string dataset;          // a name from the daemon's config, e.g. "fashion-mnist"
   std::string pipeline;         // e.g. "fmnist" (float32 normalized), "fmnist_u8" (raw uint8), "lm" (tokens)
+  // A pipeline as data instead of a name (batchd/pipeline_spec.h: the ops, what the daemon checks, the errors):
+  // pipeline is then "" and `vision` unset.
+  PipelineSpec spec;
   uint32_t batch_size = 256;    // samples per batch, 1..limits.max_batch_size
   bool shuffle = true;
   uint64_t seed = 0;
@@ -228,6 +232,9 @@ struct StreamInfo {
   // A shared stream that joined at batch j > 0 of first_epoch: that epoch delivers batches j .. end, then 0 .. j-1
   // (made again for it alone); later epochs in step with the production. 0 otherwise.
   uint64_t joined_at_batch = 0;
+  // The stream's pipeline in the daemon's canonical form (every parameter with its default, keys sorted); empty for
+  // fmnist, fmnist_u8 and lm.
+  PipelineSpec spec;
 };
 
 // A stream's shared-memory segment as this process maps it: every Tensor::data of the stream's batches lies in

@@ -8,6 +8,17 @@ One changed line to switch from torch.utils.data.DataLoader::
         for batch in loader:                         # {"image": float32 [B,1,28,28], "label": int64 [B],
             train_step(batch["image"], batch["label"])  #  "index": int64 [B]}
 
+An ImageFolder dataset with your own torchvision recipe, run by the daemon's native ops (no Python per sample)::
+
+    from torchvision import transforms as T
+    train = T.Compose([T.RandomResizedCrop(176), T.RandomHorizontalFlip(), T.TrivialAugmentWide(),
+                       T.PILToTensor(), T.ConvertImageDtype(torch.float),
+                       T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), T.RandomErasing(0.1)])
+    loader = batchd.Loader("imagenet-train", transform=train, batch_size=128,
+                           batch_transform=[{"op": "random_choice", "ops": [{"op": "mixup", "alpha": 0.2, "p": 1.0},
+                                                                             {"op": "cutmix", "alpha": 1.0, "p": 1.0}]}])
+    # or transform=[{"op": "random_resized_crop", "size": 176}, {"op": "horizontal_flip"}, ...] (op dicts)
+
 Language-model token files (a `format = "tokens"` dataset, nanoGPT's train.bin) with pipeline "lm"::
 
     loader = batchd.Loader("owt-train", pipeline="lm", batch_size=32, as_tuple=True)
@@ -29,6 +40,7 @@ except ImportError as e:  # a venv made without --system-site-packages does not 
 
 from . import _batchd
 from ._batchd import BatchdError, __version__
+from ._spec import spec_error, spec_from
 from ._support import _DeviceSource, _HostSource, _as_tuple, _rank_and_world_size, _while_indexing
 
 __all__ = ["Loader", "BatchdError"]
@@ -36,20 +48,54 @@ __all__ = ["Loader", "BatchdError"]
 _MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsewhere or is closed
 
 
+def _pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size, exact_decode):
+    """The spec of Loader(transform=...), or None for Loader(pipeline=...); BatchdError (code "invalid argument")
+    unless exactly one of the two is given, and for the options that belong to the other."""
+    if (pipeline is None) == (transform is None):
+        raise spec_error("batchd.Loader() takes exactly one of pipeline= (a name: \"train224\", \"fmnist\", a "
+                         "config's [pipelines.NAME]) and transform= (op dicts or a torchvision Compose); got "
+                         + ("both" if pipeline is not None else "neither"))
+    if transform is None:
+        if batch_transform is not None:
+            raise spec_error("batch_transform= needs transform=: a pipeline given by name has its own batch ops "
+                             "(none for the presets); write the recipe as transform= to add mixup/cutmix")
+        return None
+    for key, value in (("crop_size", crop_size), ("resize_size", resize_size)):
+        if value is not None:
+            raise spec_error(f"{key}= is an option of the vision presets (pipeline=); with transform= the sizes "
+                             "are the ops' own (e.g. RandomResizedCrop(size), Resize(size))")
+    return spec_from(transform, batch_transform, exact_decode)
+
+
 class Loader:
     """An iterable over a dataset served by batchd, with torch.utils.data.DataLoader's interface.
 
     Args:
         dataset: a dataset name from the daemon's config ("fashion-mnist", ...).
-        pipeline: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224" (image datasets) or "lm" (token
-            datasets; see the batchd README). Each batch is a dict of tensors, every one with "index" int64 [B]
+        pipeline: a pipeline by name: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224", "val224_u8" (image
+            datasets),
+            "lm" (token datasets; see the batchd README) or a [pipelines.NAME] of the daemon's config. Give exactly
+            one of pipeline= and transform= (BatchdError otherwise). Each batch is a dict of tensors, every one with "index" int64 [B]
             (the dataset indices of its samples):
               fmnist            "image" float32 [B,1,28,28], "label" int64 [B]
               fmnist_u8         "image" uint8 [B,1,28,28], "label" int64 [B]
               train224, val224  "image" float32 [B,3,C,C], "label" int64 [B]
-              train224_u8       "image" uint8 [B,3,C,C], "label" int64 [B]
+              train224_u8, val224_u8  "image" uint8 [B,3,C,C], "label" int64 [B]
               lm                "input_ids" int64 [B,T] = w[:-1], "targets" int64 [B,T] = w[1:], where
                                 w = tokens[i*T : i*T+T+1] is sample i's window and T the dataset's seq_len
+        transform: the per-sample recipe as data, run by the daemon's native ops (docs/operations.md,
+            "Pipelines"): a list of op dicts ([{"op": "resize", "size": 232, "interpolation": "bicubic"}, ...]), or
+            a torchvision.transforms.Compose of torchvision 0.14 classes, or an object whose .transforms is one (the
+            references' ClassificationPresetTrain/Eval); batchd._transforms documents what maps to what. A
+            transform that cannot be translated (Lambda, a transforms.v2 object, your own class, an unsupported
+            value) raises BatchdError naming its place and class: none is dropped. The daemon checks the ops when
+            the stream is planned (len(), the first iteration): an unknown op, key or value raises BatchdError
+            naming the op's position and key. Batches: "image" as the ops make it ([B,3,H,W] float32 after
+            to_tensor/normalize, uint8 after pil_to_tensor), "label" int64 [B] (float32 one-hot [B, classes] with
+            batch_transform), "index". .spec is the canonical form the daemon runs.
+        batch_transform: with transform=, ops on each collated batch: op dicts (mixup, cutmix, random_choice) or
+            the torchvision references' RandomMixup/RandomCutmix objects (a torchvision RandomChoice of them), as
+            references/classification/train.py builds them for its collate_fn.
         batch_size: samples per batch.
         shuffle, seed: a permutation per (seed, epoch), the same on every rank (RandomSampler semantics).
         rank, world_size: which share of each epoch this process reads, with DistributedSampler semantics (rank r
@@ -85,7 +131,9 @@ class Loader:
             is copied with .to(device, non_blocking=True) instead. Needs torch with CUDA and a GPU.
         on_error: "fail" (a bad sample raises BatchdError naming the file) or "skip" (it is replaced and counted).
         crop_size, resize_size, exact_decode: options of the vision pipelines (train224, train224_u8, val224);
-            None = the daemon's default (224, 256, False). Refused for the other pipelines.
+            None = the daemon's default (224, 256, False). Refused for the other pipelines. With transform=,
+            exact_decode=True/False puts {"op": "decode", "exact_decode": ...} first (decode as PIL does: with it
+            an eval recipe is bit-identical to torchvision's); crop_size and resize_size are refused.
         index_timeout: seconds to wait, when the stream is first planned or opened, while the daemon is still
             indexing the dataset (a webdataset's shards, in the background after the daemon starts or reloads;
             `batchctl datasets` shows "indexing (k of n shards)"); then BatchdError. 0 = raise at once. Any other
@@ -108,10 +156,11 @@ class Loader:
     Errors from the daemon are raised as batchd.BatchdError with its message.
     """
 
-    def __init__(self, dataset, *, pipeline, batch_size=1, shuffle=True, seed=0, rank=None, world_size=None,
-                 drop_last=False, depth=None, socket=None, as_tuple=False, device="cpu", on_error="fail",
-                 crop_size=None, resize_size=None, exact_decode=None, strategy=None, index_timeout=600.0,
-                 share=None, request_timeout=None, expected_owner=None):
+    def __init__(self, dataset, *, pipeline=None, transform=None, batch_transform=None, batch_size=1, shuffle=True,
+                 seed=0, rank=None, world_size=None, drop_last=False, depth=None, socket=None, as_tuple=False,
+                 device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
+                 index_timeout=600.0, share=None, request_timeout=None, expected_owner=None):
+        spec = _pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size, exact_decode)
         self.device = torch.device(device)
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
@@ -131,14 +180,18 @@ class Loader:
         # name), so a write reaches only this stream's own slots, which the workers overwrite with each new batch.
         # A share is read-only: its segment is every subscriber's.
         self._share = share
-        self._options = dict(dataset=dataset, pipeline=pipeline, batch_size=batch_size, shuffle=shuffle,
+        self._options = dict(dataset=dataset, pipeline=pipeline or "", batch_size=batch_size, shuffle=shuffle,
                              seed=seed, rank=rank, world_size=world_size, drop_last=drop_last, on_error=on_error,
                              writable=share is None)
         if share is not None:
             self._options["share"] = share
-        for key, value in (("crop_size", crop_size), ("resize_size", resize_size), ("exact_decode", exact_decode)):
-            if value is not None:
-                self._options[key] = value
+        if spec is not None:
+            self._options["spec"] = spec
+        else:
+            for key, value in (("crop_size", crop_size), ("resize_size", resize_size),
+                               ("exact_decode", exact_decode)):
+                if value is not None:
+                    self._options[key] = value
         if depth is not None:
             self._options["depth"] = depth
         if strategy is not None:
@@ -169,6 +222,13 @@ class Loader:
         if self._plan_info is None:
             self._plan_info = _while_indexing(lambda: self._client.plan_stream(**self._options), self._index_timeout)
         return self._plan_info
+
+    @property
+    def spec(self):
+        """The stream's pipeline as the daemon runs it, from its dry run: {"ops": [...], "batch_ops": [...]} in
+        canonical form (every parameter with its default, keys sorted, numbers as floats; the decode op first).
+        Empty lists for fmnist, fmnist_u8 and lm."""
+        return self._plan()["spec"]
 
     def state_dict(self):
         """Where the current (or last) pass is: {"epoch", "batches_yielded", "seed"} (torchdata's StatefulDataLoader

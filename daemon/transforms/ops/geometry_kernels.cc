@@ -3,51 +3,70 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "transforms/geometry/crop.h"
+#include "transforms/geometry/random_crop.h"
+#include "transforms/geometry/resize.h"
 #include "transforms/image_decoder.h"
 
 namespace batchd::daemon::ops {
 
-std::pair<int, int> resized_size(int width, int height, const wire::Op& op) {
-  const auto size = numbers(op, "size");
-  if (size.size() == 2) return {static_cast<int>(size[1]), static_cast<int>(size[0])};
-  int w = 0, h = 0;
-  resize_shorter_side(width, height, static_cast<int>(size[0]), &w, &h);
-  if (has(op, "max_size")) {
-    const int max_size = static_cast<int>(number(op, "max_size"));
-    const int lng = std::max(w, h), shrt = std::min(w, h);
-    if (lng > max_size) {
-      const int new_short = static_cast<int>(static_cast<int64_t>(max_size) * shrt / lng);
-      if (w <= h) { w = new_short; h = max_size; } else { h = new_short; w = max_size; }
-    }
-  }
-  return {w, h};
+namespace {
+
+// An op's size parameter as torchvision's list: [n] or [h, w].
+std::vector<int> size_of(const wire::Op& op) {
+  std::vector<int> out;
+  for (double v : numbers(op, "size")) out.push_back(static_cast<int>(v));
+  return out;
 }
 
-void resize_box(const RgbImage& src, double x0, double y0, double x1, double y1, int out_w, int out_h, RgbImage* dst,
-                std::vector<uint8_t>* scratch) {
-  dst->width = out_w;
-  dst->height = out_h;
-  dst->pixels.resize(static_cast<size_t>(out_w) * out_h * 3);
-  const ResampleAxis ax{src.width, x0, x1, out_w, 0, out_w};
-  const ResampleAxis ay{src.height, y0, y1, out_h, 0, out_h};
-  resample_bilinear(src, 0, 0, ax, ay, dst->pixels.data(), scratch, ResampleOrder::kPillow);
+ResampleFilter filter_of(const wire::Op& op) {
+  ResampleFilter f = ResampleFilter::kBilinear;
+  geometry::parse_filter(text(op, "interpolation"), &f);  // the schema allows only the three names
+  return f;
+}
+
+geometry::RandomCropParams random_crop_params(const wire::Op& op) {
+  geometry::RandomCropParams p;
+  const std::vector<int> size = size_of(op);
+  p.height = size[0];
+  p.width = size.size() == 2 ? size[1] : size[0];
+  if (has(op, "padding")) {
+    std::vector<int> padding;
+    for (double v : numbers(op, "padding")) padding.push_back(static_cast<int>(v));
+    p.padding = geometry::padding_from(padding);
+  }
+  p.pad_if_needed = flag(op, "pad_if_needed");
+  p.fill = geometry::fill_from(numbers(op, "fill"));
+  geometry::parse_pad_mode(text(op, "padding_mode"), &p.mode);  // the schema allows only the four names
+  return p;
+}
+
+}  // namespace
+
+std::pair<int, int> resized_size(int width, int height, const wire::Op& op) {
+  const int max_size = has(op, "max_size") ? static_cast<int>(number(op, "max_size")) : 0;
+  const geometry::Size2 s = geometry::resized_output_size(width, height, size_of(op), max_size);
+  return {s.width, s.height};
+}
+
+std::pair<int, int> random_crop_padded_size(int width, int height, const wire::Op& op) {
+  const geometry::PaddedSize s = geometry::random_crop_padded_size(width, height, random_crop_params(op));
+  return {s.width, s.height};
 }
 
 void flip_image(RgbImage& image, bool horizontal) {
+  if (!horizontal) {
+    geometry::flip_vertical(&image);
+    return;
+  }
   const int w = image.width, h = image.height;
   const size_t row = static_cast<size_t>(w) * 3;
-  if (horizontal) {
-    for (int y = 0; y < h; ++y) {
-      uint8_t* r = image.pixels.data() + y * row;
-      for (int a = 0, b = w - 1; a < b; ++a, --b) {
-        for (int c = 0; c < 3; ++c) std::swap(r[3 * a + c], r[3 * b + c]);
-      }
-    }
-  } else {
-    for (int a = 0, b = h - 1; a < b; ++a, --b) {
-      std::swap_ranges(image.pixels.data() + a * row, image.pixels.data() + (a + 1) * row,
-                       image.pixels.data() + b * row);
+  for (int y = 0; y < h; ++y) {
+    uint8_t* r = image.pixels.data() + y * row;
+    for (int a = 0, b = w - 1; a < b; ++a, --b) {
+      for (int c = 0; c < 3; ++c) std::swap(r[3 * a + c], r[3 * b + c]);
     }
   }
 }
@@ -72,7 +91,7 @@ class DecodeKernel final : public SampleKernel {
     const int oh = std::max(1, static_cast<int>(std::lround(header->height * f)));
     const Scale scale = exact_ ? Scale{} : decoder_->choose_scale(*header, header->width, header->height, ow, oh);
     BATCHD_RETURN_IF_ERROR(decoder_->decode(s.bytes, *s.name, *header, scale, &s.spare, !exact_));
-    resize_box(s.spare, 0, 0, s.spare.width, s.spare.height, ow, oh, &s.image, &scratch_);
+    geometry::resize_image(s.spare, ow, oh, ResampleFilter::kBilinear, &s.image, &scratch_);
     return ok_status();
   }
 
@@ -85,17 +104,21 @@ class DecodeKernel final : public SampleKernel {
 
 class ResizeKernel final : public SampleKernel {
  public:
-  explicit ResizeKernel(wire::Op op) : op_(std::move(op)) {}
+  explicit ResizeKernel(const wire::Op& op)
+      : size_(size_of(op)), max_size_(has(op, "max_size") ? static_cast<int>(number(op, "max_size")) : 0),
+        filter_(filter_of(op)) {}
   Status run(Sample& s, SampleRng&) override {
-    const auto [w, h] = resized_size(s.image.width, s.image.height, op_);
-    if (w == s.image.width && h == s.image.height) return ok_status();  // torchvision returns the image as it is
-    resize_box(s.image, 0, 0, s.image.width, s.image.height, w, h, &s.spare, &scratch_);
+    const geometry::Size2 out = geometry::resized_output_size(s.image.width, s.image.height, size_, max_size_);
+    if (out == geometry::Size2{s.image.width, s.image.height}) return ok_status();  // torchvision returns it as is
+    geometry::resize_image(s.image, out.width, out.height, filter_, &s.spare, &scratch_);
     std::swap(s.image, s.spare);
     return ok_status();
   }
 
  private:
-  wire::Op op_;
+  std::vector<int> size_;
+  int max_size_;
+  ResampleFilter filter_;
   std::vector<uint8_t> scratch_;
 };
 
@@ -103,18 +126,7 @@ class CenterCropKernel final : public SampleKernel {
  public:
   CenterCropKernel(int h, int w) : h_(h), w_(w) {}
   Status run(Sample& s, SampleRng&) override {
-    // torchvision pads a smaller image with 0 on each side ((crop - in) // 2 before, the rest after) then crops.
-    const int top = s.image.height >= h_ ? center_crop_offset(s.image.height, h_) : -((h_ - s.image.height) / 2);
-    const int left = s.image.width >= w_ ? center_crop_offset(s.image.width, w_) : -((w_ - s.image.width) / 2);
-    s.spare.width = w_;
-    s.spare.height = h_;
-    s.spare.pixels.assign(static_cast<size_t>(w_) * h_ * 3, 0);
-    const int x0 = std::max(0, left), x1 = std::min(s.image.width, left + w_);
-    for (int y = std::max(0, top); y < std::min(s.image.height, top + h_); ++y) {
-      if (x1 <= x0) break;
-      std::memcpy(s.spare.pixels.data() + (static_cast<size_t>(y - top) * w_ + (x0 - left)) * 3,
-                  s.image.row(y) + static_cast<size_t>(x0) * 3, static_cast<size_t>(x1 - x0) * 3);
-    }
+    geometry::center_crop(s.image, w_, h_, &s.spare);  // pads with 0 where the crop is larger, as torchvision
     std::swap(s.image, s.spare);
     return ok_status();
   }
@@ -123,24 +135,38 @@ class CenterCropKernel final : public SampleKernel {
   int h_, w_;
 };
 
+class RandomCropKernel final : public SampleKernel {
+ public:
+  explicit RandomCropKernel(const wire::Op& op) : params_(random_crop_params(op)) {}
+  Status run(Sample& s, SampleRng& rng) override {
+    const Status done = geometry::random_crop(s.image, params_, rng, &s.spare);
+    if (!done.ok()) return Error(ErrorCode::kDataError, *s.name + ": " + done.error().message());
+    std::swap(s.image, s.spare);
+    return ok_status();
+  }
+
+ private:
+  geometry::RandomCropParams params_;
+};
+
 class RandomResizedCropKernel final : public SampleKernel {
  public:
   explicit RandomResizedCropKernel(const wire::Op& op)
-      : scale_(numbers(op, "scale")), ratio_(numbers(op, "ratio")) {
-    const auto size = numbers(op, "size");
-    h_ = static_cast<int>(size[0]);
-    w_ = static_cast<int>(size.size() == 2 ? size[1] : size[0]);
+      : scale_(numbers(op, "scale")), ratio_(numbers(op, "ratio")), filter_(filter_of(op)) {
+    const std::vector<int> size = size_of(op);
+    h_ = size[0];
+    w_ = size.size() == 2 ? size[1] : size[0];
   }
   Status run(Sample& s, SampleRng& rng) override {
-    const CropBox box =
-        random_resized_crop_params(s.image.width, s.image.height, rng, scale_[0], scale_[1], ratio_[0], ratio_[1]);
-    resize_box(s.image, box.left, box.top, box.left + box.width, box.top + box.height, w_, h_, &s.spare, &scratch_);
+    // Crop, then resize the crop: its edges bound the filter, as PIL's crop-then-resize (F.resized_crop).
+    geometry::random_resized_crop(s.image, w_, h_, scale_.data(), ratio_.data(), filter_, rng, &s.spare, &scratch_);
     std::swap(s.image, s.spare);
     return ok_status();
   }
 
  private:
   std::vector<double> scale_, ratio_;
+  ResampleFilter filter_;
   int h_ = 0, w_ = 0;
   std::vector<uint8_t> scratch_;
 };
@@ -169,6 +195,10 @@ Result<std::unique_ptr<SampleKernel>> make_decode_kernel(const wire::Op& op) {
 
 Result<std::unique_ptr<SampleKernel>> make_resize_kernel(const wire::Op& op) {
   return std::unique_ptr<SampleKernel>(new ResizeKernel(op));
+}
+
+Result<std::unique_ptr<SampleKernel>> make_random_crop_kernel(const wire::Op& op) {
+  return std::unique_ptr<SampleKernel>(new RandomCropKernel(op));
 }
 
 Result<std::unique_ptr<SampleKernel>> make_center_crop_kernel(const wire::Op& op) {

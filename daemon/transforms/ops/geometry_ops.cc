@@ -1,5 +1,6 @@
-// The geometry family: decode, resize, center_crop, random_resized_crop, horizontal_flip, vertical_flip (the ops of
-// the vision presets), on PIL-style RGB images. Contracts and torchvision sources: docs/operations.md, "Pipelines".
+// The geometry family: decode, resize, center_crop, random_crop, random_resized_crop, horizontal_flip,
+// vertical_flip, on PIL-style RGB images (image functions: transforms/geometry/*.h, resample.h). Contracts and
+// torchvision sources: docs/operations.md, "Pipelines".
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -23,9 +24,9 @@ ParamDef size_param(std::string doc) {
 }
 
 ParamDef interpolation_param() {
-  // nearest and bicubic follow with the geometry family's resamplers (docs/operations.md lists what is served).
   return {.key = "interpolation", .type = ParamType::kText, .default_value = text_value("bilinear"),
-          .choices = {"bilinear"}, .doc = "PIL's resampling filter (antialiased when downscaling, as PIL does)"};
+          .choices = {"nearest", "bilinear", "bicubic"},
+          .doc = "PIL's resampling filter (antialiased when downscaling, as PIL does; resample.h)"};
 }
 
 ParamDef antialias_param() {
@@ -122,6 +123,46 @@ OpDef center_crop_def() {
   return d;
 }
 
+OpDef random_crop_def() {
+  OpDef d;
+  d.name = "random_crop";
+  d.follows = "torchvision.transforms.RandomCrop";
+  d.random = true;
+  ParamDef padding{.key = "padding", .type = ParamType::kNumberOrList, .presence = Presence::kOptional, .min = 0,
+                   .limit = &OpLimits::max_padding, .limit_key = "limits.max_padding", .min_len = 1, .max_len = 4,
+                   .doc = "pixels added before cropping: n (every side), [left/right, top/bottom] or [l, t, r, b]"};
+  ParamDef fill{.key = "fill", .type = ParamType::kNumberOrList, .default_value = number_value(0), .min = 0,
+                .max = 255, .min_len = 1, .max_len = 3,
+                .doc = "padding_mode constant's value: n or [r, g, b] (truncated to integers, as PIL)"};
+  d.params = {size_param("n: n x n; [h, w]"), padding,
+              {.key = "pad_if_needed", .type = ParamType::kFlag, .default_value = flag_value(false),
+               .doc = "pad a side shorter than the crop by the difference on both ends (as torchvision)"},
+              fill,
+              {.key = "padding_mode", .type = ParamType::kText, .default_value = text_value("constant"),
+               .choices = {"constant", "edge", "reflect", "symmetric"},
+               .doc = "as torchvision's F.pad: fill, repeat the edge, mirror without / with the edge pixel"}};
+  d.plan = [](const wire::Op& op, const ValueType& in, const OpPlanContext&) -> Result<ValueType> {
+    auto out = need_image(in);
+    if (!out.ok()) return out;
+    if (has(op, "padding") && numbers(op, "padding").size() == 3) {
+      return param_error("padding", "takes 1, 2 or 4 numbers (n, [left/right, top/bottom], [l, t, r, b]), not 3");
+    }
+    if (numbers(op, "fill").size() == 2) return param_error("fill", "takes one number or [r, g, b], not 2 numbers");
+    const auto [h, w] = square_or_pair(op);
+    if (in.fixed_size()) {
+      const auto [pw, ph] = random_crop_padded_size(in.width, in.height, op);
+      if (pw < w || ph < h) {
+        return param_error("size", std::to_string(h) + "x" + std::to_string(w) + " is larger than the " +
+                                       std::to_string(ph) + "x" + std::to_string(pw) +
+                                       " (padded) image it gets: give padding or pad_if_needed = true");
+      }
+    }
+    return ValueType{.kind = Kind::kImage, .height = h, .width = w};
+  };
+  d.compile = [](const wire::Op& op, const ValueType&, const CompileList&) { return make_random_crop_kernel(op); };
+  return d;
+}
+
 OpDef random_resized_crop_def() {
   OpDef d;
   d.name = "random_resized_crop";
@@ -170,6 +211,7 @@ void add_geometry_ops(std::vector<OpDef>* defs) {
   defs->push_back(decode_def());
   defs->push_back(resize_def());
   defs->push_back(center_crop_def());
+  defs->push_back(random_crop_def());
   defs->push_back(random_resized_crop_def());
   defs->push_back(flip_def(true));
   defs->push_back(flip_def(false));

@@ -148,6 +148,10 @@ struct OpDef {
   // Per-sample ops: the kernel for input `in` (as plan saw it).
   std::function<Result<std::unique_ptr<SampleKernel>>(const wire::Op& op, const ValueType& in,
                                                       const CompileList& compile_list)> compile;
+  // Optional: rewrites parameters that have two spellings into one (e.g. color_jitter's brightness n into the
+  // range [max(0, 1 - n), 1 + n] torchvision stores), after the defaults are written; values it cannot read are
+  // left for plan to refuse.
+  std::function<void(wire::Op& op)> canonicalize;
   // Batch ops: the kernel.
   std::function<Result<std::unique_ptr<BatchKernel>>(const wire::Op& op, const ValueType& image)> compile_batch;
 };

@@ -11,6 +11,8 @@ namespace {
 std::vector<OpDef> build() {
   std::vector<OpDef> defs;
   add_geometry_ops(&defs);
+  add_color_ops(&defs);
+  add_augment_ops(&defs);
   add_tensor_ops(&defs);
   add_control_ops(&defs);
   add_erasing_ops(&defs);
@@ -164,6 +166,7 @@ Result<wire::Op> check_params(const OpDef& def, const wire::Op& op, const OpLimi
       out->mutable_value()->set_number(given->numbers().values(0));
     }
   }
+  if (def.canonicalize) def.canonicalize(canonical);
   return canonical;
 }
 

@@ -28,6 +28,8 @@ Result<wire::Op> check_params(const OpDef& def, const wire::Op& op, const OpLimi
 
 // The families (ops/<family>_ops.cc).
 void add_geometry_ops(std::vector<OpDef>* defs);   // decode, resize, crops, flips
+void add_color_ops(std::vector<OpDef>* defs);     // color_jitter, random_grayscale, gaussian_blur
+void add_augment_ops(std::vector<OpDef>* defs);   // trivial_augment_wide, rand_augment, auto_augment
 void add_tensor_ops(std::vector<OpDef>* defs);     // to_tensor, pil_to_tensor, convert_image_dtype, normalize, ...
 void add_control_ops(std::vector<OpDef>* defs);    // random_apply, random_choice, random_order
 void add_erasing_ops(std::vector<OpDef>* defs);    // random_erasing

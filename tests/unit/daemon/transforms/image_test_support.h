@@ -42,6 +42,10 @@ elif a[0] == 'png':  # src mode colors dst.png dst.raw
 elif a[0] == 'resize':  # raw w h dst W H [x0 y0 x1 y1]
     box = tuple(float(v) for v in a[7:11]) if len(a) > 7 else None
     open(a[4], 'wb').write(raw(*a[1:4]).resize((int(a[5]), int(a[6])), Image.BILINEAR, box=box).tobytes())
+elif a[0] == 'filter':  # raw w h dst W H nearest|bilinear|bicubic [x0 y0 x1 y1]
+    f = {'nearest': Image.NEAREST, 'bilinear': Image.BILINEAR, 'bicubic': Image.BICUBIC}[a[7]]
+    box = tuple(float(v) for v in a[8:12]) if len(a) > 8 else None
+    open(a[4], 'wb').write(raw(*a[1:4]).resize((int(a[5]), int(a[6])), f, box=box).tobytes())
 elif a[0] == 'crop':  # raw w h dst l t r b W H
     c = raw(*a[1:4]).crop(tuple(int(v) for v in a[5:9]))
     open(a[4], 'wb').write(c.resize((int(a[9]), int(a[10])), Image.BILINEAR).tobytes())

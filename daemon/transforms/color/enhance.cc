@@ -1,0 +1,93 @@
+// ImageEnhance's four enhancers and the L conversion (color.h; Pillow 9.4 ImageEnhance.py, Blend.c, Convert.c,
+// Filter.c, ImageStat.py).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "transforms/color/color.h"
+#include "transforms/color/pil_pixel.h"
+
+namespace batchd::daemon {
+namespace {
+
+size_t pixel_count(const RgbImage& img) { return static_cast<size_t>(img.width) * img.height; }
+
+// Every channel value through one 256-entry table: the degenerate is one gray for the whole image.
+void blend_with_constant(RgbImage& img, int degenerate, double factor) {
+  const pil::Blend blend(factor);
+  if (blend.is_identity()) return;
+  std::array<uint8_t, 256> lut;
+  for (int v = 0; v < 256; ++v) lut[v] = blend(degenerate, v);
+  for (uint8_t& p : img.pixels) p = lut[p];
+}
+
+// Filter.c ImagingFilter3x3 with ImageFilter.SMOOTH: kernel (1 1 1 / 1 5 1 / 1 1 1), each weight divided by the
+// scale 13 in float (_imaging.c _filter), offset 0 + 0.5, each row's three products summed left to right, rows
+// added in the order y+1, y, y-1, then truncated (clip8). Border rows and columns are copied; an image smaller
+// than 3x3 is copied whole.
+void smooth(const RgbImage& src, RgbImage& dst) {
+  dst.width = src.width;
+  dst.height = src.height;
+  dst.pixels.assign(src.pixels.begin(), src.pixels.end());
+  if (src.width < 3 || src.height < 3) return;
+  const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
+  const size_t stride = static_cast<size_t>(src.width) * 3;
+  for (int y = 1; y < src.height - 1; ++y) {
+    const uint8_t* up = src.row(y - 1);
+    const uint8_t* mid = src.row(y);
+    const uint8_t* down = src.row(y + 1);
+    uint8_t* out = dst.pixels.data() + static_cast<size_t>(y) * stride;
+    for (size_t i = 3; i < stride - 3; ++i) {
+      float ss = 0.5f;
+      ss += static_cast<float>(down[i - 3]) * k1 + static_cast<float>(down[i]) * k1 +
+            static_cast<float>(down[i + 3]) * k1;
+      ss += static_cast<float>(mid[i - 3]) * k1 + static_cast<float>(mid[i]) * k5 + static_cast<float>(mid[i + 3]) * k1;
+      ss += static_cast<float>(up[i - 3]) * k1 + static_cast<float>(up[i]) * k1 + static_cast<float>(up[i + 3]) * k1;
+      out[i] = ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(ss);
+    }
+  }
+}
+
+}  // namespace
+
+void adjust_brightness(RgbImage& img, double factor) { blend_with_constant(img, 0, factor); }
+
+void adjust_contrast(RgbImage& img, double factor) {
+  if (pil::Blend(factor).is_identity()) return;
+  // ImageStat.Stat(img.convert("L")).mean: sum(i * h[i]) / count (a Python float; the sum is exact in a double).
+  uint64_t sum = 0;
+  const uint8_t* p = img.pixels.data();
+  const size_t n = pixel_count(img);
+  for (size_t i = 0; i < n; ++i, p += 3) sum += pil::luma(p[0], p[1], p[2]);
+  const double mean = n == 0 ? 0.0 : static_cast<double>(sum) / static_cast<double>(n);
+  blend_with_constant(img, static_cast<int>(mean + 0.5), factor);
+}
+
+void adjust_saturation(RgbImage& img, double factor) {
+  const pil::Blend blend(factor);
+  if (blend.is_identity()) return;
+  uint8_t* p = img.pixels.data();
+  const size_t n = pixel_count(img);
+  for (size_t i = 0; i < n; ++i, p += 3) {
+    const int l = pil::luma(p[0], p[1], p[2]);
+    p[0] = blend(l, p[0]);
+    p[1] = blend(l, p[1]);
+    p[2] = blend(l, p[2]);
+  }
+}
+
+void adjust_sharpness(RgbImage& img, double factor, RgbImage* scratch) {
+  const pil::Blend blend(factor);
+  if (blend.is_identity()) return;
+  smooth(img, *scratch);
+  const uint8_t* d = scratch->pixels.data();
+  for (uint8_t& v : img.pixels) v = blend(*d++, v);
+}
+
+void to_grayscale(RgbImage& img) {
+  uint8_t* p = img.pixels.data();
+  const size_t n = pixel_count(img);
+  for (size_t i = 0; i < n; ++i, p += 3) p[0] = p[1] = p[2] = pil::luma(p[0], p[1], p[2]);
+}
+
+}  // namespace batchd::daemon
