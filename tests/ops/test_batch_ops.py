@@ -272,5 +272,12 @@ def test_plan_refuses_batch_ops_naming_the_op_and_key(ops_, batch_ops, message):
     assert message in str(e.value)
 
 
-def test_num_classes_comes_from_the_dataset_when_absent():
-    ops.plan(SPEC, [{"op": "mixup"}], num_classes=1000)
+def test_num_classes_comes_from_the_dataset_when_absent_and_is_written_in_the_canonical_spec():
+    """RandomMixup(num_classes=1000) and {"op": "mixup"} on a 1000-class dataset are one pipeline."""
+    implicit = ops.plan(SPEC, [{"op": "random_choice", "ops": [{"op": "mixup"}, {"op": "cutmix"}]}], num_classes=1000)
+    explicit = ops.plan(SPEC, [{"op": "random_choice", "ops": [{"op": "mixup", "num_classes": 1000},
+                                                              {"op": "cutmix", "num_classes": 1000.0}]}],
+                        num_classes=1000)
+    assert implicit == explicit
+    assert implicit != ops.plan(SPEC, [{"op": "random_choice", "ops": [{"op": "mixup"}, {"op": "cutmix"}]}],
+                                num_classes=100)
