@@ -30,18 +30,6 @@ void raise(const batchd::Error& e) {
 using batchd_py::raise;
 using batchd_py::unwrap;
 
-namespace {
-
-py::dtype to_numpy(batchd::DType d) {
-  switch (d) {
-    case batchd::DType::kFloat32: return py::dtype::of<float>();
-    case batchd::DType::kInt64: return py::dtype::of<int64_t>();
-    default: return py::dtype::of<uint8_t>();
-  }
-}
-
-}  // namespace
-
 batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
   batchd::StreamOptions o;
   for (auto item : kw) {
@@ -110,15 +98,7 @@ py::dict arrays_of(const SharedBatch& batch) {
   auto* holder = new SharedBatch(batch);
   py::capsule base(holder, [](void* p) { delete static_cast<SharedBatch*>(p); });
   py::dict out;
-  for (const auto& t : batch->tensors()) {
-    std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end()), strides(t.shape.size());
-    py::ssize_t stride = static_cast<py::ssize_t>(batchd::dtype_size(t.dtype));
-    for (size_t i = shape.size(); i-- > 0;) {
-      strides[i] = stride;
-      stride *= shape[i];
-    }
-    out[py::str(t.name)] = py::array(to_numpy(t.dtype), shape, strides, const_cast<void*>(t.data), base);
-  }
+  for (const auto& t : batch->tensors()) out[py::str(t.name)] = batchd_py::array_over(t, base);
   return out;
 }
 
@@ -216,4 +196,5 @@ PYBIND11_MODULE(_batchd, m) {
       });
   batchd_py::bind_cuda(m);
   batchd_py::bind_status(m);
+  batchd_py::bind_dtypes(m);
 }

@@ -1,6 +1,7 @@
 // binding.h — internal to the _batchd extension: error conversion and stream options shared by its files.
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "batchd/client.h"
@@ -41,5 +42,13 @@ void bind_cuda(py::module_& m);
 
 // Adds _batchd.__version__, default_socket_path() and status() (status_binding.cc), for `python -m batchd`.
 void bind_status(py::module_& m);
+
+// The dtype mapping (dtype_binding.cc): the numpy dtype of a host array of `d` (bfloat16: int16 carrying metadata
+// {"batchd_dtype": "bfloat16"}), the __cuda_array_interface__ typestr of a device array (bfloat16: "<i2"), a numpy
+// array viewing tensor `t` (C-contiguous, kept alive by `base`), and _batchd._array_over for tests.
+py::dtype numpy_dtype(batchd::DType d);
+const char* cuda_typestr(batchd::DType d);
+py::array array_over(const batchd::Tensor& t, py::handle base);
+void bind_dtypes(py::module_& m);
 
 }  // namespace batchd_py

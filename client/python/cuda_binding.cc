@@ -17,14 +17,6 @@ struct DeviceArray {
   const batchd::cuda::DeviceTensor* tensor;
 };
 
-const char* typestr(batchd::DType d) {
-  switch (d) {
-    case batchd::DType::kFloat32: return "<f4";
-    case batchd::DType::kInt64: return "<i8";
-    default: return "|u1";
-  }
-}
-
 }  // namespace
 
 void batchd_py::bind_cuda(py::module_& m) {
@@ -34,13 +26,16 @@ void batchd_py::bind_cuda(py::module_& m) {
       .def_property_readonly("__cuda_array_interface__", [](const DeviceArray& a) {
         py::dict d;
         d["shape"] = py::tuple(py::cast(a.tensor->shape));
-        d["typestr"] = typestr(a.tensor->dtype);
+        d["typestr"] = cuda_typestr(a.tensor->dtype);
         d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(a.tensor->data), false);
         d["version"] = 3;
         d["strides"] = py::none();  // C-contiguous
         d["stream"] = py::none();   // next() already ordered the copy before the consumer stream's later work
         return d;
-      });
+      })
+      .def_property_readonly(
+          "batchd_dtype", [](const DeviceArray& a) { return batchd::dtype_name(a.tensor->dtype); },
+          "the tensor's batchd dtype name: \"bfloat16\" for an array whose typestr says int16 (its bits)");
 
   py::class_<batchd::cuda::DeviceStream, std::shared_ptr<batchd::cuda::DeviceStream>>(m, "DeviceStream")
       .def("next",

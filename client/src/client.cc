@@ -10,14 +10,7 @@ namespace batchd {
 
 size_t dtype_size(DType dtype) { return wire::dtype_size(detail::to_wire(dtype)); }
 
-const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kUInt8: return "uint8";
-    case DType::kFloat32: return "float32";
-    case DType::kInt64: return "int64";
-  }
-  return "?";
-}
+const char* dtype_name(DType dtype) { return wire::dtype_name(detail::to_wire(dtype)); }
 
 int64_t Tensor::numel() const {
   int64_t n = 1;

@@ -8,25 +8,6 @@
 
 namespace batchd::detail {
 
-namespace {
-
-Status check_opened(const wire::StreamOpened& o, size_t mapped_bytes) {
-  auto bad = [&](const std::string& why) {
-    return Error(ErrorCode::kProtocol, "stream " + std::to_string(o.stream_id()) + ": " + why);
-  };
-  if (o.slot_count() == 0 || o.slot_stride() == 0) return bad("segment has no slots");
-  if (o.segment_bytes() > mapped_bytes) return bad("segment is smaller than announced");
-  if (o.slot_offset() + uint64_t{o.slot_count()} * o.slot_stride() > o.segment_bytes()) {
-    return bad("slots extend past the segment");
-  }
-  for (const auto& t : o.tensors()) {
-    if (t.offset() + t.sample_bytes() * o.batch_size() > o.slot_stride()) return bad("tensor past its slot");
-  }
-  return ok_status();
-}
-
-}  // namespace
-
 StreamCore::StreamCore(std::shared_ptr<ClientCore> client, wire::StreamOpened opened, wire::Mapping mapping)
     : client_(std::move(client)),
       opened_(std::move(opened)),
@@ -48,7 +29,7 @@ Result<std::shared_ptr<StreamCore>> StreamCore::open(std::shared_ptr<ClientCore>
   auto mapping = wire::Mapping::map(fd.get(), o.segment_bytes(), writable, /*populate=*/true);
   if (!mapping.ok()) return mapping.error().with_context("mapping the segment of stream " +
                                                          std::to_string(o.stream_id()));
-  BATCHD_RETURN_IF_ERROR(check_opened(o, mapping->size()));
+  BATCHD_RETURN_IF_ERROR(check_stream_opened(o, mapping->size()));
   wire::SegmentHeader header;
   std::memcpy(&header, mapping->data(), sizeof(header));
   if (header.magic != wire::kSegmentMagic || header.version != wire::kLayoutVersion ||
@@ -81,7 +62,7 @@ Result<std::vector<Tensor>> StreamCore::tensors_of(const wire::BatchReady& r) co
   for (const auto& spec : opened_.tensors()) {
     Tensor t;
     t.name = spec.name();
-    t.dtype = from_wire(spec.dtype());
+    t.dtype = from_wire(spec.dtype()).value_or(DType::kUInt8);  // check_stream_opened refused unknown dtypes
     t.shape.push_back(r.num_samples());
     t.shape.insert(t.shape.end(), spec.sample_shape().begin(), spec.sample_shape().end());
     t.data = slot + spec.offset();

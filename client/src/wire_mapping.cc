@@ -25,17 +25,47 @@ wire::DType to_wire(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return wire::FLOAT32;
     case DType::kInt64: return wire::INT64;
+    case DType::kFloat16: return wire::FLOAT16;
+    case DType::kBFloat16: return wire::BFLOAT16;
+    case DType::kFloat64: return wire::FLOAT64;
+    case DType::kInt32: return wire::INT32;
+    case DType::kBool: return wire::BOOL;
     case DType::kUInt8: break;
   }
   return wire::UINT8;
 }
 
-DType from_wire(wire::DType dtype) {
+std::optional<DType> from_wire(wire::DType dtype) {
   switch (dtype) {
+    case wire::UINT8: return DType::kUInt8;
     case wire::FLOAT32: return DType::kFloat32;
     case wire::INT64: return DType::kInt64;
-    default: return DType::kUInt8;
+    case wire::FLOAT16: return DType::kFloat16;
+    case wire::BFLOAT16: return DType::kBFloat16;
+    case wire::FLOAT64: return DType::kFloat64;
+    case wire::INT32: return DType::kInt32;
+    case wire::BOOL: return DType::kBool;
+    default: return std::nullopt;
   }
+}
+
+Status check_stream_opened(const wire::StreamOpened& o, size_t mapped_bytes) {
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorCode::kProtocol, "stream " + std::to_string(o.stream_id()) + ": " + why);
+  };
+  if (o.slot_count() == 0 || o.slot_stride() == 0) return bad("segment has no slots");
+  if (o.segment_bytes() > mapped_bytes) return bad("segment is smaller than announced");
+  if (o.slot_offset() + uint64_t{o.slot_count()} * o.slot_stride() > o.segment_bytes()) {
+    return bad("slots extend past the segment");
+  }
+  for (const auto& t : o.tensors()) {
+    if (t.offset() + t.sample_bytes() * o.batch_size() > o.slot_stride()) return bad("tensor past its slot");
+    if (!from_wire(t.dtype())) {
+      return bad("tensor '" + t.name() + "' has dtype " + std::to_string(static_cast<int>(t.dtype())) +
+                 ", which this client does not know: upgrade the batchd client library to the daemon's version");
+    }
+  }
+  return ok_status();
 }
 
 wire::Request open_request(const StreamOptions& o) {

@@ -3,16 +3,24 @@
 // StreamCore and the admin API agree.
 #pragma once
 
+#include <optional>
+
 #include "batchd.pb.h"
 #include "batchd/client.h"
 
 namespace batchd::detail {
 
-// Enums, value for value (kDefault <-> STRATEGY_DEFAULT; an unknown wire value maps to the first enumerator).
+// Enums, value for value (kDefault <-> STRATEGY_DEFAULT; an unknown strategy maps to kDefault). A dtype this client
+// does not know (a newer daemon's) has no mapping: nullopt, and the stream is refused (stream_core.cc), since its
+// bytes cannot be read as any type the client has.
 wire::SharingStrategy to_wire(SharingStrategy strategy);
 SharingStrategy from_wire(wire::SharingStrategy strategy);
 wire::DType to_wire(DType dtype);
-DType from_wire(wire::DType dtype);
+std::optional<DType> from_wire(wire::DType dtype);
+
+// The checks a StreamOpened must pass before its segment is used (kProtocol naming the stream): slots within the
+// `mapped_bytes` mapped, each tensor within its slot and of a dtype this client knows.
+Status check_stream_opened(const wire::StreamOpened& opened, size_t mapped_bytes);
 
 // A pipeline spec, op for op and value for value (pipeline_spec.cc); from_wire reads an unset OpValue as an empty
 // list of numbers.

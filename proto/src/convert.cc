@@ -12,10 +12,29 @@ std::string default_socket_path() {
 
 size_t dtype_size(wire::DType dtype) {
   switch (dtype) {
-    case wire::UINT8: return 1;
-    case wire::FLOAT32: return 4;
-    case wire::INT64: return 8;
+    case wire::UINT8:
+    case wire::BOOL: return 1;
+    case wire::FLOAT16:
+    case wire::BFLOAT16: return 2;
+    case wire::FLOAT32:
+    case wire::INT32: return 4;
+    case wire::INT64:
+    case wire::FLOAT64: return 8;
     default: return 0;
+  }
+}
+
+const char* dtype_name(wire::DType dtype) {
+  switch (dtype) {
+    case wire::UINT8: return "uint8";
+    case wire::FLOAT32: return "float32";
+    case wire::INT64: return "int64";
+    case wire::FLOAT16: return "float16";
+    case wire::BFLOAT16: return "bfloat16";
+    case wire::FLOAT64: return "float64";
+    case wire::INT32: return "int32";
+    case wire::BOOL: return "bool";
+    default: return "";
   }
 }
 

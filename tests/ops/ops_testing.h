@@ -22,5 +22,7 @@ void bind_geometry(py::module_& m);
 void bind_augment(py::module_& m);
 void bind_color(py::module_& m);
 void bind_spec(py::module_& m);  // plan() and run(): a whole spec through the real executor
+void bind_tensor(py::module_& m);  // dtype casts, random_erasing, random draws
+void bind_batch(py::module_& m);   // mixup, cutmix
 
 }  // namespace batchd::testing

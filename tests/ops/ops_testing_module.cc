@@ -28,5 +28,7 @@ PYBIND11_MODULE(batchd_ops_testing, m) {
   batchd::testing::bind_geometry(m);
   batchd::testing::bind_augment(m);
   batchd::testing::bind_color(m);
+  batchd::testing::bind_tensor(m);
+  batchd::testing::bind_batch(m);
   batchd::testing::bind_spec(m);
 }

@@ -54,10 +54,20 @@ class ClientCore;
 class StreamCore;
 }  // namespace detail
 
-// Element types of batch tensors.
-enum class DType { kUInt8, kFloat32, kInt64 };
+// Element types of batch tensors (proto DType; new ones are appended, never renumbered).
+enum class DType {
+  kUInt8,
+  kFloat32,
+  kInt64,
+  kFloat16,   // IEEE 754 binary16, held as uint16_t bits
+  kBFloat16,  // bfloat16 (the upper half of a float32), held as uint16_t bits: float value = bits << 16
+  kFloat64,
+  kInt32,
+  kBool,      // one byte, 0 or 1
+};
 
-// Bytes per element (1, 4, 8) and the numpy-style name ("uint8", "float32", "int64").
+// Bytes per element (uint8/bool 1, float16/bfloat16 2, float32/int32 4, int64/float64 8) and the torch-style name
+// ("uint8", "float32", "int64", "float16", "bfloat16", "float64", "int32", "bool").
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
 
@@ -80,7 +90,8 @@ struct Tensor {
   size_t nbytes = 0;           // product(shape) * dtype_size(dtype)
 
   int64_t numel() const;
-  // Typed pointer; the caller must match dtype (kFloat32 -> float, kInt64 -> int64_t, kUInt8 -> uint8_t).
+  // Typed pointer; the caller must match dtype (kUInt8 -> uint8_t, kFloat32 -> float, kInt64 -> int64_t,
+  // kFloat16 and kBFloat16 -> uint16_t bits, kFloat64 -> double, kInt32 -> int32_t, kBool -> bool).
   template <typename T>
   const T* data_as() const { return static_cast<const T*>(data); }
 };

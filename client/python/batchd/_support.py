@@ -49,6 +49,25 @@ def _as_tuple(tensors):
     return tensors["image"], tensors["label"]
 
 
+def torch_tensor(array):
+    """A torch tensor viewing `array` (a host array of Batch.arrays(), no copy): torch.from_numpy, then, for a bfloat16
+    tensor (which numpy lacks: its array is int16 bits whose dtype metadata says {"batchd_dtype": "bfloat16"}), a
+    view as torch.bfloat16. Other dtypes map one to one: uint8, int32, int64, float16, float32, float64, bool."""
+    tensor = torch.from_numpy(array)
+    metadata = array.dtype.metadata
+    if metadata is not None and metadata.get("batchd_dtype") == "bfloat16":
+        tensor = tensor.view(torch.bfloat16)
+    return tensor
+
+
+def device_tensor(array, device):
+    """A torch tensor viewing a DeviceArray of batchd's CUDA path (no copy); bfloat16 as for torch_tensor()."""
+    tensor = torch.as_tensor(array, device=device)
+    if array.batchd_dtype == "bfloat16":
+        tensor = tensor.view(torch.bfloat16)
+    return tensor
+
+
 class _HostSource:
     """A host stream: items are (epoch, {name: numpy array}) whose arrays hold the lease; tensors are zero-copy
     views of them (copied to a CUDA device if asked)."""
@@ -60,13 +79,12 @@ class _HostSource:
         self.info = stream.info
 
     def tensors(self, arrays):
-        from_numpy = torch.from_numpy
         if self._readonly:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                tensors = {name: from_numpy(array) for name, array in arrays.items()}
+                tensors = {name: torch_tensor(array) for name, array in arrays.items()}
         else:
-            tensors = {name: from_numpy(array) for name, array in arrays.items()}
+            tensors = {name: torch_tensor(array) for name, array in arrays.items()}
         if self._device is not None:
             tensors = {k: v.to(self._device, non_blocking=True) for k, v in tensors.items()}
         return tensors
@@ -86,7 +104,7 @@ class _DeviceSource:
         return self._stream.next(torch.cuda.current_stream(self._device).cuda_stream)
 
     def tensors(self, arrays):
-        return {name: torch.as_tensor(array, device=self._device) for name, array in arrays.items()}
+        return {name: device_tensor(array, self._device) for name, array in arrays.items()}
 
     def close(self):
         self._stream.close()

@@ -15,6 +15,8 @@ std::vector<OpDef> build() {
   add_augment_ops(&defs);
   add_tensor_ops(&defs);
   add_control_ops(&defs);
+  add_erasing_ops(&defs);
+  add_batch_ops(&defs);  // after add_control_ops: gives random_choice its batch kernel
   return defs;
 }
 

@@ -1,5 +1,7 @@
 #include "transforms/ops/spec_plan.h"
 
+#include <algorithm>
+
 #include "transforms/ops/op_registry.h"
 
 namespace batchd::daemon::ops {
@@ -105,6 +107,27 @@ void collect(const google::protobuf::RepeatedPtrField<wire::Op>& ops, std::strin
   }
 }
 
+// Writes num_classes = k into every batch op (nested included) that takes it and left it to the dataset, so that a
+// recipe spelled with and without it (op dicts vs the references' RandomMixup(num_classes)) is one canonical spec.
+// Params stay sorted by key.
+void resolve_num_classes(google::protobuf::RepeatedPtrField<wire::Op>* ops, int64_t k) {
+  for (auto& op : *ops) {
+    for (auto& p : *op.mutable_params()) {
+      if (p.value().kind_case() != wire::OpValue::kOps) continue;
+      resolve_num_classes(p.mutable_value()->mutable_ops()->mutable_ops(), k);
+    }
+    const OpDef* def = find_op(op.name());
+    const bool takes = def != nullptr && std::any_of(def->params.begin(), def->params.end(),
+                                                     [](const ParamDef& p) { return p.key == "num_classes"; });
+    if (!takes || has(op, "num_classes")) continue;
+    auto* added = op.add_params();
+    added->set_key("num_classes");
+    added->mutable_value()->set_number(static_cast<double>(k));
+    std::sort(op.mutable_params()->begin(), op.mutable_params()->end(),
+              [](const wire::OpParam& a, const wire::OpParam& b) { return a.key() < b.key(); });
+  }
+}
+
 }  // namespace
 
 Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContext& context) {
@@ -164,6 +187,7 @@ Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContex
                                                   " is below the dataset's " + std::to_string(context.num_classes) +
                                                   " classes; leave it unset to use the dataset's");
   }
+  resolve_num_classes(planned.canonical.mutable_batch_ops(), planned.num_classes);
   planned.label_smoothing = smoothing.empty() ? 0.0 : smoothing.front();
   planned.tensors.push_back({"label", wire::FLOAT32, {planned.num_classes}});
   return planned;

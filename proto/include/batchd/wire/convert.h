@@ -26,8 +26,12 @@ inline batchd::Error from_wire(const wire::Error& w) {
 // systemd unit's RuntimeDirectory puts it).
 std::string default_socket_path();
 
-// Bytes per element of `dtype` (1, 4 or 8); 0 for DTYPE_UNSPECIFIED or an unknown value.
+// Bytes per element of `dtype`: 1 (uint8, bool), 2 (float16, bfloat16), 4 (float32, int32), 8 (int64, float64);
+// 0 for DTYPE_UNSPECIFIED or a value this build does not know.
 size_t dtype_size(wire::DType dtype);
+// The torch/numpy-style name ("uint8", "float32", "int64", "float16", "bfloat16", "float64", "int32", "bool"); ""
+// for DTYPE_UNSPECIFIED or an unknown value.
+const char* dtype_name(wire::DType dtype);
 
 // Batches a stream delivers in all: batches_per_epoch * num_epochs - start_batch (the first epoch is resumed at
 // start_batch). The daemon's Stream and the client's StreamInfo both take it from here.

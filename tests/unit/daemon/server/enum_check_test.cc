@@ -41,5 +41,22 @@ TEST(EnumCheckTest, RepeatedAndNestedFieldsAreChecked) {
       << st.error().message();
 }
 
+TEST(EnumCheckTest, EveryDTypeUpToBoolIsDeclaredAndTheNextIsNot) {
+  wire::StreamOpened opened;
+  for (auto dtype : {wire::UINT8, wire::FLOAT32, wire::INT64, wire::FLOAT16, wire::BFLOAT16, wire::FLOAT64,
+                     wire::INT32, wire::BOOL}) {
+    opened.add_tensors()->set_dtype(dtype);
+  }
+  EXPECT_TRUE(check_enums(opened).ok());
+  opened.add_tensors()->set_dtype(static_cast<wire::DType>(wire::BOOL + 1));
+  const Status st = check_enums(opened);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("tensors[8].dtype = 9 is not a value of enum DType (valid: 0 "
+                                      "DTYPE_UNSPECIFIED, 1 UINT8, 2 FLOAT32, 3 INT64, 4 FLOAT16, 5 BFLOAT16, 6 "
+                                      "FLOAT64, 7 INT32, 8 BOOL)"),
+            std::string::npos)
+      << st.error().message();
+}
+
 }  // namespace
 }  // namespace batchd::daemon
