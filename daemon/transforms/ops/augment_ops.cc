@@ -17,16 +17,8 @@ using augment::AugmentTransform;
 
 constexpr int kMaxNumOps = 32;  // rand_augment's num_ops: bounded work per sample
 
-ParamDef augment_param(const char* key, ParamType type, const char* doc) {
-  ParamDef p;
-  p.key = key;
-  p.type = type;
-  p.doc = doc;
-  return p;
-}
-
 ParamDef integer_param(const char* key, double fallback, double min, double max, const char* doc) {
-  ParamDef p = augment_param(key, ParamType::kInteger, doc);
+  ParamDef p = param_def(key, ParamType::kInteger, doc);
   p.default_value = number_value(fallback);
   p.min = min;
   p.max = max;
@@ -35,11 +27,11 @@ ParamDef integer_param(const char* key, double fallback, double min, double max,
 
 // interpolation and fill, as every class of the family takes them.
 void add_common_params(std::vector<ParamDef>* params) {
-  ParamDef interpolation = augment_param("interpolation", ParamType::kText,
+  ParamDef interpolation = param_def("interpolation", ParamType::kText,
                                          "the geometric ops' resampling: nearest (default), bilinear or bicubic");
   interpolation.default_value = text_value("nearest");
   interpolation.choices = {"nearest", "bilinear", "bicubic"};
-  ParamDef fill = augment_param("fill", ParamType::kNumberOrList,
+  ParamDef fill = param_def("fill", ParamType::kNumberOrList,
                                 "v or [r, g, b] in 0..255 (int() of each): the area a geometric op uncovers; "
                                 "None (absent) = 0");
   fill.presence = Presence::kOptional;
@@ -72,24 +64,9 @@ AugmentTransform transform_of(const wire::Op& op, AugmentSpace space) {
   return t;
 }
 
-class AugmentKernel final : public SampleKernel {
- public:
-  explicit AugmentKernel(AugmentTransform transform) : transform_(transform) {}
-  Status run(Sample& sample, SampleRng& rng) override {
-    augment::run_augment(transform_, sample.image, rng, &scratch_);
-    return ok_status();
-  }
-
- private:
-  AugmentTransform transform_;
-  augment::AugmentScratch scratch_;  // grows to the largest image, then reused
-};
-
 Result<ValueType> check(const wire::Op& op, const ValueType& in) {
-  if (in.kind != Kind::kImage) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "takes an image: put it before to_tensor / pil_to_tensor (torchvision applies it to PIL images)");
-  }
+  auto out = need_image(in);
+  if (!out.ok()) return out;
   if (has(op, "magnitude") && number(op, "magnitude") >= number(op, "num_magnitude_bins")) {
     const auto bins = static_cast<int64_t>(number(op, "num_magnitude_bins"));
     return param_error("magnitude", std::to_string(static_cast<int64_t>(number(op, "magnitude"))) +
@@ -109,7 +86,9 @@ OpDef augment_op(const char* name, const char* follows, AugmentSpace space, std:
   d.plan = [](const wire::Op& op, const ValueType& in, const OpPlanContext&) { return check(op, in); };
   d.compile = [space](const wire::Op& op, const ValueType&,
                       const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
-    return std::unique_ptr<SampleKernel>(std::make_unique<AugmentKernel>(transform_of(op, space)));
+    // scratch grows to the largest image, then is reused
+    return fn_kernel([t = transform_of(op, space), scratch = augment::AugmentScratch()](
+                         Sample& sample, SampleRng& rng) mutable { augment::run_augment(t, sample.image, rng, &scratch); });
   };
   return d;
 }
@@ -130,7 +109,7 @@ void add_augment_ops(std::vector<OpDef>* defs) {
        integer_param("magnitude", 9, 0, augment::kMaxMagnitudeBins - 1,
                      "the magnitude bin every op uses, below num_magnitude_bins"),
        bins_param()}));
-  ParamDef policy = augment_param("policy", ParamType::kText,
+  ParamDef policy = param_def("policy", ParamType::kText,
                                   "the learned sub-policies: imagenet (default), cifar10 or svhn (AutoAugmentPolicy)");
   policy.default_value = text_value("imagenet");
   policy.choices = {"imagenet", "cifar10", "svhn"};

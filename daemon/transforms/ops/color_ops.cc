@@ -16,41 +16,6 @@
 namespace batchd::daemon::ops {
 namespace {
 
-ParamDef param_def(const char* key, ParamType type, const char* doc) {
-  ParamDef p;
-  p.key = key;
-  p.type = type;
-  p.doc = doc;
-  return p;
-}
-
-// The kernel of a color op: `fn(sample, rng)` on each sample, `fn` holding the op's parameters and buffers.
-template <typename Fn>
-class ImageKernel final : public SampleKernel {
- public:
-  explicit ImageKernel(Fn fn) : fn_(std::move(fn)) {}
-  Status run(Sample& sample, SampleRng& rng) override {
-    fn_(sample, rng);
-    return ok_status();
-  }
-
- private:
-  Fn fn_;
-};
-
-template <typename Fn>
-Result<std::unique_ptr<SampleKernel>> image_kernel(Fn fn) {
-  return std::unique_ptr<SampleKernel>(std::make_unique<ImageKernel<Fn>>(std::move(fn)));
-}
-
-// As geometry_ops.cc's need_image (same wording; a candidate for op.h).
-Result<ValueType> image_in_image_out(const ValueType& in) {
-  if (in.kind == Kind::kImage) return in;
-  if (in.kind == Kind::kEncoded) return Error(ErrorCode::kInvalidArgument, "takes an image: decode comes first");
-  return Error(ErrorCode::kInvalidArgument, "takes a PIL-style image, not a tensor: batchd runs the image ops before "
-                                            "to_tensor / pil_to_tensor; move it before them");
-}
-
 // --- color_jitter ----------------------------------------------------------------------------------------------
 
 ParamDef jitter_param(const char* key, const char* doc) {
@@ -118,12 +83,12 @@ OpDef color_jitter() {
   d.params.back().max = 0.5;
   d.plan = [](const wire::Op& op, const ValueType& in, const OpPlanContext&) -> Result<ValueType> {
     BATCHD_RETURN_IF_ERROR(jitter_ranges(op));
-    return image_in_image_out(in);
+    return need_image(in);
   };
   d.compile = [](const wire::Op& op, const ValueType&, const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
     Result<ColorJitterRanges> ranges = jitter_ranges(op);
     if (!ranges.ok()) return ranges.error();
-    return image_kernel([ranges = *ranges](Sample& sample, SampleRng& rng) {
+    return fn_kernel([ranges = *ranges](Sample& sample, SampleRng& rng) {
       apply_color_jitter(sample.image, draw_color_jitter(ranges, rng));
     });
   };
@@ -142,9 +107,9 @@ OpDef random_grayscale() {
   p.min = 0;
   p.max = 1;
   d.params = {p};
-  d.plan = [](const wire::Op&, const ValueType& in, const OpPlanContext&) { return image_in_image_out(in); };
+  d.plan = [](const wire::Op&, const ValueType& in, const OpPlanContext&) { return need_image(in); };
   d.compile = [](const wire::Op& op, const ValueType&, const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
-    return image_kernel([p = number(op, "p")](Sample& sample, SampleRng& rng) {
+    return fn_kernel([p = number(op, "p")](Sample& sample, SampleRng& rng) {
       if (draw_random_grayscale(p, rng)) to_grayscale(sample.image);
     });
   };
@@ -208,12 +173,12 @@ OpDef gaussian_blur_op() {
   d.params = {kernel_size, sigma};
   d.plan = [](const wire::Op& op, const ValueType& in, const OpPlanContext&) -> Result<ValueType> {
     BATCHD_RETURN_IF_ERROR(blur_params(op));
-    return image_in_image_out(in);
+    return need_image(in);
   };
   d.compile = [](const wire::Op& op, const ValueType&, const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
     Result<BlurParams> params = blur_params(op);
     if (!params.ok()) return params.error();
-    return image_kernel([p = *params, buffers = BlurBuffers()](Sample& sample, SampleRng& rng) mutable {
+    return fn_kernel([p = *params, buffers = BlurBuffers()](Sample& sample, SampleRng& rng) mutable {
       const double sigma = draw_gaussian_sigma(p.sigma_min, p.sigma_max, rng);
       gaussian_blur(sample.image, p.kx, p.ky, sigma, sigma, &sample.spare, &buffers);
     });

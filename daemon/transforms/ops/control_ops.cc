@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "transforms/ops/op_registry.h"
+#include "transforms/ops/weighted_choice.h"
 
 namespace batchd::daemon::ops {
 
@@ -35,23 +36,18 @@ class RandomApplyKernel final : public SampleKernel {
   Kernels kernels_;
 };
 
+// random.choices(transforms, weights=p): one uniform draw (weighted_choice.h).
 class RandomChoiceKernel final : public SampleKernel {
  public:
-  RandomChoiceKernel(std::vector<double> weights, Kernels kernels) : kernels_(std::move(kernels)) {
-    if (weights.empty()) weights.assign(kernels_.size(), 1.0);
-    cumulative_.resize(weights.size());
-    std::partial_sum(weights.begin(), weights.end(), cumulative_.begin());
-  }
+  RandomChoiceKernel(std::vector<double> weights, Kernels kernels)
+      : choice_(std::move(weights), kernels.size()), kernels_(std::move(kernels)) {}
   Status run(Sample& s, SampleRng& rng) override {
-    // random.choices(transforms, weights=p): the first whose cumulative weight exceeds uniform * total.
-    const double u = rng.uniform(0.0, cumulative_.back());
-    size_t i = 0;
-    while (i + 1 < cumulative_.size() && cumulative_[i] <= u) ++i;
-    return kernels_[i] ? kernels_[i]->run(s, rng) : ok_status();
+    auto& k = kernels_[choice_.draw(rng)];
+    return k ? k->run(s, rng) : ok_status();
   }
 
  private:
-  std::vector<double> cumulative_;
+  WeightedChoice choice_;
   Kernels kernels_;
 };
 

@@ -52,13 +52,6 @@ std::pair<int, int> square_or_pair(const wire::Op& op) {
   return {static_cast<int>(v[0]), static_cast<int>(v[0])};
 }
 
-Result<ValueType> need_image(const ValueType& in) {
-  if (in.kind == Kind::kImage) return in;
-  if (in.kind == Kind::kEncoded) return Error(ErrorCode::kInvalidArgument, "takes an image: decode comes first");
-  return Error(ErrorCode::kInvalidArgument, "takes a PIL-style image, not a tensor: batchd runs the image ops before "
-                                            "to_tensor / pil_to_tensor; move it before them");
-}
-
 OpDef decode_def() {
   OpDef d;
   d.name = "decode";

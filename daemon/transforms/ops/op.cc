@@ -2,6 +2,14 @@
 
 namespace batchd::daemon::ops {
 
+ParamDef param_def(std::string key, ParamType type, std::string doc) {
+  ParamDef p;
+  p.key = std::move(key);
+  p.type = type;
+  p.doc = std::move(doc);
+  return p;
+}
+
 wire::OpValue number_value(double v) {
   wire::OpValue value;
   value.set_number(v);
@@ -57,6 +65,13 @@ bool flag(const wire::Op& op, std::string_view key) {
 }
 
 bool has(const wire::Op& op, std::string_view key) { return param(op, key) != nullptr; }
+
+Result<ValueType> need_image(const ValueType& in) {
+  if (in.kind == Kind::kImage) return in;
+  if (in.kind == Kind::kEncoded) return Error(ErrorCode::kInvalidArgument, "takes an image: decode comes first");
+  return Error(ErrorCode::kInvalidArgument, "takes a PIL-style image, not a tensor: batchd runs the image ops before "
+                                            "to_tensor / pil_to_tensor; move it before them");
+}
 
 Error param_error(std::string_view key, const std::string& what) {
   return Error(ErrorCode::kInvalidArgument, std::string(key) + ": " + what);

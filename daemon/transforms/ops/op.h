@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "batchd.pb.h"
@@ -100,6 +101,7 @@ struct ParamDef {
 };
 
 // Builders for ParamDef tables.
+ParamDef param_def(std::string key, ParamType type, std::string doc);  // the rest defaulted
 wire::OpValue number_value(double v);
 wire::OpValue numbers_value(std::vector<double> v);
 wire::OpValue text_value(std::string v);
@@ -113,6 +115,30 @@ class SampleKernel {
   // sample (sample.name) for a sample the op cannot take (e.g. a corrupt file at decode).
   virtual Status run(Sample& sample, SampleRng& rng) = 0;
 };
+
+// A kernel from a callable fn(Sample&, SampleRng&) -> void holding its op's parameters and buffers (declare the
+// lambda mutable when it keeps buffers). For ops that cannot fail per sample.
+template <typename Fn>
+class FnKernel final : public SampleKernel {
+ public:
+  explicit FnKernel(Fn fn) : fn_(std::move(fn)) {}
+  Status run(Sample& sample, SampleRng& rng) override {
+    fn_(sample, rng);
+    return ok_status();
+  }
+
+ private:
+  Fn fn_;
+};
+
+template <typename Fn>
+Result<std::unique_ptr<SampleKernel>> fn_kernel(Fn fn) {
+  return std::unique_ptr<SampleKernel>(std::make_unique<FnKernel<Fn>>(std::move(fn)));
+}
+
+// The type rule of an op that takes an image (Kind::kImage) and gives one of the same size: `in`, or an error that
+// says what must come first (decode) or what it cannot take (a tensor: image ops go before to_tensor).
+Result<ValueType> need_image(const ValueType& in);
 
 // A batch after collate, for batch ops: the image tensor and the label, in the slot.
 struct BatchView {
