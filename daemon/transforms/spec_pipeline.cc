@@ -4,11 +4,10 @@
 #include <cstring>
 
 #include "data/imagefolder_dataset.h"
-#include "transforms/crop_resize.h"
-#include "transforms/image_decoder.h"
+#include "transforms/fused_head.h"
+#include "transforms/fused_tail.h"
 #include "transforms/ops/op_registry.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/ops/tensor_ops.h"
 
 namespace batchd::daemon {
 
@@ -25,168 +24,6 @@ int64_t dataset_classes(const Dataset& dataset) {
 
 namespace {
 
-// decode + random_resized_crop, or decode + resize + center_crop, as one CropResizer step.
-class FusedCropKernel final : public SampleKernel {
- public:
-  FusedCropKernel(std::unique_ptr<ImageDecoder> decoder, CropSpec spec, std::vector<double> scale,
-                  std::vector<double> ratio, bool exact, StageTimes* times)
-      : decoder_(std::move(decoder)), spec_(spec), scale_(std::move(scale)), ratio_(std::move(ratio)),
-        mode_(exact ? DecodeMode::kExact : DecodeMode::kFastRegion), times_(times) {}
-
-  Status run(Sample& s, SampleRng& rng) override {
-    auto header = decoder_->header(s.bytes, *s.name);
-    if (!header.ok()) return header.error();
-    CropSpec spec = spec_;
-    if (!spec.center) {
-      spec.box = random_resized_crop_params(header->width, header->height, rng, scale_[0], scale_[1], ratio_[0],
-                                            ratio_[1]);
-    }
-    s.image.width = s.image.height = spec.crop;
-    s.image.pixels.resize(static_cast<size_t>(spec.crop) * spec.crop * 3);
-    return resizer_.run(s.bytes, *s.name, *header, spec, mode_, s.image.pixels.data(), times_);
-  }
-
- private:
-  std::unique_ptr<ImageDecoder> decoder_;
-  CropResizer resizer_{decoder_.get()};
-  CropSpec spec_;
-  std::vector<double> scale_, ratio_;
-  DecodeMode mode_;
-  StageTimes* times_;
-};
-
-bool bilinear_square(const wire::Op& op) {
-  const auto size = ops::numbers(op, "size");
-  return ops::text(op, "interpolation") == "bilinear" && (size.size() == 1 || size[0] == size[1]);
-}
-
-// The fused head for ops[0..n) if they allow it: *used = how many ops it replaces (0 = none).
-Result<std::unique_ptr<SampleKernel>> fused_head(const wire::PipelineSpec& spec, StageTimes* times, int* used) {
-  *used = 0;
-  const auto& o = spec.ops();
-  if (o.size() < 2 || ops::number(o[0], "max_side") != 0) return std::unique_ptr<SampleKernel>();
-  CropSpec crop;
-  std::vector<double> scale, ratio;
-  if (o[1].name() == "random_resized_crop" && bilinear_square(o[1])) {
-    crop.crop = static_cast<int>(ops::numbers(o[1], "size")[0]);
-    scale = ops::numbers(o[1], "scale");
-    ratio = ops::numbers(o[1], "ratio");
-    *used = 2;
-  } else if (o.size() >= 3 && o[1].name() == "resize" && o[2].name() == "center_crop" && bilinear_square(o[1]) &&
-             ops::numbers(o[1], "size").size() == 1 && !ops::has(o[1], "max_size") &&
-             ops::numbers(o[2], "size").size() == 1 &&
-             ops::numbers(o[2], "size")[0] <= ops::numbers(o[1], "size")[0]) {
-    crop.center = true;
-    crop.resize = static_cast<int>(ops::numbers(o[1], "size")[0]);
-    crop.crop = static_cast<int>(ops::numbers(o[2], "size")[0]);
-    *used = 3;
-  } else {
-    return std::unique_ptr<SampleKernel>();
-  }
-  auto decoder = ImageDecoder::create();
-  if (!decoder.ok()) return decoder.error();
-  return std::unique_ptr<SampleKernel>(new FusedCropKernel(std::move(decoder).value(), crop, scale, ratio,
-                                                           ops::flag(o[0], "exact_decode"), times));
-}
-
-// The flips before the tensor conversion, the conversion and the pointwise ops after it, as one pass.
-struct Tail {
-  struct Flip {
-    bool horizontal;
-    double p;
-  };
-  std::vector<Flip> flips;
-  float lut[3][256];
-  wire::DType dtype = wire::UINT8;  // after the chain
-  bool hwc = false;
-  bool to_slot = false;             // the chain ends the spec
-  int first = 0, end = 0;           // ops[first, end) are the tail's
-
-  // Writes `image` through the table into dst: CHW (or HWC) values of type T, mirrored as drawn.
-  template <typename T>
-  void write(const RgbImage& image, bool flip_h, bool flip_v, T* dst) const {
-    const int w = image.width, h = image.height;
-    const size_t plane = static_cast<size_t>(w) * h;
-    for (int y = 0; y < h; ++y) {
-      const uint8_t* row = image.row(flip_v ? h - 1 - y : y);
-      if (hwc) {
-        T* out = dst + static_cast<size_t>(y) * w * 3;
-        for (int x = 0; x < w; ++x) {
-          const uint8_t* px = row + 3 * (flip_h ? w - 1 - x : x);
-          out[3 * x] = static_cast<T>(lut[0][px[0]]);
-          out[3 * x + 1] = static_cast<T>(lut[1][px[1]]);
-          out[3 * x + 2] = static_cast<T>(lut[2][px[2]]);
-        }
-        continue;
-      }
-      T* r = dst + static_cast<size_t>(y) * w;
-      T* g = r + plane;
-      T* b = g + plane;
-      if (flip_h) {
-        for (int x = 0; x < w; ++x) {
-          r[w - 1 - x] = static_cast<T>(lut[0][row[3 * x]]);
-          g[w - 1 - x] = static_cast<T>(lut[1][row[3 * x + 1]]);
-          b[w - 1 - x] = static_cast<T>(lut[2][row[3 * x + 2]]);
-        }
-      } else {
-        for (int x = 0; x < w; ++x) {
-          r[x] = static_cast<T>(lut[0][row[3 * x]]);
-          g[x] = static_cast<T>(lut[1][row[3 * x + 1]]);
-          b[x] = static_cast<T>(lut[2][row[3 * x + 2]]);
-        }
-      }
-    }
-  }
-};
-
-// The tail of `o`: the last to_tensor / pil_to_tensor at top level, the flips right before it, the pointwise ops
-// (and a last layout) right after it. False when there is no conversion at top level (the spec's random_apply &
-// co. hold it): every op then runs as a kernel.
-bool find_tail(const google::protobuf::RepeatedPtrField<wire::Op>& o, Tail* tail) {
-  int conv = -1;
-  for (int i = 0; i < o.size(); ++i) {
-    if (o[i].name() == "to_tensor" || o[i].name() == "pil_to_tensor") conv = i;
-  }
-  if (conv < 0) return false;
-  int first = conv;
-  while (first > 0 && (o[first - 1].name() == "horizontal_flip" || o[first - 1].name() == "vertical_flip")) --first;
-  for (int i = first; i < conv; ++i) tail->flips.push_back({o[i].name() == "horizontal_flip", ops::number(o[i], "p")});
-  std::vector<ops::PointwiseStep> steps;
-  wire::DType dtype = wire::UINT8;
-  int end = conv;
-  for (; end < o.size() && ops::is_pointwise(o[end]) && (end == conv || o[end].name() == "normalize" ||
-                                                        o[end].name() == "convert_image_dtype"); ++end) {
-    steps.push_back(ops::pointwise_step(o[end], dtype));
-    dtype = steps.back().out;
-  }
-  if (end + 1 == o.size() && o[end].name() == "layout") {
-    tail->hwc = ops::text(o[end], "order") == "HWC";
-    ++end;
-  }
-  tail->first = first;
-  tail->end = end;
-  tail->to_slot = end == o.size();
-  tail->dtype = dtype;
-  for (int c = 0; c < 3; ++c) {
-    for (int v = 0; v < 256; ++v) {
-      float x = static_cast<float>(v);
-      for (const auto& step : steps) x = step(c, x);
-      tail->lut[c][v] = x;
-    }
-  }
-  return true;
-}
-
-// Writes `count` values of Sample.tensor (float) as `dtype` at dst.
-void write_tensor(const std::vector<float>& values, wire::DType dtype, char* dst) {
-  if (dtype == wire::FLOAT32) {
-    std::memcpy(dst, values.data(), values.size() * sizeof(float));
-    return;
-  }
-  auto* out = reinterpret_cast<uint8_t*>(dst);
-  for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<uint8_t>(values[i]);
-}
-
 class SpecPipeline final : public Pipeline {
  public:
   SpecPipeline(std::shared_ptr<const Dataset> dataset, ops::PlannedSpec planned)
@@ -201,10 +38,7 @@ class SpecPipeline final : public Pipeline {
     has_tail_ = find_tail(o, &tail_);
     const int middle_end = has_tail_ ? tail_.first : o.size();
     ops::ValueType type{.kind = Kind::kEncoded};
-    auto plan_one = [&](const wire::Op& op, const ops::ValueType& in) -> Result<ops::ValueType> {
-      ops::OpPlanContext context{&kUnbounded, planned_.num_classes};
-      return ops::find_op(op.name())->plan(op, in, context);
-    };
+    const int64_t classes = planned_.num_classes;
     CompileList compile_list = [&](const wire::OpList& list, const ops::ValueType& in) -> Result<Kernels> {
       Kernels kernels;
       ops::ValueType t = in;
@@ -212,13 +46,14 @@ class SpecPipeline final : public Pipeline {
         auto k = compile_op(op, t, compile_list);
         if (!k.ok()) return k.error();
         kernels.push_back(std::move(k).value());
-        auto next = plan_one(op, t);
-        if (next.ok()) t = *next;
+        auto next = ops::plan_op_type(op, t, classes);
+        if (!next.ok()) return next.error();
+        t = *next;
       }
       return kernels;
     };
     for (int i = 0; i < o.size(); ++i) {
-      auto next = plan_one(o[i], type);
+      auto next = ops::plan_op_type(o[i], type, classes);
       if (!next.ok()) return next.error();
       if (i >= used && (i < middle_end || (has_tail_ && i >= tail_.end))) {
         auto k = compile_op(o[i], type, compile_list);
@@ -278,7 +113,6 @@ class SpecPipeline final : public Pipeline {
 
  private:
   using CompileList = ops::CompileList;
-  static constexpr ops::OpLimits kUnbounded{ops::kMaxOpsHardLimit, 1u << 30, 1u << 30, 1u << 30};
 
   static Result<std::unique_ptr<SampleKernel>> compile_op(const wire::Op& op, const ops::ValueType& in,
                                                           const CompileList& compile_list) {
@@ -372,7 +206,7 @@ class SpecPipeline final : public Pipeline {
   std::unique_ptr<SampleKernel> head_;
   Kernels middle_, after_tail_;
   std::vector<std::unique_ptr<ops::BatchKernel>> batch_;
-  Tail tail_;
+  FusedTail tail_;
   bool has_tail_ = false;
   Sample sample_;
   std::vector<uint8_t> bytes_;
@@ -388,8 +222,7 @@ Result<std::unique_ptr<Pipeline>> make_spec_pipeline(const wire::PipelineSpec& c
     return Error(ErrorCode::kInvalidArgument, "a pipeline of ops needs an image dataset (imagefolder or webdataset); "
                                               "'" + dataset->name() + "' is " + dataset->format());
   }
-  static constexpr ops::OpLimits kUnbounded{ops::kMaxOpsHardLimit, 1u << 30, 1u << 30, 1u << 30};
-  ops::OpPlanContext context{&kUnbounded, dataset_classes(*dataset)};
+  ops::OpPlanContext context{&ops::kNoLimits, dataset_classes(*dataset)};
   auto planned = ops::plan_spec(canonical, context);
   if (!planned.ok()) return planned.error();
   auto pipeline = std::make_unique<SpecPipeline>(std::move(dataset), std::move(planned).value());

@@ -3,12 +3,9 @@
 //
 // Per sample: read the file, then the ops' kernels in order with one SampleRng seeded by (seed, epoch, index), then
 // collate into the slot. Two fusions keep the presets' speed (and their bytes: PresetGoldenTest):
-//   head  decode followed by random_resized_crop (bilinear, square), or by resize(n) + center_crop(c) (bilinear,
-//         c <= n, square), runs as one CropResizer step: the JPEG is DCT-scaled as far as the crop allows and only
-//         the window the resize reads is decoded (crop_resize.h), unless decode's exact_decode is set;
-//   tail  the flips right before to_tensor / pil_to_tensor, the conversion, and the pointwise ops after it
-//         (convert_image_dtype, normalize, layout) become one pass with a per-channel table of 256 values: into
-//         the slot when they end the spec, else into the sample's float tensor for the tensor ops that follow.
+//   head  decode + random_resized_crop, or decode + resize + center_crop, as one CropResizer step (fused_head.h);
+//   tail  the flips before the tensor conversion, the conversion and the pointwise ops after it, as one pass
+//         through a per-channel table (fused_tail.h).
 // Batch ops (mixup, cutmix) run in finish_batch() over the whole batch; a stream with batch ops is made in one
 // task per batch (whole_batches()). Labels: int64, or the float32 one-hot [K] (smoothed) with batch ops.
 // Not thread-safe (one per worker and stream); no allocation per sample once the buffers have grown.

@@ -130,6 +130,13 @@ void resolve_num_classes(google::protobuf::RepeatedPtrField<wire::Op>* ops, int6
 
 }  // namespace
 
+Result<ValueType> plan_op_type(const wire::Op& op, const ValueType& in, int64_t num_classes) {
+  const OpPlanContext context{&kNoLimits, num_classes};
+  Planner planner{context, 0, kMaxOpsHardLimit};
+  wire::Op canonical;
+  return planner.plan_op(op, in, false, "op", &canonical);
+}
+
 Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContext& context) {
   Planner planner{context, 0, std::min(context.limits->max_ops, kMaxOpsHardLimit)};
   PlannedSpec planned;

@@ -30,6 +30,13 @@ struct PlannedSpec {
 // The longest op count plan_spec accepts whatever limits.max_ops says (nesting is bounded by it too).
 inline constexpr uint32_t kMaxOpsHardLimit = 1024;
 
+// Only the hard bounds: for re-planning a spec the daemon already planned under its own limits.* (a worker's compile).
+inline constexpr OpLimits kNoLimits{kMaxOpsHardLimit, 1u << 30, 1u << 30, 1u << 30};
+
 Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContext& context);
+
+// The output type of one canonical per-sample op (its nested ops included) for input `in`, as plan_spec found it:
+// what a worker's compile needs to give each op its input type. Errors as plan_spec's, positions named from "op".
+Result<ValueType> plan_op_type(const wire::Op& op, const ValueType& in, int64_t num_classes);
 
 }  // namespace batchd::daemon::ops

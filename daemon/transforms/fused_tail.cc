@@ -1,0 +1,53 @@
+#include "transforms/fused_tail.h"
+
+#include <cstring>
+
+#include "transforms/ops/tensor_ops.h"
+
+namespace batchd::daemon {
+
+bool find_tail(const google::protobuf::RepeatedPtrField<wire::Op>& o, FusedTail* tail) {
+  int conv = -1;
+  for (int i = 0; i < o.size(); ++i) {
+    if (o[i].name() == "to_tensor" || o[i].name() == "pil_to_tensor") conv = i;
+  }
+  if (conv < 0) return false;
+  int first = conv;
+  while (first > 0 && (o[first - 1].name() == "horizontal_flip" || o[first - 1].name() == "vertical_flip")) --first;
+  for (int i = first; i < conv; ++i) tail->flips.push_back({o[i].name() == "horizontal_flip", ops::number(o[i], "p")});
+  std::vector<ops::PointwiseStep> steps;
+  wire::DType dtype = wire::UINT8;
+  int end = conv;
+  for (; end < o.size() && ops::is_pointwise(o[end]) && (end == conv || o[end].name() == "normalize" ||
+                                                        o[end].name() == "convert_image_dtype"); ++end) {
+    steps.push_back(ops::pointwise_step(o[end], dtype));
+    dtype = steps.back().out;
+  }
+  if (end + 1 == o.size() && o[end].name() == "layout") {
+    tail->hwc = ops::text(o[end], "order") == "HWC";
+    ++end;
+  }
+  tail->first = first;
+  tail->end = end;
+  tail->to_slot = end == o.size();
+  tail->dtype = dtype;
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      float x = static_cast<float>(v);
+      for (const auto& step : steps) x = step(c, x);
+      tail->lut[c][v] = x;
+    }
+  }
+  return true;
+}
+
+void write_tensor(const std::vector<float>& values, wire::DType dtype, char* dst) {
+  if (dtype == wire::FLOAT32) {
+    std::memcpy(dst, values.data(), values.size() * sizeof(float));
+    return;
+  }
+  auto* out = reinterpret_cast<uint8_t*>(dst);
+  for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<uint8_t>(values[i]);
+}
+
+}  // namespace batchd::daemon

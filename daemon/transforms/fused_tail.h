@@ -1,0 +1,73 @@
+// fused_tail.h — the tail of a spec's executor (spec_pipeline.h): the flips right before to_tensor / pil_to_tensor,
+// the conversion, and the pointwise ops after it (convert_image_dtype, normalize, a last layout) as one pass with a
+// per-channel table of 256 values (tensor_ops.h PointwiseStep composed): into the slot when they end the spec, else
+// into the sample's float tensor for the tensor ops that follow.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "transforms/ops/op.h"
+
+namespace batchd::daemon {
+
+// The flips before the tensor conversion, the conversion and the pointwise ops after it, as one pass.
+struct FusedTail {
+  struct Flip {
+    bool horizontal;
+    double p;
+  };
+  std::vector<Flip> flips;
+  float lut[3][256];
+  wire::DType dtype = wire::UINT8;  // after the chain
+  bool hwc = false;
+  bool to_slot = false;             // the chain ends the spec
+  int first = 0, end = 0;           // ops[first, end) are the tail's
+
+  // Writes `image` through the table into dst: CHW (or HWC) values of type T, mirrored as drawn.
+  template <typename T>
+  void write(const RgbImage& image, bool flip_h, bool flip_v, T* dst) const {
+    const int w = image.width, h = image.height;
+    const size_t plane = static_cast<size_t>(w) * h;
+    for (int y = 0; y < h; ++y) {
+      const uint8_t* row = image.row(flip_v ? h - 1 - y : y);
+      if (hwc) {
+        T* out = dst + static_cast<size_t>(y) * w * 3;
+        for (int x = 0; x < w; ++x) {
+          const uint8_t* px = row + 3 * (flip_h ? w - 1 - x : x);
+          out[3 * x] = static_cast<T>(lut[0][px[0]]);
+          out[3 * x + 1] = static_cast<T>(lut[1][px[1]]);
+          out[3 * x + 2] = static_cast<T>(lut[2][px[2]]);
+        }
+        continue;
+      }
+      T* r = dst + static_cast<size_t>(y) * w;
+      T* g = r + plane;
+      T* b = g + plane;
+      if (flip_h) {
+        for (int x = 0; x < w; ++x) {
+          r[w - 1 - x] = static_cast<T>(lut[0][row[3 * x]]);
+          g[w - 1 - x] = static_cast<T>(lut[1][row[3 * x + 1]]);
+          b[w - 1 - x] = static_cast<T>(lut[2][row[3 * x + 2]]);
+        }
+      } else {
+        for (int x = 0; x < w; ++x) {
+          r[x] = static_cast<T>(lut[0][row[3 * x]]);
+          g[x] = static_cast<T>(lut[1][row[3 * x + 1]]);
+          b[x] = static_cast<T>(lut[2][row[3 * x + 2]]);
+        }
+      }
+    }
+  }
+};
+
+// The tail of canonical ops `o`: the last to_tensor / pil_to_tensor at top level, the flips right before it, the
+// pointwise ops (and a last layout) right after it. False when there is no conversion at top level (random_apply &
+// co. hold it): every op then runs as a kernel.
+bool find_tail(const google::protobuf::RepeatedPtrField<wire::Op>& o, FusedTail* tail);
+
+// Writes Sample.tensor's values (float, exact for a uint8 tensor) at dst as `dtype` (FLOAT32 or UINT8: the dtypes
+// convert_image_dtype gives).
+void write_tensor(const std::vector<float>& values, wire::DType dtype, char* dst);
+
+}  // namespace batchd::daemon
