@@ -73,6 +73,17 @@ def test_float_to_uint8_conversion_scales_as_torchvision(photos):
     assert np.array_equal(ours, ref)
 
 
+def test_float_to_uint8_of_values_outside_0_1_wraps_as_torch(photos):
+    # After normalize the values leave [0, 1]: torch's .to(torch.uint8) truncates through int64 and keeps the low
+    # byte (-0.5 -> 0, -1.5 -> 255, 1.2 -> 51), it does not clamp (dtype_cast.h).
+    spec = [{"op": "resize", "size": [32, 48]}, {"op": "to_tensor"}, {"op": "normalize", **IMAGENET},
+            {"op": "convert_image_dtype", "dtype": "uint8"}]
+    ours, _ = ops.run(spec, [png(p) for p in photos])
+    ref = torch_batch(T.Compose([T.Resize([32, 48]), T.ToTensor(), T.Normalize(**IMAGENET),
+                                 T.ConvertImageDtype(torch.uint8)]), photos)
+    assert np.array_equal(ours, ref)
+
+
 def test_random_apply_choice_order_with_certain_outcomes(photos):
     flip = {"op": "horizontal_flip", "p": 1.0}
     spec = [{"op": "resize", "size": [40, 40]}, {"op": "random_apply", "p": 1.0, "ops": [flip]},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "transforms/dtype_cast.h"
 #include "transforms/ops/op_registry.h"
 
 namespace batchd::daemon::ops {
@@ -199,7 +200,7 @@ float PointwiseStep::operator()(int c, float x) const {
   switch (fn) {
     case Fn::kIdentity: return x;
     case Fn::kDiv255: return x / 255.0f;
-    case Fn::kToUint8: return std::clamp(std::trunc(x * (255.0f + 1.0f - 1e-3f)), 0.0f, 255.0f);
+    case Fn::kToUint8: return static_cast<float>(image_float_to_uint8(x));
     case Fn::kNormalize: return (x - mean[c]) / std[c];
   }
   return x;

@@ -1,7 +1,7 @@
 // tensor_ops.h — the tensor conversions and per-value tensor ops (tensor_ops.cc): to_tensor, pil_to_tensor,
 // convert_image_dtype, normalize, layout. Each of the first four maps every value independently, per channel: the
 // executor composes a run of them into one table per channel (3 x 256 entries for a uint8 image), applied while
-// the image is written into the slot (spec_pipeline.h).
+// the image is written into the slot (fused_tail.h).
 #pragma once
 
 #include "transforms/ops/op.h"
@@ -12,8 +12,8 @@ namespace batchd::daemon::ops {
 bool is_pointwise(const wire::Op& op);
 
 // One pointwise op, compiled: the value `x` of channel `c` after it, in torch's float32 arithmetic: to_tensor
-// x / 255; pil_to_tensor x; convert_image_dtype uint8 -> float x / 255, float -> uint8 trunc(x * (255 + 1 - 1e-3))
-// clamped to [0, 255] (torch leaves values outside [0, 1] undefined); normalize (x - mean[c]) / std[c].
+// x / 255; pil_to_tensor x; convert_image_dtype uint8 -> float x / 255, float -> uint8 x * (255 + 1 - 1e-3) cast as
+// torch casts (truncated, low byte kept: values outside [0, 1] wrap, dtype_cast.h); normalize (x - mean[c]) / std[c].
 struct PointwiseStep {
   enum class Fn { kIdentity, kDiv255, kToUint8, kNormalize } fn = Fn::kIdentity;
   float mean[3] = {0, 0, 0}, std[3] = {1, 1, 1};
