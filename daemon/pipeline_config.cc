@@ -4,20 +4,13 @@
 #include <cctype>
 
 #include "config.h"
+#include "toml_read.h"
 #include "transforms/ops/spec_plan.h"
 #include "transforms/pipeline.h"
 
 namespace batchd::daemon {
 
 namespace {
-
-std::string at(const std::string& source, const toml::node& node, const std::string& key) {
-  return source + ":" + std::to_string(node.source().begin.line) + ": key '" + key + "'";
-}
-
-Error bad(const std::string& source, const toml::node& node, const std::string& key, const std::string& why) {
-  return Error(ErrorCode::kInvalidArgument, at(source, node, key) + ": " + why);
-}
 
 Status toml_value(const toml::node& node, const std::string& key, const std::string& source, wire::OpValue* out) {
   if (node.is_integer()) {
@@ -82,11 +75,7 @@ Status parse_pipelines(const toml::table& pipelines, const std::string& source, 
     }
     const auto* table = v.as_table();
     if (table == nullptr) return bad(source, v, prefix, "must be a table with an `ops` list");
-    for (const auto& [key, node] : *table) {
-      if (key.str() != "ops" && key.str() != "batch_ops") {
-        return bad(source, node, prefix + "." + std::string(key.str()), "unknown key (known keys here: ops, batch_ops)");
-      }
-    }
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*table, {"batch_ops", "ops"}, prefix + ".", source));
     const toml::node* ops_node = table->get("ops");
     if (ops_node == nullptr) return bad(source, v, prefix + ".ops", "is required: the pipeline's list of ops");
     wire::PipelineSpec spec;
