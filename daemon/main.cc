@@ -16,7 +16,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <thread>
 
+#include "command_line.h"
 #include "config.h"
+#include "config_reload.h"
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "data/index_cache.h"
@@ -55,86 +57,29 @@ which file, key or resource and what to do).)";
 
 int main(int argc, char** argv) {
   CLI::App app(kDescription, "batchd");
-  std::string config_path, socket, strategy, log_level, cache_dir;
-  uint32_t workers = 0, min_chunk_us = 0, task_timeout_min_s = 0, per_sample_timeout_ms = 0;
-  bool print_default = false, check_config = false;
-  FaultInjection faults;
-  app.add_option("-c,--config", config_path, "TOML configuration file (default: the embedded configuration)")
-      ->check(CLI::ExistingFile);
-  app.add_option("-s,--socket", socket, "Unix socket to serve (default: daemon.socket, /run/batchd/batchd.sock)");
-  app.add_option("-w,--workers", workers, "worker processes to fork (default: daemon.workers; 0 = one per core)")
-      ->check(CLI::Range(0, 1024));
-  app.add_option("--min-chunk-us", min_chunk_us,
-                 "no chunk of a batch shorter than this much work, in µs of the stream's measured time per sample "
-                 "(default: daemon.min_chunk_us, 50; 0 = split every batch into ceil(workers / depth) chunks)")
-      ->check(CLI::Range(0, 1000000));
-  app.add_option("--task-timeout-min-s", task_timeout_min_s,
-                 "watchdog: the least time a worker gets for any task before it is killed and the task redone, in s "
-                 "(default: daemon.task_timeout_min_s)")
-      ->check(CLI::Range(1, 86400));
-  app.add_option("--per-sample-timeout-ms", per_sample_timeout_ms,
-                 "watchdog: a task of n samples may take n times this, in ms, if that is more than the minimum "
-                 "(default: daemon.per_sample_timeout_ms)")
-      ->check(CLI::Range(1, 3600000));
-  app.add_option("--shm-strategy", strategy,
-                 "default sharing strategy: file_descriptor (memfd passed over the socket; nothing can leak) or "
-                 "file_system (named /dev/shm/batchd.<instance>.<stream>, readable only by the stream's uid)")
-      ->check(CLI::IsMember({"file_descriptor", "file_system"}));
-  app.add_option("--cache-dir", cache_dir,
-                 "directory for dataset indexes kept between runs (webdataset shard indexes), an absolute path; "
-                 "\"\" = none (default: daemon.cache_dir, /var/cache/batchd)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: info)")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  app.add_flag("--print-default-config", print_default, "print the embedded default configuration and exit");
-  app.add_flag("--check-config", check_config,
-               "parse and validate the configuration (--config, else the embedded one) with the options given, print "
-               "what it declares and exit: 0 if it is valid, 1 with the error (naming the file, line and key). Does "
-               "not open the datasets, the socket or /dev/shm, nor look up socket_group / admin_group");
-  app.add_option("--fault-crash-on-sample", faults.crash_on_sample,
-                 "fault injection for tests: every worker crashes (SIGSEGV) when it reaches this sample index")
-      ->group("Fault injection (tests only)");
-  app.add_option("--fault-hang-on-sample", faults.hang_on_sample,
-                 "fault injection for tests: every worker hangs (until the watchdog kills it) when it reaches this "
-                 "sample index")
-      ->group("Fault injection (tests only)");
+  CommandLine line;
+  add_options(app, &line);
   app.set_version_flag("--version", std::string("batchd ") + BATCHD_VERSION);
   CLI11_PARSE(app, argc, argv);
 
-  if (print_default) {
+  if (line.print_default) {
     std::fwrite(default_config_text().data(), 1, default_config_text().size(), stdout);
     return 0;
   }
   setup_logging();
-  auto config = config_path.empty() ? parse_config(default_config_text(), "<embedded default config>")
-                                    : load_config_file(config_path);
+  auto config = line.config_path.empty() ? parse_config(default_config_text(), "<embedded default config>")
+                                         : load_config_file(line.config_path);
   if (!config.ok()) {
     spdlog::critical("{}", config.error().message());
     return 1;
   }
-  if (!socket.empty()) config->socket = socket;
-  if (app.count("--workers")) config->workers = workers;
-  if (app.count("--min-chunk-us")) config->min_chunk_us = min_chunk_us;
-  if (app.count("--task-timeout-min-s")) config->task_timeout_min_s = task_timeout_min_s;
-  if (app.count("--per-sample-timeout-ms")) config->per_sample_timeout_ms = per_sample_timeout_ms;
-  if (!strategy.empty()) config->shm_strategy = *parse_strategy(strategy);
-  if (app.count("--cache-dir")) {
-    if (!cache_dir.empty() && cache_dir.front() != '/') {
-      spdlog::critical("--cache-dir {} must be an absolute path (or \"\" for none)", cache_dir);
-      return 1;
-    }
-    config->cache_dir = cache_dir;
+  if (auto applied = apply_options(app, line, &*config); !applied.ok()) {
+    spdlog::critical("{}", applied.error().message());
+    return 1;
   }
-  if (!log_level.empty()) config->log_level = log_level;
   spdlog::set_level(spdlog::level::from_str(config->log_level));
-  if (check_config) {
-    std::string names;
-    for (const auto& d : config->datasets) names += (names.empty() ? "" : ", ") + d.name + " (" + d.format + ")";
-    std::printf("%s: valid. socket %s, workers %u (0 = one per core), shm_strategy %s, limits.max_shm_bytes %llu "
-                "(0 = half of physical memory), cache_dir \"%s\"; datasets: %s\n",
-                config_path.empty() ? "<embedded default config>" : config_path.c_str(), config->socket.c_str(),
-                config->workers, strategy_name(config->shm_strategy),
-                static_cast<unsigned long long>(config->limits.max_shm_bytes), config->cache_dir.c_str(),
-                names.empty() ? "none" : names.c_str());
+  if (line.check_config) {
+    std::printf("%s\n", describe_config(line, *config).c_str());
     return 0;
   }
   if (config->workers == 0) config->workers = std::max(1u, std::thread::hardware_concurrency());
@@ -178,7 +123,7 @@ int main(int argc, char** argv) {
   pool_options.max_frame_bytes = config->limits.max_frame_bytes;
   pool_options.timeouts = TaskTimeouts{std::chrono::seconds(config->task_timeout_min_s),
                                        std::chrono::milliseconds(config->per_sample_timeout_ms)};
-  pool_options.faults = faults;
+  pool_options.faults = line.faults;
   auto pool = WorkerPool::start(io, pool_options, datasets);
   if (!pool.ok()) {
     spdlog::critical("cannot start workers: {}", pool.error().message());
@@ -217,51 +162,7 @@ int main(int argc, char** argv) {
   notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
   notifier.start_watchdog();
 
-  // SIGHUP: reload [datasets] and [pipelines] from the config file; running streams keep the data and the spec they
-  // opened with; a config that does not parse (a bad pipeline included) changes nothing.
-  boost::asio::signal_set hangup(io, SIGHUP);
-  std::function<void()> arm_hangup = [&] {
-    hangup.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      arm_hangup();
-      if (config_path.empty()) {
-        spdlog::info("SIGHUP: no --config file to reload (the embedded configuration is fixed)");
-        return;
-      }
-      notifier.reloading();
-      auto fresh = load_config_file(config_path);
-      if (!fresh.ok()) {
-        spdlog::error("SIGHUP: keeping the current datasets and pipelines: {}", fresh.error().message());
-        notifier.status("reload failed: " + fresh.error().message());
-        notifier.ready("serving " + config->socket + " (reload failed, see the log)");
-        return;
-      }
-      auto summary = datasets.reload(fresh->datasets, streams.dataset_keys_in_use(), config->cache_dir);
-      config->pipelines = std::move(fresh->pipelines);  // plan() reads them at each OpenStream
-      auto names = [](const std::vector<std::string>& v) {
-        std::string s;
-        for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
-        return s.empty() ? std::string("none") : s;
-      };
-      spdlog::info("SIGHUP: reloaded from {}: datasets added {}, changed {}, removed {}, unavailable {}; {} "
-                   "pipelines; only [datasets] and [pipelines] are reloaded (other changes need a restart)",
-                   config_path, names(summary.added), names(summary.changed), names(summary.removed),
-                   names(summary.unavailable), config->pipelines.size());
-      for (const auto& [name, why] : summary.changed_on_disk) {
-        spdlog::info("SIGHUP: dataset {} is opened again: {}", name, why);
-      }
-      for (const auto& name : summary.unavailable) {
-        if (auto d = datasets.find(name); !d.ok()) spdlog::warn("dataset {}: {}", name, d.error().message());
-      }
-      loader.fingerprint(datasets.take_fingerprint_jobs());  // every available dataset's, computed again
-      loader.load(std::move(summary.jobs));
-      // Workers fork again from the daemon, which now holds the new datasets; the old ones are retired without
-      // waiting for them (a stopped worker is killed after its exit grace).
-      (*pool)->restart_all();
-      notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
-    });
-  };
-  arm_hangup();
+  ConfigReload reload(io, line.config_path, {*config, datasets, streams, loader, **pool, notifier});  // SIGHUP
 
   boost::asio::signal_set signals(io, SIGTERM, SIGINT, SIGQUIT);
   boost::asio::steady_timer deadline(io);
@@ -269,7 +170,7 @@ int main(int argc, char** argv) {
     if (ec) return;
     spdlog::info("{} received: draining", ::strsignal(sig));
     notifier.stopping(std::string("draining (") + ::strsignal(sig) + ")");
-    hangup.cancel();  // nothing may keep the event loop alive once the connections are drained
+    reload.cancel();  // nothing may keep the event loop alive once the connections are drained
     loader.cancel();  // an index under way gives up; nothing is installed from here on (joined after the loop)
     if (metrics) metrics->stop();
     (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
