@@ -122,3 +122,22 @@ def spec_from(transform, batch_transform=None, exact_decode=None):
         from ._batch_transforms import batch_ops_from_torchvision
         batch_ops = batch_ops_from_torchvision(batch_transform)
     return {"ops": ops, "batch_ops": batch_ops}
+
+
+def pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size, exact_decode):
+    """The spec of Loader(transform=...), or None for Loader(pipeline=...); BatchdError (code "invalid argument")
+    unless exactly one of the two is given, and for the options that belong to the other."""
+    if (pipeline is None) == (transform is None):
+        raise spec_error("batchd.Loader() takes exactly one of pipeline= (a name: \"train224\", \"fmnist\", a "
+                         "config's [pipelines.NAME]) and transform= (op dicts or a torchvision Compose); got "
+                         + ("both" if pipeline is not None else "neither"))
+    if transform is None:
+        if batch_transform is not None:
+            raise spec_error("batch_transform= needs transform=: a pipeline given by name has its own batch ops "
+                             "(none for the presets); write the recipe as transform= to add mixup/cutmix")
+        return None
+    for key, value in (("crop_size", crop_size), ("resize_size", resize_size)):
+        if value is not None:
+            raise spec_error(f"{key}= is an option of the vision presets (pipeline=); with transform= the sizes "
+                             "are the ops' own (e.g. RandomResizedCrop(size), Resize(size))")
+    return spec_from(transform, batch_transform, exact_decode)
