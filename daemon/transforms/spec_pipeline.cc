@@ -134,7 +134,7 @@ class SpecPipeline final : public Pipeline {
   Status make_sample(uint64_t idx, const BatchContext& context, char* dst, int64_t* label) {
     auto t = Clock::now();
     BATCHD_RETURN_IF_ERROR(images_.read_image(idx, &bytes_, label));
-    times_.read_ns += ops_stage_ns(t);
+    times_.read_ns += stage_ns(t);
     images_.sample_name(idx, &name_);
     sample_.bytes = bytes_;
     sample_.name = &name_;
@@ -145,9 +145,9 @@ class SpecPipeline final : public Pipeline {
     }
     for (size_t k = 0; k < middle_.size(); ++k) {
       if (middle_[k]) BATCHD_RETURN_IF_ERROR(middle_[k]->run(sample_, rng));
-      if (k == 0 && !head_) times_.decode_ns += ops_stage_ns(t);
+      if (k == 0 && !head_) times_.decode_ns += stage_ns(t);
     }
-    times_.resize_ns += ops_stage_ns(t);
+    times_.resize_ns += stage_ns(t);
     if (!has_tail_) return write_from_tensor(dst);
     bool flip_h = false, flip_v = false;
     for (const auto& f : tail_.flips) {
@@ -159,7 +159,7 @@ class SpecPipeline final : public Pipeline {
       } else {
         tail_.write(sample_.image, flip_h, flip_v, reinterpret_cast<uint8_t*>(dst));
       }
-      times_.normalize_ns += ops_stage_ns(t);
+      times_.normalize_ns += stage_ns(t);
       return ok_status();
     }
     sample_.channels = 3;
@@ -175,7 +175,7 @@ class SpecPipeline final : public Pipeline {
 
   Status write_from_tensor(char* dst, Clock::time_point* t = nullptr) {
     write_tensor(sample_.tensor, planned_.image.dtype, dst);
-    if (t != nullptr) times_.normalize_ns += ops_stage_ns(*t);
+    if (t != nullptr) times_.normalize_ns += stage_ns(*t);
     return ok_status();
   }
 
@@ -197,8 +197,6 @@ class SpecPipeline final : public Pipeline {
     row[label] = (1.0f - e) + e / k;
     return ok_status();
   }
-
-  static uint64_t ops_stage_ns(Clock::time_point& t) { return stage_ns(t); }
 
   std::shared_ptr<const Dataset> dataset_;  // keeps images_ alive
   const ImageSamples& images_;

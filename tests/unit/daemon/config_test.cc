@@ -2,14 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "config_test_support.h"
+
 namespace batchd::daemon {
 namespace {
-
-std::string error_of(const std::string& toml) {
-  auto c = parse_config(toml, "test.toml");
-  EXPECT_FALSE(c.ok()) << "accepted:\n" << toml;
-  return c.ok() ? "" : c.error().message();
-}
 
 TEST(ConfigTest, EmbeddedDefaultDeclaresBothFashionMnistSplits) {
   auto sut = parse_config(default_config_text(), "<embedded>");
@@ -53,26 +49,26 @@ max_segment_bytes = 1048576
 }
 
 TEST(ConfigTest, UnknownKeyIsRefusedWithFileLineAndKey) {
-  const auto msg = error_of("[daemon]\nworkers = 2\nworker = 3\n");
+  const auto msg = config_error_of("[daemon]\nworkers = 2\nworker = 3\n");
   EXPECT_NE(msg.find("test.toml:3"), std::string::npos) << msg;
   EXPECT_NE(msg.find("daemon.worker"), std::string::npos) << msg;
   EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
 }
 
 TEST(ConfigTest, UnknownSectionIsRefused) {
-  EXPECT_NE(error_of("[deamon]\nworkers = 2\n").find("'deamon'"), std::string::npos);
+  EXPECT_NE(config_error_of("[deamon]\nworkers = 2\n").find("'deamon'"), std::string::npos);
 }
 
 TEST(ConfigTest, WrongTypesAndRangesAreRefused) {
-  EXPECT_NE(error_of("[daemon]\nworkers = \"two\"\n").find("must be an integer"), std::string::npos);
-  EXPECT_NE(error_of("[daemon]\nworkers = -1\n").find("out of range"), std::string::npos);
-  EXPECT_NE(error_of("[daemon]\nsocket_mode = \"rw\"\n").find("octal"), std::string::npos);
-  EXPECT_NE(error_of("[daemon]\nshm_strategy = \"shm\"\n").find("file_descriptor or file_system"),
+  EXPECT_NE(config_error_of("[daemon]\nworkers = \"two\"\n").find("must be an integer"), std::string::npos);
+  EXPECT_NE(config_error_of("[daemon]\nworkers = -1\n").find("out of range"), std::string::npos);
+  EXPECT_NE(config_error_of("[daemon]\nsocket_mode = \"rw\"\n").find("octal"), std::string::npos);
+  EXPECT_NE(config_error_of("[daemon]\nshm_strategy = \"shm\"\n").find("file_descriptor or file_system"),
             std::string::npos);
-  EXPECT_NE(error_of("[daemon]\nlog_level = \"loud\"\n").find("log_level"), std::string::npos);
-  EXPECT_NE(error_of("[limits]\ndefault_depth = 9\nmax_depth = 8\n").find("exceeds limits.max_depth"),
+  EXPECT_NE(config_error_of("[daemon]\nlog_level = \"loud\"\n").find("log_level"), std::string::npos);
+  EXPECT_NE(config_error_of("[limits]\ndefault_depth = 9\nmax_depth = 8\n").find("exceeds limits.max_depth"),
             std::string::npos);
-  EXPECT_NE(error_of("daemon = 3\n").find("must be a table"), std::string::npos);
+  EXPECT_NE(config_error_of("daemon = 3\n").find("must be a table"), std::string::npos);
 }
 
 TEST(ConfigTest, SharesKeysAreReadAndRangeChecked) {
@@ -84,8 +80,8 @@ TEST(ConfigTest, SharesKeysAreReadAndRangeChecked) {
   ASSERT_TRUE(sut.ok()) << sut.error().message();
   EXPECT_EQ(sut->shares.max_lag, 3u);
   EXPECT_EQ(sut->shares.max_subscribers, 5u);
-  EXPECT_NE(error_of("[shares]\nmax_lag = 0\n").find("shares.max_lag"), std::string::npos);
-  EXPECT_NE(error_of("[shares]\nmax_lagg = 2\n").find("max_lagg"), std::string::npos);
+  EXPECT_NE(config_error_of("[shares]\nmax_lag = 0\n").find("shares.max_lag"), std::string::npos);
+  EXPECT_NE(config_error_of("[shares]\nmax_lagg = 2\n").find("max_lagg"), std::string::npos);
 }
 
 TEST(ConfigTest, WatchdogTimeoutsAreReadAndRangeChecked) {
@@ -97,21 +93,21 @@ TEST(ConfigTest, WatchdogTimeoutsAreReadAndRangeChecked) {
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->task_timeout_min_s, kDefaultTaskTimeoutMinS) << "default_config.toml and config.h agree";
   EXPECT_EQ(defaults->per_sample_timeout_ms, kDefaultPerSampleTimeoutMs);
-  const auto zero = error_of("[daemon]\ntask_timeout_min_s = 0\n");
+  const auto zero = config_error_of("[daemon]\ntask_timeout_min_s = 0\n");
   EXPECT_NE(zero.find("test.toml:2: key 'daemon.task_timeout_min_s': 0 is out of range [1, 86400]"),
             std::string::npos)
       << zero;
-  const auto big = error_of("[daemon]\nper_sample_timeout_ms = 3600001\n");
+  const auto big = config_error_of("[daemon]\nper_sample_timeout_ms = 3600001\n");
   EXPECT_NE(big.find("key 'daemon.per_sample_timeout_ms': 3600001 is out of range"), std::string::npos) << big;
-  EXPECT_NE(error_of("[daemon]\nper_sample_timeout_ms = \"1s\"\n").find("must be an integer"), std::string::npos);
+  EXPECT_NE(config_error_of("[daemon]\nper_sample_timeout_ms = \"1s\"\n").find("must be an integer"), std::string::npos);
 }
 
 TEST(ConfigTest, DatasetsNeedAKnownFormatAndTheirFiles) {
-  EXPECT_NE(error_of("[datasets.x]\nformat = \"tfrecord\"\n").find("not a supported dataset format"),
+  EXPECT_NE(config_error_of("[datasets.x]\nformat = \"tfrecord\"\n").find("not a supported dataset format"),
             std::string::npos);
-  EXPECT_NE(error_of("[datasets.x]\nformat = \"idx\"\nimages = \"/a\"\n").find("datasets.x.labels"),
+  EXPECT_NE(config_error_of("[datasets.x]\nformat = \"idx\"\nimages = \"/a\"\n").find("datasets.x.labels"),
             std::string::npos);
-  EXPECT_NE(error_of("[datasets.x]\nformat = \"idx\"\nimages = \"/a\"\nlabels = \"/b\"\nroot = \"/c\"\n")
+  EXPECT_NE(config_error_of("[datasets.x]\nformat = \"idx\"\nimages = \"/a\"\nlabels = \"/b\"\nroot = \"/c\"\n")
                 .find("datasets.x.root"),
             std::string::npos);
 }
@@ -136,25 +132,25 @@ TEST(ConfigTest, TokensDatasetKeysAreReadWithTheirDefaultsAndValidated) {
   EXPECT_FALSE(longer == owt) << "a reload must notice a changed seq_len";
 
   const std::string head = "[datasets.t]\nformat = \"tokens\"\n";
-  const auto no_path = error_of(head + "seq_len = 8\n");
+  const auto no_path = config_error_of(head + "seq_len = 8\n");
   EXPECT_NE(no_path.find("key 'datasets.t.path'"), std::string::npos) << no_path;
-  const auto no_len = error_of(head + "path = \"/a.bin\"\n");
+  const auto no_len = config_error_of(head + "path = \"/a.bin\"\n");
   EXPECT_NE(no_len.find("key 'datasets.t.seq_len'"), std::string::npos) << no_len;
   EXPECT_NE(no_len.find("is required"), std::string::npos) << no_len;
-  const auto dtype = error_of(head + "path = \"/a.bin\"\nseq_len = 8\ndtype = \"int16\"\n");
+  const auto dtype = config_error_of(head + "path = \"/a.bin\"\nseq_len = 8\ndtype = \"int16\"\n");
   EXPECT_NE(dtype.find("key 'datasets.t.dtype': 'int16' is not \"uint16\" or \"uint32\""), std::string::npos) << dtype;
   for (const char* bad_len : {"0", "16777217", "-1"}) {
-    const auto len = error_of(head + "path = \"/a.bin\"\nseq_len = " + bad_len + "\n");
+    const auto len = config_error_of(head + "path = \"/a.bin\"\nseq_len = " + bad_len + "\n");
     EXPECT_NE(len.find("key 'datasets.t.seq_len': " + std::string(bad_len) + " is out of range"), std::string::npos)
         << len;
   }
-  EXPECT_NE(error_of(head + "path = \"/a.bin\"\nseq_len = \"1k\"\n").find("must be an integer"), std::string::npos);
-  const auto other = error_of(head + "path = \"/a.bin\"\nseq_len = 8\nroot = \"/x\"\n");
+  EXPECT_NE(config_error_of(head + "path = \"/a.bin\"\nseq_len = \"1k\"\n").find("must be an integer"), std::string::npos);
+  const auto other = config_error_of(head + "path = \"/a.bin\"\nseq_len = 8\nroot = \"/x\"\n");
   EXPECT_NE(other.find("datasets.t.root"), std::string::npos) << "keys of other formats are refused: " << other;
 }
 
 TEST(ConfigTest, SyntaxErrorsCarryLineAndColumn) {
-  const auto msg = error_of("[daemon]\nworkers = = 2\n");
+  const auto msg = config_error_of("[daemon]\nworkers = = 2\n");
   EXPECT_NE(msg.find("test.toml:2:"), std::string::npos) << msg;
 }
 
@@ -199,7 +195,7 @@ TEST(ConfigTest, MetricsListenIsReadAndItsTableChecked) {
   auto sut = parse_config("[metrics]\nlisten = \"127.0.0.1:9464\"\n", "t.toml");
   ASSERT_TRUE(sut.ok()) << sut.error().message();
   EXPECT_EQ(sut->metrics_listen, "127.0.0.1:9464");
-  EXPECT_NE(error_of("[metrics]\nport = 9464\n").find("metrics.port"), std::string::npos);
+  EXPECT_NE(config_error_of("[metrics]\nport = 9464\n").find("metrics.port"), std::string::npos);
 }
 
 }  // namespace
@@ -242,18 +238,18 @@ per_stream = true
 }
 
 TEST(ConfigTest, AdminGroupMustExistAndLimitsMustBeInRange) {
-  auto msg = error_of("[daemon]\nadmin_group = \"no-such-group-batchd\"\n");
+  auto msg = config_error_of("[daemon]\nadmin_group = \"no-such-group-batchd\"\n");
   EXPECT_NE(msg.find("test.toml:2: key 'daemon.admin_group'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("not a group on this host"), std::string::npos) << msg;
-  EXPECT_NE(error_of("[limits]\nmax_request_bytes = 100\n").find("limits.max_request_bytes"), std::string::npos);
-  EXPECT_NE(error_of("[limits]\nframe_timeout_ms = 0\n").find("limits.frame_timeout_ms"), std::string::npos);
-  EXPECT_NE(error_of("[limits]\nmax_connections = 0\n").find("limits.max_connections"), std::string::npos);
-  EXPECT_NE(error_of("[limits]\nmax_connections_per_uid = 0\n").find("limits.max_connections_per_uid"),
+  EXPECT_NE(config_error_of("[limits]\nmax_request_bytes = 100\n").find("limits.max_request_bytes"), std::string::npos);
+  EXPECT_NE(config_error_of("[limits]\nframe_timeout_ms = 0\n").find("limits.frame_timeout_ms"), std::string::npos);
+  EXPECT_NE(config_error_of("[limits]\nmax_connections = 0\n").find("limits.max_connections"), std::string::npos);
+  EXPECT_NE(config_error_of("[limits]\nmax_connections_per_uid = 0\n").find("limits.max_connections_per_uid"),
             std::string::npos);
-  EXPECT_NE(error_of("[limits]\nmax_streams_per_uid = 0\n").find("limits.max_streams_per_uid"), std::string::npos);
-  EXPECT_NE(error_of("[limits]\nmax_streams_per_uid = \"many\"\n").find("limits.max_streams_per_uid"),
+  EXPECT_NE(config_error_of("[limits]\nmax_streams_per_uid = 0\n").find("limits.max_streams_per_uid"), std::string::npos);
+  EXPECT_NE(config_error_of("[limits]\nmax_streams_per_uid = \"many\"\n").find("limits.max_streams_per_uid"),
             std::string::npos);
-  EXPECT_NE(error_of("[metrics]\nper_stream = 1\n").find("metrics.per_stream"), std::string::npos);
+  EXPECT_NE(config_error_of("[metrics]\nper_stream = 1\n").find("metrics.per_stream"), std::string::npos);
 }
 
 }  // namespace

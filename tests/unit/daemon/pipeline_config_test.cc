@@ -4,18 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "config_test_support.h"
+
 #include "config.h"
 #include "transforms/ops/op.h"
 #include "transforms/ops/spec_plan.h"
 
 namespace batchd::daemon {
 namespace {
-
-std::string error_of(const std::string& toml) {
-  auto c = parse_config(toml, "test.toml");
-  EXPECT_FALSE(c.ok()) << "accepted:\n" << toml;
-  return c.ok() ? "" : c.error().message();
-}
 
 constexpr const char* kRecipe = R"(
 [pipelines.ref_train]
@@ -57,27 +53,27 @@ ops = [ { exact_decode = true, op = "decode", max_side = 0 }, { size = 232.0, op
 }
 
 TEST(PipelineConfigTest, ABadPipelineRefusesTheConfigNamingFileLineTableOpAndKey) {
-  EXPECT_EQ(error_of("[pipelines.x]\nops = [ { op = \"resize\", size = 10 }, { op = \"blur\" } ]\n")
+  EXPECT_EQ(config_error_of("[pipelines.x]\nops = [ { op = \"resize\", size = 10 }, { op = \"blur\" } ]\n")
                 .rfind("test.toml:1: key 'pipelines.x': ops[1] (blur): unknown op (known: decode, resize, ", 0),
             0u);
-  EXPECT_EQ(error_of("\n[pipelines.x]\nops = [ { op = \"center_crop\", size = -3 }, { op = \"to_tensor\" } ]\n"),
+  EXPECT_EQ(config_error_of("\n[pipelines.x]\nops = [ { op = \"center_crop\", size = -3 }, { op = \"to_tensor\" } ]\n"),
             "test.toml:2: key 'pipelines.x': ops[0] (center_crop): size: -3 is out of range [1, inf]");
-  EXPECT_NE(error_of("[pipelines.x]\nops = [ { op = \"center_crop\", size = 8 } ]\n")
+  EXPECT_NE(config_error_of("[pipelines.x]\nops = [ { op = \"center_crop\", size = 8 } ]\n")
                 .find("test.toml:1: key 'pipelines.x': the ops end with an image, not a tensor"),
             std::string::npos);
-  EXPECT_NE(error_of("[pipelines.x]\nops = [ { size = 8 } ]\n").find("key 'pipelines.x.ops[0].op': must name the op"),
+  EXPECT_NE(config_error_of("[pipelines.x]\nops = [ { size = 8 } ]\n").find("key 'pipelines.x.ops[0].op': must name the op"),
             std::string::npos);
-  EXPECT_NE(error_of("[pipelines.x]\nops = [ 3 ]\n").find("key 'pipelines.x.ops[0]': must be a table"),
+  EXPECT_NE(config_error_of("[pipelines.x]\nops = [ 3 ]\n").find("key 'pipelines.x.ops[0]': must be a table"),
             std::string::npos);
-  EXPECT_NE(error_of("[pipelines.x]\nbatch_ops = []\n").find("key 'pipelines.x.ops': is required"),
+  EXPECT_NE(config_error_of("[pipelines.x]\nbatch_ops = []\n").find("key 'pipelines.x.ops': is required"),
             std::string::npos);
-  EXPECT_NE(error_of("[pipelines.x]\nops = []\nsteps = 1\n").find("key 'pipelines.x.steps': unknown key"),
+  EXPECT_NE(config_error_of("[pipelines.x]\nops = []\nsteps = 1\n").find("key 'pipelines.x.steps': unknown key"),
             std::string::npos);
-  EXPECT_NE(error_of("[pipelines.val224]\nops = [ { op = \"to_tensor\" } ]\n")
+  EXPECT_NE(config_error_of("[pipelines.val224]\nops = [ { op = \"to_tensor\" } ]\n")
                 .find("'val224' is a built-in pipeline's name"),
             std::string::npos);
-  EXPECT_NE(error_of("[pipelines.\"a b\"]\nops = []\n").find("1 to 64 characters"), std::string::npos);
-  EXPECT_NE(error_of("[pipelines.x]\nops = [ { op = \"resize\", size = { a = 1 } } ]\n")
+  EXPECT_NE(config_error_of("[pipelines.\"a b\"]\nops = []\n").find("1 to 64 characters"), std::string::npos);
+  EXPECT_NE(config_error_of("[pipelines.x]\nops = [ { op = \"resize\", size = { a = 1 } } ]\n")
                 .find("key 'pipelines.x.ops[0].size': must be a number, a string"),
             std::string::npos);
 }
@@ -93,15 +89,15 @@ TEST(PipelineConfigTest, SpecLimitsAreReadAndBoundTheConfigsPipelinesToo) {
   const ops::OpLimits bounds = op_limits(config->limits);
   EXPECT_EQ(bounds.max_ops, 3u);
   EXPECT_EQ(bounds.max_padding, 4u);
-  EXPECT_NE(error_of("[limits]\nmax_output_side = 300\n[pipelines.x]\nops = [ { op = \"center_crop\", size = 301 }, "
+  EXPECT_NE(config_error_of("[limits]\nmax_output_side = 300\n[pipelines.x]\nops = [ { op = \"center_crop\", size = 301 }, "
                      "{ op = \"to_tensor\" } ]\n")
                 .find("size: 301 is over limits.max_output_side (300)"),
             std::string::npos);
-  EXPECT_NE(error_of("[limits]\nmax_ops = 2\n[pipelines.x]\nops = [ { op = \"center_crop\", size = 8 }, "
+  EXPECT_NE(config_error_of("[limits]\nmax_ops = 2\n[pipelines.x]\nops = [ { op = \"center_crop\", size = 8 }, "
                      "{ op = \"to_tensor\" } ]\n")
                 .find("more than 2 ops, nested ones included (limits.max_ops)"),
             std::string::npos);
-  EXPECT_NE(error_of("[limits]\nmax_ops = 0\n").find("limits.max_ops': 0 is out of range [1, 1024]"),
+  EXPECT_NE(config_error_of("[limits]\nmax_ops = 0\n").find("limits.max_ops': 0 is out of range [1, 1024]"),
             std::string::npos);
 }
 

@@ -125,6 +125,13 @@ inline Status decode_file(const std::string& path, Scale scale, RgbImage* out, I
   return dec->decode(bytes, path, *hdr, scale, out, fast);
 }
 
+// Decodes `path` at full size into *src and writes its pixels to tmp("src.raw"), where the Pillow helper reads them.
+inline Status decode_to_src_raw(const std::string& path, RgbImage* src) {
+  Status st = decode_file(path, {1, 1}, src);
+  if (st.ok()) spit(tmp("src.raw"), src->pixels);
+  return st;
+}
+
 inline int max_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   EXPECT_EQ(a.size(), b.size());
   int m = a.size() == b.size() ? 0 : 256;

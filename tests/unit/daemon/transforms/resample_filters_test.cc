@@ -40,8 +40,7 @@ TEST_P(FilterTest, EqualsPillowOnRealPhotos) {
   for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
     SCOPED_TRACE(p);
     RgbImage src;
-    ASSERT_TRUE(decode_file(p, {1, 1}, &src).ok());
-    spit(tmp("src.raw"), src.pixels);
+    ASSERT_TRUE(decode_to_src_raw(p, &src).ok());
     const int w = src.width, h = src.height;
     // Observed max difference in every case: 0.
     for (auto [W, H] : {std::pair{224, 168}, {w / 3, h * 2}, {w * 2, h / 3}, {w + 37, h + 11}, {w, h}, {1, 1}}) {
@@ -100,8 +99,7 @@ INSTANTIATE_TEST_SUITE_P(Filters, FilterTest, ::testing::Values(ResampleFilter::
 TEST(BicubicTest, FastOrderRunsPillowsOrder) {
   SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
   RgbImage src;
-  ASSERT_TRUE(decode_file(scratch().photos[0], {1, 1}, &src).ok());
-  spit(tmp("src.raw"), src.pixels);
+  ASSERT_TRUE(decode_to_src_raw(scratch().photos[0], &src).ok());
   const int w = src.width, h = src.height;
   for (auto [W, H] : {std::pair{224, 224}, {223, 131}, {w * 2 + 1, h + 5}}) {
     SCOPED_TRACE(args(W, H));

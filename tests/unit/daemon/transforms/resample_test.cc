@@ -36,8 +36,7 @@ TEST(ResampleTest, BilinearEqualsPillowOnRealPhotos) {
   for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
     SCOPED_TRACE(p);
     RgbImage src;
-    ASSERT_TRUE(decode_file(p, {1, 1}, &src).ok());
-    spit(tmp("src.raw"), src.pixels);
+    ASSERT_TRUE(decode_to_src_raw(p, &src).ok());
     const int w = src.width, h = src.height;
     auto full = [](int in, int out) { return ResampleAxis{in, 0.0, double(in), out, 0, out}; };
     // Observed max difference in every case below: 0 (the arithmetic is Pillow's, bit for bit).
@@ -98,8 +97,7 @@ TEST(ResampleTest, FastOrderWithinOneLevelOfPillow) {
   SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
   const std::string& p = scratch().photos[0];
   RgbImage src;
-  ASSERT_TRUE(decode_file(p, {1, 1}, &src).ok());
-  spit(tmp("src.raw"), src.pixels);
+  ASSERT_TRUE(decode_to_src_raw(p, &src).ok());
   const int w = src.width, h = src.height;
   for (auto [l, t, r, b, W, H] : {std::tuple{37, 21, 37 + w / 2 + 1, 21 + h / 3, 224, 224},
                                   {0, 0, w, h, 223, 131}, {5, 9, 105, 90, 224, 224}, {0, 0, w, h, w - 1, h}}) {
