@@ -8,6 +8,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <cmath>
 #include <memory>
 
 #include "binding.h"
@@ -102,12 +104,14 @@ py::dict arrays_of(const SharedBatch& batch) {
   return out;
 }
 
-// Stream::next() without the GIL; nullptr after the last batch; a daemon error raises BatchdError.
-SharedBatch next_batch(batchd::Stream& s) {
+// Stream::next() without the GIL; nullptr after the last batch; a daemon error raises BatchdError. `timeout` in
+// seconds, None or <= 0 = wait as long as it takes; past it BatchdError with code "deadline exceeded".
+SharedBatch next_batch(batchd::Stream& s, const py::object& timeout) {
+  const double seconds = timeout.is_none() ? 0.0 : timeout.cast<double>();
   batchd::Result<std::optional<batchd::Batch>> r = std::optional<batchd::Batch>();
   {
     py::gil_scoped_release release;
-    r = s.next();
+    r = seconds > 0 ? s.next(std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)))) : s.next();
   }
   auto batch = unwrap(std::move(r));
   return batch ? std::make_shared<batchd::Batch>(std::move(*batch)) : nullptr;
@@ -137,18 +141,19 @@ PYBIND11_MODULE(_batchd, m) {
   py::class_<batchd::Stream, std::shared_ptr<batchd::Stream>>(m, "Stream")
       .def_property_readonly("info", [](const batchd::Stream& s) { return info_dict(s.info()); })
       .def("next",
-           [](batchd::Stream& s) -> py::object {
-             auto batch = next_batch(s);
+           [](batchd::Stream& s, const py::object& timeout) -> py::object {
+             auto batch = next_batch(s, timeout);
              if (!batch) return py::none();
              return py::cast(std::move(batch));
            },
-           "the next batch in sampler order, or None after the last")
+           py::arg("timeout") = py::none(), "the next batch in sampler order, or None after the last")
       .def("next_arrays",
-           [](batchd::Stream& s) -> py::object {
-             auto batch = next_batch(s);
+           [](batchd::Stream& s, const py::object& timeout) -> py::object {
+             auto batch = next_batch(s, timeout);
              if (!batch) return py::none();
              return py::make_tuple(batch->epoch(), arrays_of(batch));
            },
+           py::arg("timeout") = py::none(),
            "(epoch, Batch.arrays()) of the next batch in one call (the arrays hold the lease), or None after the "
            "last")
       .def("close", [](batchd::Stream& s) {

@@ -57,7 +57,10 @@ Stream::~Stream() {
 
 const StreamInfo& Stream::info() const { return core_->info(); }
 MappedSegment Stream::segment() const { return core_->segment(); }
-Result<std::optional<Batch>> Stream::next() { return core_->next(); }
+Result<std::optional<Batch>> Stream::next() { return core_->next(detail::Deadline::never()); }
+Result<std::optional<Batch>> Stream::next(std::chrono::milliseconds timeout) {
+  return core_->next(detail::Deadline::after(timeout));
+}
 Status Stream::close() { return core_->close(); }
 
 // ---------------------------------------------------------------- Client

@@ -203,16 +203,20 @@ void ClientCore::file(Received received) {
 Status ClientCore::step(const Deadline& deadline, const std::string& what) {
   if (broken_) return *broken_;
   if (deadline.expired()) return timed_out(what, /*sending=*/false);
+  wait_or_read(deadline);
+  return ok_status();  // the caller looks at what was filed first; the next step reports a break or the deadline
+}
+
+void ClientCore::wait_or_read(const Deadline& deadline) {
   if (reading_) {
     if (deadline.is_never()) {
       filed_.wait(mu_);
     } else {
       filed_.wait_until(mu_, deadline.when());
     }
-    return ok_status();
+    return;
   }
   read_and_file(deadline, /*all_there=*/false);
-  return ok_status();  // the caller looks at what was filed first; the next step reports a break or the deadline
 }
 
 void ClientCore::read_and_file(const Deadline& deadline, bool all_there) {
@@ -261,7 +265,7 @@ Error ClientCore::why_send_failed(const Error& failure) {
   return told_why_ ? *broken_ : failure;
 }
 
-Result<wire::Reply> ClientCore::next_event(uint64_t stream_id, bool revocable) {
+Result<wire::Reply> ClientCore::next_event(uint64_t stream_id, bool revocable, const Deadline& deadline) {
   MutexLock lock(&mu_);
   // A reader in another thread files what arrives anyway; a broken connection surfaces below, after what is queued.
   if (revocable && !reading_ && !broken_) read_and_file(Deadline::passed(), /*all_there=*/true);
@@ -278,7 +282,12 @@ Result<wire::Reply> ClientCore::next_event(uint64_t stream_id, bool revocable) {
       queue.pop_front();
       return r;
     }
-    BATCHD_RETURN_IF_ERROR(step(Deadline::never(), "a batch"));
+    if (broken_) return *broken_;
+    if (deadline.expired()) {
+      return Error(ErrorCode::kDeadlineExceeded, "no batch of stream " + std::to_string(stream_id) +
+                                                     " arrived within the timeout; the stream goes on");
+    }
+    wait_or_read(deadline);
   }
 }
 

@@ -7,7 +7,8 @@
 // So a thread waiting for a reply never waits for another thread's batch. An fd that rides on a frame
 // (SCM_RIGHTS) is handed out with that frame.
 //
-// Deadlines (ConnectOptions::request_timeout): call() and send() give up when theirs passes, next_event() never.
+// Deadlines (ConnectOptions::request_timeout): call() and send() give up when theirs passes (and close the
+// connection); next_event() waits as long as its caller says (Stream::next(timeout)), then leaves the connection be.
 // A passed deadline closes the connection (shutdown): the late reply could still come, so nothing on it can be
 // trusted; every waiter and every later call gets the same error, and the daemon reclaims the connection's streams.
 //
@@ -56,7 +57,9 @@ class ClientCore final {
   // Waits for the next event of `stream_id`, without a deadline. With `revocable` (a shared stream's subscriber), a
   // StreamFailed with leases_revoked that has already arrived (read without waiting from what the socket holds) is
   // returned at once, and the events queued before it are dropped: the slots they announce may be overwritten.
-  Result<wire::Reply> next_event(uint64_t stream_id, bool revocable = false) EXCLUDES(mu_);
+  // The next event of the stream; at `deadline` (never by default) kDeadlineExceeded, the connection unharmed.
+  Result<wire::Reply> next_event(uint64_t stream_id, bool revocable = false,
+                                 const Deadline& deadline = Deadline::never()) EXCLUDES(mu_);
   // Drops queued events of a closed stream.
   void forget_stream(uint64_t stream_id) EXCLUDES(mu_);
 
@@ -71,6 +74,8 @@ class ClientCore final {
   // the reader has filed some. The caller checks for what it waits for before each step. Errors: the connection
   // broke, or `deadline` passed (which breaks it) while waiting for `what`.
   Status step(const Deadline& deadline, const std::string& what) REQUIRES(mu_);
+  // step() without its checks: waits for the reader until `deadline`, or reads what comes by then.
+  void wait_or_read(const Deadline& deadline) REQUIRES(mu_);
   // Takes the reader's role: reads (with mu_ released) the frames that come by `deadline`, or with `all_there`
   // every frame already received without waiting; files them, and a read error as the break; wakes the waiters.
   void read_and_file(const Deadline& deadline, bool all_there) REQUIRES(mu_);

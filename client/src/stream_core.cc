@@ -77,7 +77,7 @@ Error StreamCore::fail(Error error) {
   return *failed_;
 }
 
-Result<std::optional<Batch>> StreamCore::next() {
+Result<std::optional<Batch>> StreamCore::next(const Deadline& deadline) {
   MutexLock lock(&mu_);
   if (closed_.load()) return Error(ErrorCode::kInvalidArgument, "stream " + std::to_string(info_.id) + " is closed");
   if (failed_) return *failed_;
@@ -90,7 +90,8 @@ Result<std::optional<Batch>> StreamCore::next() {
   }
   // A shared stream's subscriber dropped by the daemon gets the failure before any batch still queued: its slots
   // went back to the production (StreamFailed.leases_revoked).
-  auto event = client_->next_event(info_.id, /*revocable=*/!opened_.share().empty());
+  auto event = client_->next_event(info_.id, /*revocable=*/!opened_.share().empty(), deadline);
+  if (!event.ok() && event.error().code() == ErrorCode::kDeadlineExceeded) return event.error();  // not a failure
   if (!event.ok()) return fail(event.error());
   switch (event->body_case()) {
     case wire::Reply::kBatchReady: {

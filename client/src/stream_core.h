@@ -27,7 +27,7 @@ class StreamCore final : public std::enable_shared_from_this<StreamCore> {
   const StreamInfo& info() const { return info_; }
   MappedSegment segment() { return {mapping_.data(), mapping_.size(), shared_from_this()}; }
   // See Stream::next().
-  Result<std::optional<Batch>> next() EXCLUDES(mu_);
+  Result<std::optional<Batch>> next(const Deadline& deadline) EXCLUDES(mu_);  // never: Stream::next()
   Status close() EXCLUDES(mu_);
   // Ends the lease of `sequence` (from Batch::release on any thread).
   void release(uint64_t sequence);

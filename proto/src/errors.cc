@@ -16,6 +16,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::kDataError: return "data error";
     case ErrorCode::kInternal: return "internal error";
     case ErrorCode::kPermissionDenied: return "permission denied";
+    case ErrorCode::kDeadlineExceeded: return "deadline exceeded";
   }
   return "error";
 }

@@ -170,6 +170,9 @@ class Stream {
   // At most `depth` batches can be held at once: holding that many and calling next() fails with
   // kResourceExhausted instead of waiting forever.
   Result<std::optional<Batch>> next();
+  // next() that waits at most `timeout` (> 0) for the batch: then kDeadlineExceeded, and the stream and connection
+  // go on (a later next() gets the batch). As DataLoader's `timeout`.
+  Result<std::optional<Batch>> next(std::chrono::milliseconds timeout);
 
   // Closes the stream now; the daemon frees its segment once every outstanding Batch is gone. Idempotent. A request:
   // it has the connection's deadline (ConnectOptions::request_timeout).

@@ -5,22 +5,52 @@ import torch
 
 from . import _batchd
 from ._batchd import BatchdError
+from ._passes import StreamPasses
 from ._spec import pipeline_spec
-from ._support import _DeviceSource, _HostSource, _as_tuple, _rank_and_world_size, _while_indexing
+from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable
+from ._support import _rank_and_world_size, _while_indexing
+from ._views import DaemonDataset, StreamSampler
 
 _MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsewhere or is closed
 
 
-class Loader:
-    """An iterable over a dataset served by batchd, with torch.utils.data.DataLoader's interface.
+class Loader(StreamPasses):
+    """torch.utils.data.DataLoader's interface over a stream of batchd's daemon: rename DataLoader( to batchd.Loader(.
 
-    Args:
-        dataset: a dataset name from the daemon's config ("fashion-mnist", ...).
+    DataLoader's arguments keep their meaning (torch 1.13's signature, batch_size positional); the table of what
+    each one does here is docs/python.md, "DataLoader's arguments" (_dataloader_args.py). Like DataLoader, a Loader
+    yields (image, label) for image pipelines and (input_ids, targets) for "lm", does not shuffle unless asked, and
+    has .dataset, .sampler, .batch_size, .drop_last, .num_workers, .pin_memory and len().
+
+    Args (DataLoader's):
+        dataset: a dataset name from the daemon's config ("fashion-mnist", ...). .dataset is then a DaemonDataset
+            (len() = its samples).
+        batch_size: samples per batch.
+        shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
+        sampler: a DistributedSampler (its num_replicas, rank, shuffle, seed and drop_last are used, and its .epoch
+            is read when each pass starts, so set_epoch on it works as with DataLoader), RandomSampler (shuffle) or
+            SequentialSampler; any other is refused (ValueError). .sampler returns it; without one, a StreamSampler.
+        num_workers, prefetch_factor: the daemon's workers make the batches; these set how many batches it keeps
+            ready: num_workers * prefetch_factor + 1 slots (DataLoader's batches in flight, plus the one the loop
+            holds), or with num_workers=0 the daemon's default depth + 1. depth= overrides both.
+        pin_memory, pin_memory_device: accepted; host batches are not page-locked yet (a warning says so once);
+            device="cuda" gives batchd's pinned asynchronous path.
+        drop_last: DistributedSampler semantics (floor(n/w) per rank), and a short last batch is dropped too.
+        timeout: seconds to wait for each batch (> 0), then BatchdError (a RuntimeError) with code "deadline
+            exceeded", as DataLoader raises RuntimeError; 0 = wait as long as it takes.
+        persistent_workers, multiprocessing_context: accepted and ignored (the daemon's workers are persistent).
+        collate_fn (other than default_collate), worker_init_fn, batch_sampler, generator: refused with ValueError
+            saying what to do instead.
+
+    Args (batchd's, keyword only):
+        as_dict: yield each batch as a dict of tensors with "index" int64 [B] (the dataset indices of its samples)
+            instead of the tuple.
+        rank, world_size: which share of each epoch this process reads (DistributedSampler semantics); None = from
+            torch.distributed when iteration starts (see below).
         pipeline: a pipeline by name: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224", "val224_u8" (image
             datasets),
             "lm" (token datasets; see the batchd README) or a [pipelines.NAME] of the daemon's config. Give exactly
-            one of pipeline= and transform= (BatchdError otherwise). Each batch is a dict of tensors, every one with "index" int64 [B]
-            (the dataset indices of its samples):
+            one of pipeline= and transform= (BatchdError otherwise). The tensors of a batch (as_dict=True adds "index" int64 [B]):
               fmnist            "image" float32 [B,1,28,28], "label" int64 [B]
               fmnist_u8         "image" uint8 [B,1,28,28], "label" int64 [B]
               train224, val224  "image" float32 [B,3,C,C], "label" int64 [B]
@@ -40,17 +70,6 @@ class Loader:
         batch_transform: with transform=, ops on each collated batch: op dicts (mixup, cutmix, random_choice) or
             the torchvision references' RandomMixup/RandomCutmix objects (a torchvision RandomChoice of them), as
             references/classification/train.py builds them for its collate_fn.
-        batch_size: samples per batch.
-        shuffle, seed: a permutation per (seed, epoch), the same on every rank (RandomSampler semantics).
-        rank, world_size: which share of each epoch this process reads, with DistributedSampler semantics (rank r
-            of w gets the permutation's samples r, r+w, r+2w, ..., padded by repeating the head so every rank gets
-            ceil(n/w); the shares of all ranks are disjoint and cover the epoch). None (the default) takes the
-            value from torch.distributed when it is initialized (get_rank() and get_world_size() of the default
-            group: the GLOBAL rank and world size, as torchrun/SLURM set them, so ranks on different nodes, each
-            with its own daemon, read disjoint shares), else rank 0 of 1. A value given wins; giving one of
-            them takes the other from torch.distributed when initialized. ValueError unless
-            0 <= rank < world_size. The values used are the Loader's .rank and .world_size.
-        drop_last: DistributedSampler semantics (floor(n/w) per rank), and a short last batch is dropped too.
         depth: batches prefetched by the daemon (slots); None = the daemon's default (4) plus one, because a for
             loop's variable still holds the previous batch while the next one is fetched: with the extra slot the
             daemon reads as far ahead as for a C++ loop that releases each batch first (measured on fmnist: the
@@ -66,8 +85,6 @@ class Loader:
             $BATCHD_EXPECT_OWNER, else any. A daemon of another uid (e.g. another user's batchd on a shared path
             such as /tmp/batchd.sock) raises BatchdError (code "permission denied") naming both. Without it, a
             daemon that is neither root nor you, on a socket in a directory others can write, gets a RuntimeWarning.
-        as_tuple: yield a tuple instead of the dict: (input_ids, targets) for "lm", (image, label) for the image
-            pipelines (decided from the stream's tensor names).
         device: "cpu", or a CUDA device: batches then arrive as CUDA tensors through batchd's CUDA path (the
             stream's shared memory page-locked once, each batch copied asynchronously one batch ahead, ordered
             before later work on torch.cuda.current_stream(); see batchd/cuda.h). Where that path is missing
@@ -95,15 +112,33 @@ class Loader:
             batches behind them, or stopped) gets a BatchdError naming its lag (the others go on); the batches it
             still holds may then be overwritten: do not use them. Share names are per uid.
 
-    Epochs: with set_epoch(e) before iterating, that epoch's order is used (DistributedSampler); without it, each
-    complete pass advances to the next epoch, so the order changes every pass (RandomSampler).
+    Ranks: rank/world_size (or a DistributedSampler's) win; else they come from torch.distributed (get_rank() and
+    get_world_size() of the default group: the GLOBAL rank and world size, as torchrun/SLURM set them) when
+    iteration starts, so a Loader built before init_process_group still reads this rank's share. .rank and
+    .world_size are the values in use (resolved when read). ValueError unless 0 <= rank < world_size.
+    Epochs: with set_epoch(e) before iterating (on the Loader, its .sampler, or the DistributedSampler given), that
+    epoch's order is used; without it, each complete pass of a Loader without a DistributedSampler advances to the
+    next epoch, so a shuffled order changes every pass (RandomSampler).
     Errors from the daemon are raised as batchd.BatchdError with its message.
     """
 
-    def __init__(self, dataset, *, pipeline=None, transform=None, batch_transform=None, batch_size=1, shuffle=True,
-                 seed=0, rank=None, world_size=None, drop_last=False, depth=None, socket=None, as_tuple=False,
-                 device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=2, persistent_workers=False,
+                 pin_memory_device="", pipeline=None, transform=None, batch_transform=None, seed=0, rank=None,
+                 world_size=None, depth=None, socket=None, as_dict=False, as_tuple=None, device="cpu",
+                 on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
                  index_timeout=600.0, share=None, request_timeout=None, expected_owner=None):
+        refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator)
+        del persistent_workers, multiprocessing_context  # moot: the daemon's workers persist (docstring)
+        sampling = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size)
+        depth = prefetch_depth(num_workers, prefetch_factor, depth)
+        check_pin_memory(pin_memory)
+        if as_tuple is not None:
+            warnings.warn("batchd.Loader: as_tuple= is deprecated: the tuple is the default now; as_dict=True gives "
+                          "the dict", DeprecationWarning, stacklevel=2)
+            as_dict = not as_tuple
         spec = pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size, exact_decode)
         self.device = torch.device(device)
         if self.device.type == "cuda":
@@ -113,9 +148,14 @@ class Loader:
             if self.device.index is None:
                 self.device = torch.device("cuda", torch.cuda.current_device())
         self._device_path = None  # CUDA: True = batchd's pinned DeviceStream, False = .to() copies (decided once)
-        self.as_tuple = as_tuple
-        self.rank, self.world_size = _rank_and_world_size(rank, world_size)
-        rank, world_size = self.rank, self.world_size
+        self.as_dict = bool(as_dict)
+        self.batch_size, self.num_workers, self.prefetch_factor = batch_size, num_workers, prefetch_factor
+        self.pin_memory, self.pin_memory_device, self.timeout = bool(pin_memory), pin_memory_device, float(timeout)
+        self.dataset = DaemonDataset(self, dataset)
+        self.sampler = sampler if sampler is not None else StreamSampler(self)
+        self._epoch_source = sampling["epoch_source"]
+        self._given_ranks = (sampling["rank"], sampling["world_size"])
+        self._ranks = None  # (rank, world_size) of the current plan and stream
         # writable=True: the Loader's promise is DataLoader's, tensors that training code may modify in place
         # (x.sub_(mean), mixup's x[i] = ...). PyTorch has no read-only tensor: torch.from_numpy of a read-only array
         # warns that writing is undefined, and on a PROT_READ mapping a write kills the trainer with SIGSEGV; the
@@ -124,9 +164,9 @@ class Loader:
         # name), so a write reaches only this stream's own slots, which the workers overwrite with each new batch.
         # A share is read-only: its segment is every subscriber's.
         self._share = share
-        self._options = dict(dataset=dataset, pipeline=pipeline or "", batch_size=batch_size, shuffle=shuffle,
-                             seed=seed, rank=rank, world_size=world_size, drop_last=drop_last, on_error=on_error,
-                             writable=share is None)
+        self._options = dict(dataset=dataset, pipeline=pipeline or "", batch_size=batch_size,
+                             shuffle=sampling["shuffle"], seed=sampling["seed"], drop_last=sampling["drop_last"],
+                             on_error=on_error, writable=share is None)
         if share is not None:
             self._options["share"] = share
         if spec is not None:
@@ -152,6 +192,29 @@ class Loader:
         self._stream, self._pending, self._next_epoch = None, None, None
         self._joined_at = 0  # a shared stream's joined_at_batch, for its first pass
 
+    @property
+    def drop_last(self):
+        return self._options["drop_last"]
+
+    @property
+    def rank(self):
+        return self._resolve_ranks()[0]
+
+    @property
+    def world_size(self):
+        return self._resolve_ranks()[1]
+
+    def _resolve_ranks(self):
+        """(rank, world_size) now: the given ones, else torch.distributed's. A change since the last plan (the
+        process group appeared after the Loader was built) drops the plan and the stream: they are made again."""
+        ranks = _rank_and_world_size(*self._given_ranks)
+        if ranks != self._ranks:
+            if self._ranks is not None:
+                self._close_stream()
+                self._plan_info = None
+            self._ranks = ranks
+        return ranks
+
     def set_epoch(self, epoch):
         """Use `epoch` for the next pass (as DistributedSampler.set_epoch)."""
         self._epoch = int(epoch)
@@ -161,10 +224,16 @@ class Loader:
         """Batches per epoch for this rank, as len(DataLoader)."""
         return self._plan()["batches_per_epoch"]
 
+    def _stream_options(self):
+        """The stream's options with the ranks in use now."""
+        rank, world_size = self._resolve_ranks()
+        return dict(self._options, rank=rank, world_size=world_size)
+
     def _plan(self):
-        """The daemon's dry run of this loader's stream (sizes, the depth it would get), once."""
+        """The daemon's dry run of this loader's stream (sizes, the depth it would get), once per ranks."""
+        options = self._stream_options()
         if self._plan_info is None:
-            self._plan_info = _while_indexing(lambda: self._client.plan_stream(**self._options), self._index_timeout)
+            self._plan_info = _while_indexing(lambda: self._client.plan_stream(**options), self._index_timeout)
         return self._plan_info
 
     @property
@@ -196,12 +265,15 @@ class Loader:
         self._resume_batch = int(state["batches_yielded"])
 
     def __iter__(self):
+        options = self._stream_options()  # ranks resolved now: a process group made after __init__ counts
+        if self._epoch_source is not None and not self._explicit_epoch:
+            self._epoch = self._epoch_source.epoch  # the script's own DistributedSampler.set_epoch
         if self._share is not None:  # the production's next epoch, whole, wherever it is
             if self._stream is None:
-                self._stream = self._open(epoch=self._epoch, start_batch=0, num_epochs=_MANY_EPOCHS, **self._options)
+                self._stream = self._open(epoch=self._epoch, start_batch=0, num_epochs=_MANY_EPOCHS, **options)
                 self._joined_at = self._stream.info.get("joined_at_batch", 0)
             if self._pending is None:
-                self._pending = self._stream.next()
+                self._pending = self._stream.next(self.timeout or None)
             if self._pending is None:
                 return
             epoch, joined, self._joined_at = self._pending[0], self._joined_at, 0
@@ -218,83 +290,11 @@ class Loader:
         # the C++ client; a pass that does not continue where the last one ended opens a new stream.
         if self._stream is None or start != 0 or self._next_epoch != epoch:
             self._close_stream()
-            self._stream = self._open(epoch=epoch, start_batch=start, num_epochs=_MANY_EPOCHS, **self._options)
+            self._stream = self._open(epoch=epoch, start_batch=start, num_epochs=_MANY_EPOCHS, **options)
         yield from self._pass(epoch)
         self._advance(epoch, explicit)
 
-    def _pass(self, epoch):
-        """The batches of `epoch` from the open stream, the kept first batch (self._pending) first; the first batch
-        of the next epoch is kept for the next pass. A pass abandoned before its last batch (not one left after it,
-        as zip() leaves the longer iterators) closes the stream: the next pass opens, or joins, again."""
-        stream, self._next_epoch = self._stream, None
-        next_item, to_tensors = stream.next, stream.tensors
-        finished = False
-        try:
-            while True:
-                item, self._pending = (self._pending, None) if self._pending is not None else (next_item(), None)
-                if item is None:
-                    break
-                if item[0] != epoch:  # the first batch of the next epoch: keep it for the next pass
-                    self._pending, self._next_epoch = item, item[0]
-                    break
-                tensors = to_tensors(item[1])
-                del item  # the tensors alone hold the lease now
-                self._state["batches_yielded"] += 1
-                out = _as_tuple(tensors) if self.as_tuple else tensors
-                del tensors
-                yield out
-                del out  # the generator must not keep the previous batch (and its slot) while making the next
-            finished = True
-        finally:
-            if not finished and self._state["batches_yielded"] < len(self):
-                self._close_stream()
-
-    def _open(self, **kw):
-        self._plan()  # waits while the dataset is being indexed (index_timeout), before either path opens
-        if "depth" not in kw:  # the daemon's default + 1 (see the class docstring), within its limits.max_depth
-            kw["depth"] = self._plan()["depth"] + 1
-            try:
-                return self._open_with(**kw)
-            except BatchdError as e:
-                if "exceeds limits.max_depth" not in str(e):
-                    raise
-                del kw["depth"]
-        return self._open_with(**kw)
-
-    def _open_with(self, **kw):
-        if self.device.type == "cuda" and self._device_path is not False:
-            reason = _batchd.cuda_unavailable_reason
-            if _batchd.has_cuda:
-                try:
-                    source = _DeviceSource(self._client.open_device_stream(self.device.index, **kw), self.device)
-                    self._device_path = True
-                    return source
-                except BatchdError as e:
-                    if e.code != "unavailable":
-                        raise
-                    reason = str(e)
-            warnings.warn(f"batchd: batches for {self.device} are copied with .to(non_blocking=True), not through "
-                          f"batchd's pinned CUDA path: {reason}", RuntimeWarning, stacklevel=3)
-            self._device_path = False
-        return _HostSource(self._client.open_stream(**kw), self.device, readonly=not kw.get("writable"))
-
-    def _close_stream(self):
-        self._pending, self._next_epoch = None, None
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            stream.close()
-
-    def close(self):
-        """Closes the daemon stream now (it is also closed when the Loader is garbage-collected)."""
-        self._close_stream()
-
-    def __del__(self):
-        try:
-            self._close_stream()
-        except Exception:  # interpreter shutdown
-            pass
-
     def _advance(self, epoch, explicit):
         """After a complete pass: the next pass reads the next epoch, unless set_epoch() was called meanwhile."""
-        if not self._explicit_epoch:
+        if not self._explicit_epoch and self._epoch_source is None:
             self._epoch = epoch + 1

@@ -100,7 +100,7 @@ class _DeviceSource:
         self._stream, self._device = stream, device
         self.info = getattr(stream, "info", {})
 
-    def next(self):
+    def next(self, timeout=None):  # no bounded wait on the CUDA path (Loader's timeout applies to host batches)
         return self._stream.next(torch.cuda.current_stream(self._device).cuda_stream)
 
     def tensors(self, arrays):

@@ -25,6 +25,7 @@ enum class ErrorCode {
   kDataError = 7,         // a sample could not be read or decoded; the message names the file
   kInternal = 8,          // a bug in batchd; please report it with the message
   kPermissionDenied = 9,  // the caller's uid/groups may not do this (an admin request, another user's stream)
+  kDeadlineExceeded = 10, // a wait the caller bounded (Stream::next(timeout)) ran out; nothing else changed
 };
 
 // Human-readable name of an ErrorCode ("invalid argument", ...).
