@@ -18,6 +18,7 @@ packages=(
   libacl1-dev                                 # POSIX ACLs: who may open a file_system segment
   libarchive-dev                              # webdataset tar shards: the member index (data/tar_index)
   libxxhash-dev                               # dataset fingerprints, XXH3-128 (data/fingerprint)
+  libhwy-dev                                  # Highway SIMD: the resampling passes (transforms/resample_passes)
   pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   python3-matplotlib                          # bench/plot.py

@@ -6,7 +6,8 @@
 // pass then vertical pass; for each output pixel the filter (triangle of support 1; Keys' cubic with a = -0.5,
 // support 2) is stretched by max(scale, 1) so that downscaling averages every input pixel it covers (antialiasing:
 // PIL always does it); weights are normalized per output pixel and applied in fixed point with 22 fractional bits,
-// rounding to nearest and clamping each pass to [0, 255]. With the same input, output equals Pillow's.
+// rounding to nearest and clamping each pass to [0, 255]. With the same input, output equals Pillow's. The passes
+// run vectorized (resample_passes.h: Highway, the same integer arithmetic).
 // NEAREST is not a convolution in Pillow: Image.resize takes it to ImagingScaleAffine (src/_imaging.c _resize,
 // src/libImaging/Geometry.c): source x of output column i is (int)(box0 + scale / 2 + scale + ... + scale), the
 // position accumulated by repeated addition in double, as Pillow does; likewise for rows.
