@@ -5,7 +5,7 @@
 
 Each JSON is what a bench script printed or wrote with --json, recognised by its "benchmark" field (a scaling.py
 JSON from before that field, by its "workers" list). N below is the machine's core count (machine.nproc):
-  compare_fmnist, compare_imagefolder, compare_webdataset, compare_tokens
+  compare_fmnist, compare_imagefolder, compare_webdataset, compare_tokens, compare_recipes
                   -> DIR/batchd-vs-dataloader-Ncore.png: one panel per pipeline, batchd's steady-state samples/s
                      (images/s for the image pipelines) beside its peer's, the ratio printed on batchd's bar; all the
                      compare JSONs of one machine size make one chart.
@@ -31,7 +31,8 @@ from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter  # noqa: E
 
 # "benchmark" -> what the pipelines' panels are labelled with (the data each compare script reads).
 COMPARE = {"compare_fmnist": "Fashion-MNIST", "compare_imagefolder": "ImageFolder JPEGs",
-           "compare_webdataset": "WebDataset shards", "compare_tokens": "token file"}
+           "compare_webdataset": "WebDataset shards", "compare_tokens": "token file",
+           "compare_recipes": "recipe (ImageFolder JPEGs)"}
 KINDS = sorted([*COMPARE, "scaling", "compare_python"])
 PYTHON_SYSTEMS = ["torch.DataLoader", "batchd.Loader", "batchd-bench"]
 LABELS = {"batchd.Loader": "batchd.Loader (Python)", "batchd-bench": "batchd-bench (C++)"}  # x tick labels

@@ -15,12 +15,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PLOT = os.path.join(ROOT, "bench", "plot.py")
 RESULTS = os.path.join(ROOT, "bench", "results")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-RECORDED = ["compare_fmnist", "compare_imagefolder", "compare_webdataset", "compare_tokens", "compare_python",
-            "scaling"]
+RECORDED = ["compare_fmnist", "compare_imagefolder", "compare_webdataset", "compare_tokens", "compare_recipes",
+            "compare_python", "scaling"]
 # The charts the recorded JSON makes, each with its panels, as plot.py names them on its "written:" lines.
 EXPECTED = {
     "batchd-vs-dataloader-2core.png": ["fmnist Fashion-MNIST", "train224 ImageFolder JPEGs",
-                                       "val224 ImageFolder JPEGs", "train224 WebDataset shards", "lm token file"],
+                                       "val224 ImageFolder JPEGs", "train224 WebDataset shards", "lm token file",
+                                       "new_train recipe (ImageFolder JPEGs)", "new_eval recipe (ImageFolder JPEGs)",
+                                       "timm_train recipe (ImageFolder JPEGs)"],
     "python-vs-cpp-2core.png": ["fmnist", "train224"],
     "scaling-2core.png": ["fmnist", "train224", "val224"],
 }

@@ -1,9 +1,11 @@
 """mixup and cutmix (transforms/tensor/mixup.h) against the formulas of pytorch/vision's
 references/classification/transforms.py (RandomMixup, RandomCutmix, v0.14; the file is not installed with
-python3-torchvision, so its arithmetic is written out below, line for line) on a batch of real photographs, with
+python3-torchvision, so its arithmetic is written out in bench/mixup_cutmix.py, whose classes the DataLoader side of
+bench/compare_recipes.py runs) on a batch of real photographs, with
 lambda and the box fixed; then the kernels' own draws (p, lambda ~ Beta(alpha, alpha), the box centre); then the ops
 as a spec's batch_ops through batchd's executor (plan, collate's one-hot label with label smoothing, finish_batch)."""
-import math
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -12,6 +14,9 @@ from scipy import stats
 from torchvision.transforms import functional as F
 
 import batchd_ops_testing as ops
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from mixup_cutmix import cut_, mix_  # noqa: E402
 
 K = 10
 ALPHA = 1e-3
@@ -43,36 +48,14 @@ def _name(dtype):
 
 
 def reference_mixup(batch, target, lam):
-    """RandomMixup.forward after its draws (references/classification/transforms.py)."""
-    batch, target = batch.clone(), target.clone()
-    batch_rolled = batch.roll(1, 0)
-    target_rolled = target.roll(1, 0)
-    batch_rolled.mul_(1.0 - lam)
-    batch.mul_(lam).add_(batch_rolled)
-    target_rolled.mul_(1.0 - lam)
-    target.mul_(lam).add_(target_rolled)
-    return batch, target
+    """RandomMixup.forward after its draws."""
+    return mix_(batch.clone(), target.clone(), lam)
 
 
 def reference_cutmix(batch, target, lam, r_x, r_y):
-    """RandomCutmix.forward after its draws (r_x = torch.randint(W, (1,)), r_y = torch.randint(H, (1,)))."""
-    batch, target = batch.clone(), target.clone()
-    batch_rolled = batch.roll(1, 0)
-    target_rolled = target.roll(1, 0)
-    _, H, W = F.get_dimensions(batch)
-    r_x, r_y = torch.tensor([r_x]), torch.tensor([r_y])
-    r = 0.5 * math.sqrt(1.0 - lam)
-    r_w_half = int(r * W)
-    r_h_half = int(r * H)
-    x1 = int(torch.clamp(r_x - r_w_half, min=0))
-    y1 = int(torch.clamp(r_y - r_h_half, min=0))
-    x2 = int(torch.clamp(r_x + r_w_half, max=W))
-    y2 = int(torch.clamp(r_y + r_h_half, max=H))
-    batch[:, :, y1:y2, x1:x2] = batch_rolled[:, :, y1:y2, x1:x2]
-    lam = float(1.0 - (x2 - x1) * (y2 - y1) / (W * H))
-    target_rolled.mul_(1.0 - lam)
-    target.mul_(lam).add_(target_rolled)
-    return batch, target, (x1, y1, x2, y2, lam)
+    """RandomCutmix.forward after its draws (r_x = torch.randint(W, (1,)), r_y = torch.randint(H, (1,))); also
+    returns the box and its lambda (x1, y1, x2, y2, lam)."""
+    return cut_(batch.clone(), target.clone(), lam, r_x, r_y)
 
 
 LAMBDAS = [0.0, 0.0371, 0.3719283746, 0.5, 0.93, 1.0]
