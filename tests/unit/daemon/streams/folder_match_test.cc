@@ -93,7 +93,7 @@ TEST_F(FolderMatchTest, TheImageFoldersListingMatchesTheDeclaredDatasetByItsReal
 }
 
 TEST_F(FolderMatchTest, ARootNoDatasetHasIsNotFoundNamingTheDaemonsRootsAndTheFixes) {
-  for (const std::string root : {"/root", *real_root_ + "/a", (*dir_ / "link").string(), std::string("/")}) {
+  for (const std::string root : {std::string("/root"), *real_root_ + "/a", (*dir_ / "link").string(), std::string("/")}) {
     auto ref = reference();
     ref.set_root(root);
     expect_words(error_of(ref), ErrorCode::kNotFound,
