@@ -55,6 +55,10 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
     else if (k == "writable") o.writable = v.cast<bool>();
     else if (k == "spec") o.spec = batchd_py::spec_from(v);
     else if (k == "share") o.share = v.is_none() ? std::string() : v.cast<std::string>();
+    else if (k == "folder") o.folder = v.is_none() ? batchd::FolderRef() : batchd_py::folder_from(v);
+    else if (k == "indices") {
+      if (!v.is_none()) o.indices = batchd_py::indices_from(v);
+    }
     else if (k == "on_error") {
       const auto s = v.cast<std::string>();
       if (s != "fail" && s != "skip") throw py::value_error("on_error must be 'fail' or 'skip', not '" + s + "'");
@@ -80,7 +84,9 @@ py::dict info_dict(const batchd::StreamInfo& i) {
   d["segment_name"] = i.segment_name;
   d["segment_bytes"] = i.segment_bytes;
   d["depth"] = i.depth;
+  d["dataset"] = i.dataset;
   d["dataset_size"] = i.dataset_size;
+  d["subset_size"] = i.subset_size;
   d["samples_per_epoch"] = i.samples_per_epoch;
   d["batches_per_epoch"] = i.batches_per_epoch;
   d["total_batches"] = i.total_batches;
@@ -202,4 +208,5 @@ PYBIND11_MODULE(_batchd, m) {
   batchd_py::bind_cuda(m);
   batchd_py::bind_status(m);
   batchd_py::bind_dtypes(m);
+  batchd_py::bind_folder(m);
 }

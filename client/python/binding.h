@@ -22,6 +22,13 @@ T unwrap(batchd::Result<T> r) {
 // StreamOptions from the keyword arguments of Client.open_stream / plan_stream (TypeError on an unknown one).
 batchd::StreamOptions options_from(const py::dict& kw);
 
+// open_stream's folder= (a dict: root, classes, num_samples, class_sizes, digest; TypeError on another key) and
+// indices= (an iterable of ints >= 0, ValueError naming the first negative one), and _batchd.folder_digest
+// (folder_binding.cc).
+batchd::FolderRef folder_from(const py::handle& folder);
+std::vector<uint64_t> indices_from(const py::handle& indices);
+void bind_folder(py::module_& m);
+
 // A pipeline spec from its Python form {"ops": [op dict, ...], "batch_ops": [...]} (TypeError naming the place of a
 // value of no wire kind), and back: numbers as floats, as the daemon's canonical form has them (spec_binding.cc).
 batchd::PipelineSpec spec_from(const py::handle& spec);

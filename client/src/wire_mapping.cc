@@ -98,6 +98,24 @@ wire::Request open_request(const StreamOptions& o) {
   open->set_writable(o.writable);
   open->set_share(o.share);
   if (!o.spec.empty()) *open->mutable_spec() = to_wire(o.spec);
+  if (!o.folder.empty()) {
+    auto* folder = open->mutable_folder();
+    folder->set_root(o.folder.root);
+    for (const auto& c : o.folder.classes) folder->add_classes(c);
+    folder->set_num_samples(o.folder.num_samples);
+    for (uint64_t n : o.folder.class_sizes) folder->add_class_sizes(n);
+    folder->set_digest(o.folder.digest);
+  }
+  if (o.indices) {  // runs of consecutive indices: range(a, n) is one (start, length)
+    auto* subset = open->mutable_subset();
+    for (size_t i = 0; i < o.indices->size();) {
+      size_t j = i + 1;
+      while (j < o.indices->size() && (*o.indices)[j] == (*o.indices)[j - 1] + 1) ++j;
+      subset->add_run_starts((*o.indices)[i]);
+      subset->add_run_lengths(j - i);
+      i = j;
+    }
+  }
   return request;
 }
 
@@ -109,7 +127,9 @@ StreamInfo stream_info(const wire::StreamOpened& o) {
   info.segment_bytes = o.segment_bytes();
   info.depth = o.window() != 0 ? o.window() : o.slot_count();
   info.batch_size = o.batch_size();
+  info.dataset = o.dataset();
   info.dataset_size = o.dataset_size();
+  info.subset_size = o.subset_size();
   info.samples_per_epoch = o.samples_per_epoch();
   info.batches_per_epoch = o.batches_per_epoch();
   info.total_batches = wire::total_batches(o);

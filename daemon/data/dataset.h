@@ -24,6 +24,7 @@
 #include "batchd/result.h"
 #include "config.h"
 #include "data/fingerprint.h"
+#include "data/folder_listing.h"
 
 namespace batchd::daemon {
 
@@ -77,6 +78,9 @@ class Dataset {
   virtual const ImageSamples* images() const { return nullptr; }
   // The dataset as token windows, or nullptr if it is not a token file (the lm pipeline refuses it, naming its format).
   virtual const TokenWindows* tokens() const { return nullptr; }
+  // An imagefolder's listing, by which a trainer's torchvision ImageFolder is recognised (streams/folder_match.h);
+  // nullptr for every other format.
+  virtual const FolderListing* folder() const { return nullptr; }
   // What there is to say about the open beyond the size, for the log and `batchctl datasets` ("" if nothing): a
   // webdataset's shard count, how many came from the index cache, samples without an image or label.
   virtual std::string summary() const { return ""; }

@@ -1,6 +1,7 @@
 #include "data/imagefolder_dataset.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "batchd/wire/folder_digest.h"
 #include "data/regular_file.h"
 
 namespace batchd::daemon {
@@ -18,15 +20,44 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lower_extension(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  return ext;
+// The image extension the file name ends with, as torchvision's has_file_allowed_extension tests it
+// (filename.lower().endswith(IMG_EXTENSIONS)): "" if none. A name that is only an extension (".jpg") has one.
+std::string image_extension(const fs::path& p) {
+  std::string name = p.filename().string();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* ext : {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"}) {
+    const std::string_view e(ext);
+    if (name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) return std::string(e);
+  }
+  return "";
 }
 
 bool decodable(const std::string& ext) { return ext == ".jpg" || ext == ".jpeg" || ext == ".png"; }
-bool other_torchvision_image(const std::string& ext) {
-  return ext == ".bmp" || ext == ".ppm" || ext == ".pgm" || ext == ".tif" || ext == ".tiff" || ext == ".webp";
+
+// path relative to root (which it starts with): what FolderRef.digest and the fingerprint name a file by.
+std::string relative_to(const std::string& root, const std::string& path) {
+  size_t begin = root.size();
+  while (begin < path.size() && path[begin] == '/') ++begin;
+  return path.substr(begin);
+}
+
+FolderListing listing_of(const std::string& root, const std::vector<std::string>& classes,
+                         const std::vector<std::string>& paths, const std::vector<int64_t>& labels) {
+  FolderListing listing;
+  if (char* real = ::realpath(root.c_str(), nullptr)) {  // the daemon's own configured root, never a client's
+    listing.real_root = real;
+    std::free(real);
+  }
+  listing.classes = classes;
+  listing.class_sizes.assign(classes.size(), 0);
+  wire::FolderDigest digest;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    ++listing.class_sizes[static_cast<size_t>(labels[i])];
+    digest.add(relative_to(root, paths[i]), static_cast<uint64_t>(labels[i]));
+  }
+  listing.samples = paths.size();
+  listing.digest = digest.hex();
+  return listing;
 }
 
 }  // namespace
@@ -57,14 +88,14 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
     for (fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
          !ec && it != end; it.increment(ec)) {
       if (it->is_directory(ec)) continue;
-      const std::string ext = lower_extension(it->path());
-      if (other_torchvision_image(ext)) {
+      const std::string ext = image_extension(it->path());
+      if (!ext.empty() && !decodable(ext)) {
         return Error(ErrorCode::kDataError, it->path().string() + ": batchd decodes only .jpg, .jpeg and .png; "
                                                                   "torchvision would index this file, so every "
                                                                   "later sample index would differ. Convert or "
                                                                   "move it");
       }
-      if (!decodable(ext)) continue;
+      if (ext.empty()) continue;
       // A FIFO, device or socket named like an image would block the worker that reads it.
       FileId id;
       if (auto st = refuse_special_file(it->path().string(), &id); !st.ok()) return st.error();
@@ -85,6 +116,7 @@ Result<std::shared_ptr<ImageFolderDataset>> ImageFolderDataset::open(const std::
       ds->files_.push_back(id);
     }
   }
+  ds->listing_ = listing_of(ds->root_, ds->classes_, ds->paths_, ds->labels_);
   return ds;
 }
 
@@ -95,11 +127,7 @@ Status ImageFolderDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, i
 
 Result<Fingerprint> ImageFolderDataset::fingerprint(const std::atomic<bool>* cancel) const {
   FingerprintBuilder builder(format());
-  for (const std::string& path : paths_) {  // every path starts with root_ (open() built them from it)
-    size_t begin = root_.size();
-    while (begin < path.size() && path[begin] == '/') ++begin;
-    builder.add_file(path.substr(begin), path);
-  }
+  for (const std::string& path : paths_) builder.add_file(relative_to(root_, path), path);  // paths start with root_
   return builder.finish(cancel);
 }
 

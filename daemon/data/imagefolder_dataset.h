@@ -3,13 +3,19 @@
 // Same sample order and labels as torchvision.datasets.ImageFolder (torchvision 0.14), so sample index i names the
 // same image in both: classes are the sub-directories of root sorted by name (byte order, as Python sorts str),
 // label = position in that order; files are found by walking each class directory (following symlinks), sorted by
-// (directory path, file name). batchd decodes .jpg, .jpeg and .png (case-insensitive); a file with one of
-// torchvision's other image extensions (.bmp, .ppm, .pgm, .tif, .tiff, .webp) makes the dataset unavailable,
+// (directory path, file name), as make_dataset's sorted(os.walk(followlinks=True)) and sorted(fnames). A file is an
+// image when its lowercased name ends with an image extension, as has_file_allowed_extension tests it (so a file
+// named just ".jpg" is one, though std::filesystem sees no extension in it). batchd decodes .jpg, .jpeg and .png;
+// a file with one of torchvision's other image extensions (.bmp, .ppm, .pgm, .tif, .tiff, .webp) makes the dataset
+// unavailable,
 // since skipping it would shift every later index against torchvision's, and so does an image name that is not a
 // regular file (a FIFO, device or socket: reading it could block forever; regular_file.h). The index (paths, labels
 // and each file's device and inode) is built once, at daemon start-up, and shared by every stream and worker. A
 // sample whose path leads to another file when it is read (replaced, or swapped for a symlink to another file) fails
 // without being read; a file rewritten in place is read as it is now.
+// Known differences from torchvision, each refused rather than served differently: a directory that cannot be read
+// (os.walk skips it silently; the open fails naming it), a dangling symlink named like an image (torchvision lists
+// it and fails when loading it; the open fails naming it).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +37,7 @@ class ImageFolderDataset final : public Dataset, public ImageSamples {
   const char* format() const override { return "imagefolder"; }
   uint64_t size() const override { return paths_.size(); }
   const ImageSamples* images() const override { return this; }
+  const FolderListing* folder() const override { return &listing_; }
   // Every image's path relative to the root (its class directory included, which decides its label), its size, and
   // content as data/fingerprint.h samples it.
   Result<Fingerprint> fingerprint(const std::atomic<bool>* cancel) const override;
@@ -50,6 +57,7 @@ class ImageFolderDataset final : public Dataset, public ImageSamples {
   std::vector<std::string> paths_;
   std::vector<int64_t> labels_;
   std::vector<FileId> files_;  // the file each path led to at the scan
+  FolderListing listing_;      // built at the end of open()
 };
 
 // Reads a whole regular file into *out (reusing its capacity); never blocks on a FIFO or device put in its place

@@ -5,6 +5,8 @@
 
 #include "batchd/wire/segment_layout.h"
 #include "config.h"
+#include "streams/folder_match.h"
+#include "streams/sample_subset.h"
 #include "transforms/ops/spec_plan.h"
 #include "transforms/pipeline.h"
 #include "transforms/spec_pipeline.h"
@@ -119,6 +121,16 @@ Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanCo
   return chosen;
 }
 
+// The dataset the request names: OpenStream.dataset, or the declared imagefolder dataset its folder reference is.
+Result<std::string> dataset_name(const wire::OpenStream& req, const DatasetRegistry& datasets) {
+  if (!req.has_folder()) return req.dataset();
+  if (!req.dataset().empty()) {
+    return invalid("the request names dataset '" + req.dataset().substr(0, 80) + "' and a folder: name one (a "
+                   "folder is matched against the daemon's imagefolder datasets)");
+  }
+  return match_folder(req.folder(), datasets);
+}
+
 Status check_share_name(const std::string& name) {
   if (is_name(name)) return ok_status();
   return invalid("share name '" + name.substr(0, 80) + "' is not 1 to 64 characters of A-Z a-z 0-9 . _ -");
@@ -142,7 +154,9 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
                      std::to_string(limits.max_streams_per_uid) +
                      "): close some, or ask its operator to raise the key in the daemon's config");
   }
-  auto dataset = datasets.find(req.dataset());
+  auto name = dataset_name(req, datasets);
+  if (!name.ok()) return name.error();
+  auto dataset = datasets.find(*name);
   if (!dataset.ok()) return dataset.error();
   auto chosen = choose_pipeline(req, context);
   if (!chosen.ok()) return chosen.error();
@@ -150,7 +164,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   if (chosen->spec.ops_size() > 0) {  // an op list: planned here, once (spec_plan.h)
     if ((*dataset)->images() == nullptr) {
       return invalid("pipeline '" + chosen->name + "' is a list of image ops: they need an image dataset "
-                     "(imagefolder or webdataset); dataset '" + req.dataset() + "' is " + (*dataset)->format());
+                     "(imagefolder or webdataset); dataset '" + *name + "' is " + (*dataset)->format());
     }
     const ops::OpLimits op_bounds = op_limits(limits);
     auto planned = ops::plan_spec(chosen->spec, ops::OpPlanContext{&op_bounds, dataset_classes(**dataset)});
@@ -184,9 +198,16 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     return invalid("world_size " + std::to_string(req.world_size()) + " is over the supported " +
                    std::to_string(kMaxWorldSize) + " ranks");
   }
-  auto sampler = Sampler::make({(*dataset)->size(), req.batch_size(), req.shuffle(), req.seed(), req.rank(),
-                                req.world_size() == 0 ? 1u : req.world_size(), req.drop_last()});
-  if (!sampler.ok()) return sampler.error().with_context("dataset '" + req.dataset() + "'");
+  std::shared_ptr<const SampleSubset> subset;  // the sampler samples its positions, mapped to dataset indices
+  if (req.has_subset()) {
+    auto made = SampleSubset::make(req.subset(), (*dataset)->size());
+    if (!made.ok()) return made.error().with_context("dataset '" + *name + "'");
+    subset = std::move(made).value();
+  }
+  auto sampler = Sampler::make({subset ? subset->size() : (*dataset)->size(), req.batch_size(), req.shuffle(),
+                                req.seed(), req.rank(), req.world_size() == 0 ? 1u : req.world_size(),
+                                req.drop_last(), subset});
+  if (!sampler.ok()) return sampler.error().with_context("dataset '" + *name + "'");
   if (req.start_batch() >= sampler->batches_per_epoch()) {
     return invalid("start_batch " + std::to_string(req.start_batch()) + " is past the end of the epoch (" +
                    std::to_string(sampler->batches_per_epoch()) + " batches)");
@@ -229,7 +250,9 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     opened.set_window(depth);
     opened.set_share(req.share());
   }
+  opened.set_dataset(*name);
   opened.set_dataset_size((*dataset)->size());
+  opened.set_subset_size(subset ? subset->size() : 0);
   opened.set_samples_per_epoch(sampler->samples_per_epoch());
   opened.set_batches_per_epoch(sampler->batches_per_epoch());
   opened.set_batch_size(req.batch_size());
@@ -238,8 +261,8 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   opened.set_start_batch(req.start_batch());
 
   wire::WorkerAttach attach;
-  attach.set_dataset(req.dataset());
-  attach.set_dataset_key(datasets.key(req.dataset()));
+  attach.set_dataset(*name);
+  attach.set_dataset_key(datasets.key(*name));
   attach.set_pipeline(chosen->name);
   attach.set_segment_bytes(opened.segment_bytes());
   attach.set_slot_offset(opened.slot_offset());

@@ -55,6 +55,10 @@ inline constexpr uint32_t kMaxWorldSize = 1u << 20;
 // A request with `share` set is planned as a shared production: share names are 1..64 characters of [A-Za-z0-9._-]
 // (kInvalidArgument otherwise), writable is refused (subscribers map it read-only), and the segment gets depth +
 // share_extra_slots slots while the reply's window stays depth.
+// A request with `folder` instead of `dataset` names the declared imagefolder dataset that folder is
+// (streams/folder_match.h: kNotFound / kInvalidArgument naming the cause and the fixes otherwise); the reply's
+// `dataset` names it. A request with `subset` reads only those dataset indices (streams/sample_subset.h); the reply's
+// subset_size counts them.
 // Legacy top-level vision fields (crop_size, resize_size, exact_decode) are mapped into
 // pipeline_options.vision; setting both is refused.
 Result<StreamPlan> plan(const wire::OpenStream& request, const PlanContext& context, const DatasetRegistry& datasets);

@@ -43,6 +43,9 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options) {
 
 Result<Sampler> Sampler::make(const SamplerOptions& options) {
   if (options.dataset_size == 0) return Error(ErrorCode::kInvalidArgument, "the dataset has no samples");
+  if (options.subset && options.subset->size() != options.dataset_size) {
+    return Error(ErrorCode::kInternal, "the sampler's size is not its subset's");
+  }
   if (options.batch_size == 0) return Error(ErrorCode::kInvalidArgument, "batch_size must be at least 1");
   if (options.world_size == 0) return Error(ErrorCode::kInvalidArgument, "world_size must be at least 1");
   if (options.rank >= options.world_size) {
@@ -82,6 +85,9 @@ std::vector<int64_t> Sampler::epoch_indices(uint64_t epoch) const {
   // list is all[j % n]. Computed per rank, so memory is O(n + samples_per_epoch), whatever w is.
   std::vector<int64_t> mine(samples_per_epoch_);
   for (uint64_t k = 0; k < samples_per_epoch_; ++k) mine[k] = all[(options_.rank + k * w) % n];
+  if (options_.subset) {
+    for (int64_t& position : mine) position = options_.subset->at(static_cast<uint64_t>(position));
+  }
   return mine;
 }
 

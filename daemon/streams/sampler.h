@@ -10,29 +10,34 @@
 //     with drop_last the tail is dropped (floor(n/w) per rank) — exactly DistributedSampler's rules.
 //   * batching: consecutive runs of batch_size; the last, shorter batch is dropped when drop_last is set
 //     (DataLoader's drop_last), otherwise delivered short.
+//   * subset (OpenStream.subset): all of the above works over positions 0 .. subset size - 1, and each position is
+//     mapped to its dataset index (sample_subset.h), so epoch_indices() are dataset indices either way.
 // Thread-compatible value type.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "batchd/result.h"
+#include "streams/sample_subset.h"
 
 namespace batchd::daemon {
 
 struct SamplerOptions {
-  uint64_t dataset_size = 0;
+  uint64_t dataset_size = 0;  // the samples to sample from: the subset's size when there is one
   uint32_t batch_size = 1;
   bool shuffle = false;
   uint64_t seed = 0;
   uint32_t rank = 0;
   uint32_t world_size = 1;
   bool drop_last = false;
+  std::shared_ptr<const SampleSubset> subset;  // null: the whole dataset (position i is dataset index i)
 };
 
 class Sampler final {
  public:
-  // Validates the options (dataset_size >= 1, batch_size >= 1, rank < world_size, at least one batch per epoch).
+  // Validates the options (dataset_size >= 1 and equal to subset->size() when there is a subset, batch_size >= 1, rank < world_size, at least one batch per epoch).
   static Result<Sampler> make(const SamplerOptions& options);
 
   uint64_t samples_per_epoch() const { return samples_per_epoch_; }  // this rank's samples in one epoch

@@ -33,7 +33,12 @@ Status Share::check_join(const wire::OpenStream& req, const StreamPlan& plan, co
   auto flag = [](bool v) { return std::string(v ? "true" : "false"); };
   const uint32_t world = req.world_size() ? req.world_size() : 1;
   const uint32_t creator_world = creator_.world_size() ? creator_.world_size() : 1;
-  if (req.dataset() != creator_.dataset()) return differs("dataset", "'" + creator_.dataset() + "'", "'" + req.dataset() + "'");
+  const std::string& dataset = production_.attach().dataset();  // as planned: a folder reference resolved
+  if (plan.dataset() != dataset) return differs("dataset", "'" + dataset + "'", "'" + plan.dataset() + "'");
+  if (req.subset().SerializeAsString() != creator_.subset().SerializeAsString()) {
+    return differs("subset", std::to_string(production_.opened().subset_size()) + " indices",
+                   "another (" + std::to_string(plan.opened.subset_size()) + " indices)");
+  }
   if (req.pipeline() != creator_.pipeline()) return differs("pipeline", "'" + creator_.pipeline() + "'", "'" + req.pipeline() + "'");
   const auto& options = plan.attach.pipeline_options();
   if (options.SerializeAsString() != production_.attach().pipeline_options().SerializeAsString()) {

@@ -45,6 +45,7 @@
 
 #include "batchd/batch.h"
 #include "batchd/connect.h"
+#include "batchd/folder.h"
 #include "batchd/pipeline_spec.h"
 #include "batchd/result.h"
 
@@ -85,7 +86,17 @@ struct VisionOptions {
 // read exactly once per epoch across ranks (padded by repeating the head, or with drop_last truncated);
 // drop_last also drops the last incomplete batch.
 struct StreamOptions {
-  std::string dataset;          // a name from the daemon's config, e.g. "fashion-mnist"
+  std::string dataset;          // a name from the daemon's config, e.g. "fashion-mnist" ("" when `folder` is set)
+  // Or the dataset named by a torchvision ImageFolder the trainer built (batchd/folder.h: what the daemon checks,
+  // the errors): dataset is then "". StreamInfo::dataset names the dataset the daemon found.
+  FolderRef folder;
+  // Read only these dataset indices, in this order (torch.utils.data.Subset's indices); nullopt = the whole
+  // dataset. The sampler shuffles, shards and batches positions 0 .. size-1 of this list and reads the indices at
+  // those positions, so the `index` tensor holds dataset indices. Runs of consecutive indices travel as one (start,
+  // length) pair: Subset(ds, range(a, n)) costs 16 bytes, scattered indices about 4 bytes each, within the daemon's
+  // limits.max_request_bytes (64 KiB by default). kInvalidArgument for an empty list, more indices than the dataset
+  // has samples, or an index >= its size (the first one named, with its position).
+  std::optional<std::vector<uint64_t>> indices;
   std::string pipeline;         // e.g. "fmnist" (float32 normalized), "fmnist_u8" (raw uint8), "lm" (tokens)
   // A pipeline as data instead of a name (batchd/pipeline_spec.h: the ops, what the daemon checks, the errors):
   // pipeline is then "" and `vision` unset.
@@ -128,7 +139,9 @@ struct StreamInfo {
   uint64_t segment_bytes = 0;
   uint32_t depth = 0;            // batches it may hold at once (slots; a shared stream: its window)
   uint32_t batch_size = 0;       // samples in a full batch (the last one of an epoch may be short)
+  std::string dataset;           // the dataset served (the one StreamOptions::folder named, or StreamOptions::dataset)
   uint64_t dataset_size = 0;     // samples in the dataset
+  uint64_t subset_size = 0;      // StreamOptions::indices' size (0: no subset); samples_per_epoch shards these
   uint64_t samples_per_epoch = 0;  // this rank's samples per epoch
   uint64_t batches_per_epoch = 0;
   uint64_t total_batches = 0;    // batches this stream will deliver (all epochs, minus start_batch)
