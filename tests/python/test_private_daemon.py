@@ -23,8 +23,12 @@ IMAGES = os.path.join(TESTDATA, "imagefolder")
 BINARY = os.environ.get("BATCHD_BIN", os.path.join(ROOT, "build", "bin", "batchd"))
 
 # The trainer: starts the private daemon, reads one batch, prints what it made, then exits or waits to be killed.
+# It imports batchd's modules without the package's __init__ (which imports torch: seconds on a loaded machine).
 TRAINER = """
-import glob, json, sys, time
+import glob, json, sys, time, types
+package = types.ModuleType("batchd")
+package.__path__ = [sys.argv[3]]
+sys.modules["batchd"] = package
 from batchd import _batchd
 from batchd._private_daemon import private_daemon
 d = private_daemon(workers=1)
@@ -43,8 +47,8 @@ if sys.argv[2] == "wait":
 def start_trainer(tmp, mode):
     env = dict(os.environ, BATCHD_BIN=BINARY, TMPDIR=tmp)
     env.pop("XDG_RUNTIME_DIR", None)  # the private directory goes under TMPDIR, this test's own
-    proc = subprocess.Popen([sys.executable, "-c", TRAINER, IMAGES, mode], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", TRAINER, IMAGES, mode, os.path.dirname(batchd.__file__)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     assert line, f"the trainer printed nothing: {proc.communicate(timeout=30)[1][-3000:]}"
     made = json.loads(line)
@@ -162,3 +166,22 @@ def test_the_lookup_order_is_package_copy_then_build_tree_then_path_then_system_
                      "/usr/sbin/batchd", "/usr/local/sbin/batchd", "/usr/bin/batchd"]
     if os.path.realpath(batchd.__file__).startswith(os.path.realpath(os.path.join(ROOT, "build", "python"))):
         assert os.path.samefile(_daemon_binary.daemon_binary(), os.path.join(ROOT, "build", "bin", "batchd"))
+
+
+def test_a_private_daemon_is_for_no_socket_given_and_none_at_the_default(monkeypatch, tmp):
+    import socket
+    monkeypatch.delenv("BATCHD_SOCKET", raising=False)
+    default = os.path.join(tmp, "default.sock")
+    monkeypatch.setattr(_batchd, "default_socket_path", lambda: default)
+    assert _private_daemon.no_daemon_answers()  # no file there
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(default)  # a socket file nothing listens on: a dead daemon's
+        assert _private_daemon.no_daemon_answers()
+    os.unlink(default)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as live:
+        live.bind(default)
+        live.listen()
+        assert not _private_daemon.no_daemon_answers()
+    assert not _private_daemon.no_daemon_answers(socket=default)
+    monkeypatch.setenv("BATCHD_SOCKET", default)
+    assert not _private_daemon.no_daemon_answers()

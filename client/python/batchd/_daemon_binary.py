@@ -5,7 +5,8 @@ daemon_binary() tries, in this order, and returns the first executable file:
      BatchdError naming it — a variable that points nowhere is a mistake, never skipped silently;
   2. the copy the package carries: <package>/bin/batchd (`pip install` builds the daemon with the extension and puts
      it there, see setup.py);
-  3. the CMake build tree's: <build>/bin/batchd when the package is imported from <build>/python (PYTHONPATH=build/python);
+  3. the CMake build tree's: <build>/bin/batchd when the package is imported from <build>/python
+     (PYTHONPATH=build/python);
   4. `batchd` on $PATH, then /usr/sbin/batchd, /usr/local/sbin/batchd, /usr/bin/batchd (Debian's package and
      `cmake --install` put it in sbin, which a user's PATH often lacks).
 None of them: BatchdError listing where it looked and the fixes (install the daemon, point BATCHD_BIN at one, or use

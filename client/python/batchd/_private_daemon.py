@@ -15,7 +15,8 @@ the daemon reloads it (SIGHUP; running streams go on), so a second Loader over a
 Lifetime: it ends with the trainer. On a normal exit (or close(), or the PrivateDaemon collected) a finalizer sends
 SIGTERM, waits (SIGKILL after 10 s) and removes the directory; the daemon's drain unlinks every segment and the
 socket. If the trainer dies without running it (SIGKILL, a crash), the daemon sees it itself: it runs with
-`--exit-with-parent <trainer pid>` (a pidfd of its parent, daemon/server/parent_watch.h) and drains the same way; its
+`--exit-with-parent <trainer pid>` (a pidfd of its parent, daemon/server/parent_watch.h; not when the trainer is a
+container's pid 1, whose exit kills every process of the container) and drains the same way; its
 directory (the log, for a post-mortem) stays until the next private daemon of this user starts, which removes every
 private directory whose daemon is gone (its socket's lock free) and whose trainer is gone. PR_SET_PDEATHSIG is not
 used: it follows the thread that forked, so a Loader built in a short-lived thread would lose its daemon with that
@@ -28,6 +29,7 @@ import glob
 import json
 import os
 import signal
+import socket as _socket
 import stat
 import subprocess
 import tempfile
@@ -43,9 +45,26 @@ from ._private_datasets import dataset_name, dataset_table
 START_TIMEOUT_S = 60.0  # a large ImageFolder is indexed before the socket answers
 STOP_TIMEOUT_S = 10.0
 _PREFIX = "batchd-private-"
+_SERVICE_VARIABLES = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM")
 
 _lock = threading.Lock()
 _daemon = None
+
+
+def no_daemon_answers(socket=None):
+    """True when a Loader with this `socket=` should start a private daemon: none given, $BATCHD_SOCKET unset, and
+    nothing at the default socket (no file there, or nothing listening: a dead daemon's). A daemon that is there but
+    refuses (permission, another user's) is not "none": the Loader's connect then raises its error, with the fix."""
+    if socket or os.environ.get("BATCHD_SOCKET"):
+        return False
+    with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as s:
+        try:
+            s.connect(_batchd.default_socket_path())
+            return False
+        except (FileNotFoundError, ConnectionRefusedError):
+            return True
+        except OSError:
+            return False
 
 
 def private_daemon(workers=None):
@@ -135,10 +154,14 @@ class PrivateDaemon:
                               "bytes): set TMPDIR or XDG_RUNTIME_DIR to a shorter directory")
         self.workers, self._datasets, self._lock = workers, {}, threading.Lock()
         self._write_config()
+        args = [binary, "--config", self._config_path]
+        if os.getpid() != 1:  # a container's init: its exit kills the whole pid namespace, the daemon included
+            args += ["--exit-with-parent", str(os.getpid())]
+        # Not the trainer's service: a trainer run by systemd must not have its daemon talk to its service manager.
+        env = {k: v for k, v in os.environ.items() if k not in _SERVICE_VARIABLES}
         with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(
-                [binary, "--config", self._config_path, "--exit-with-parent", str(os.getpid())],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+            self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                          start_new_session=True, close_fds=True)
         self.pid = self._proc.pid
         self._finalizer = weakref.finalize(self, _stop, self._proc, self.directory, os.getpid())
         try:
