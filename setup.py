@@ -9,6 +9,9 @@ needs code: the version and the CMake build.
 - CUDA: as the CMake build: batchd's CUDA path when the toolkit is found, else the host path (BATCHD_WITH_CUDA=
   AUTO|ON|OFF in the environment chooses, as -DBATCHD_WITH_CUDA does). The build log says which
   (`pip install -v`), and so does `python -m batchd`.
+- The daemon: the package carries the batchd binary as batchd/bin/batchd (built here from the same tree), which
+  batchd.Loader starts as a private daemon when no daemon answers (batchd/_daemon_binary.py: after $BATCHD_BIN, the
+  first place it looks). BATCHD_WITH_DAEMON=OFF leaves it out (a host whose daemon is installed separately).
 - Environment: ccache is the compiler launcher when it is on PATH; CMAKE_BUILD_PARALLEL_LEVEL (else all cores);
   CMAKE_BUILD_TYPE (default Release); CMAKE_ARGS (more -D options, shell-quoted).
 """
@@ -69,6 +72,19 @@ class CMakeBuild(build_ext):
         if not os.path.isfile(built):
             sys.exit(f"setup.py: CMake built no {built} for {sys.executable}; see the build output above")
         dest = self.get_ext_fullpath(ext.name)
+        self.mkpath(os.path.dirname(dest))
+        self.copy_file(built, dest)
+        if (os.environ.get("BATCHD_WITH_DAEMON") or "ON").upper() not in ("OFF", "0", "NO", "FALSE"):
+            self.build_daemon(os.path.dirname(dest), jobs)
+
+    def build_daemon(self, package_dir, jobs):
+        """Builds the daemon and puts it into the package as bin/batchd (executable; the wheel keeps the mode)."""
+        self.run_cmake(["--build", CMAKE_BUILD, "--target", "batchd", *jobs], "building the daemon batchd")
+        built = os.path.join(CMAKE_BUILD, "bin", "batchd")  # CMAKE_RUNTIME_OUTPUT_DIRECTORY
+        if not os.path.isfile(built):
+            sys.exit(f"setup.py: CMake built no {built}; see the build output above (BATCHD_WITH_DAEMON=OFF "
+                     "leaves the daemon out)")
+        dest = os.path.join(package_dir, "bin", "batchd")
         self.mkpath(os.path.dirname(dest))
         self.copy_file(built, dest)
 

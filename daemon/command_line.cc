@@ -31,6 +31,10 @@ void add_options(CLI::App& app, CommandLine* line) {
                  "\"\" = none (default: daemon.cache_dir, /var/cache/batchd)");
   app.add_option("--log-level", line->log_level, "trace, debug, info, warn, error, critical or off (default: info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_option("--exit-with-parent", line->exit_with_parent,
+                 "PID of the process that starts batchd, which must be its parent: drain and exit (as on SIGTERM) "
+                 "when it exits, however it exits. For a daemon private to one process (batchd.Loader's)")
+      ->check(CLI::Range(2, 1 << 30));
   app.add_flag("--print-default-config", line->print_default, "print the embedded default configuration and exit");
   app.add_flag("--check-config", line->check_config,
                "parse and validate the configuration (--config, else the embedded one) with the options given, print "

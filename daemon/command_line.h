@@ -15,6 +15,7 @@ namespace batchd::daemon {
 struct CommandLine {
   std::string config_path, socket, strategy, log_level, cache_dir;
   uint32_t workers = 0, min_chunk_us = 0, task_timeout_min_s = 0, per_sample_timeout_ms = 0;
+  int exit_with_parent = 0;  // a pid; 0 = not given (server/parent_watch.h)
   bool print_default = false, check_config = false;
   FaultInjection faults;
 };

@@ -14,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <optional>
 #include <thread>
 
 #include "command_line.h"
@@ -24,6 +25,7 @@
 #include "data/index_cache.h"
 #include "server/instance_lock.h"
 #include "server/metrics_http.h"
+#include "server/parent_watch.h"
 #include "server/server.h"
 #include "server/service_notify.h"
 #include "streams/orphan_segments.h"
@@ -47,11 +49,11 @@ default applies: the datasets `fashion-mnist` and `fashion-mnist-test` from Debi
 package. Command-line options override the file.
 
 Signals: SIGTERM/SIGINT/SIGQUIT drain and exit (running streams get a "daemon shutting down" error; every segment
-is released and the socket removed). Each run has a fresh instance id (in `batchctl status`); its file_system
-segments are /dev/shm/batchd.<instance>.<stream> and it holds /dev/shm/batchd.<instance>.lock while it runs. At
-start-up, the segments of instances that are provably gone (their lock is free) are removed, unless a process
-still has them open or mapped. Exit status: 0 after a clean shutdown, 1 on a start-up error (the message says
-which file, key or resource and what to do).)";
+is released and the socket removed); so does the exit of the parent given by --exit-with-parent. Each run has a
+fresh instance id (in `batchctl status`); its file_system segments are /dev/shm/batchd.<instance>.<stream> and it
+holds /dev/shm/batchd.<instance>.lock while it runs. At start-up, the segments of instances that are provably gone
+(their lock is free) are removed, unless a process still has them open or mapped. Exit status: 0 after a clean
+shutdown, 1 on a start-up error (the message says which file, key or resource and what to do).)";
 
 }  // namespace
 
@@ -81,6 +83,16 @@ int main(int argc, char** argv) {
   if (line.check_config) {
     std::printf("%s\n", describe_config(line, *config).c_str());
     return 0;
+  }
+  // --exit-with-parent: checked before anything is created (a parent already gone: exit now), watched from the loop.
+  std::optional<ParentWatch> parent;
+  if (line.exit_with_parent != 0) {
+    auto watch = ParentWatch::open(line.exit_with_parent);
+    if (!watch.ok()) {
+      spdlog::critical("{}", watch.error().message());
+      return 1;
+    }
+    parent.emplace(std::move(watch).value());
   }
   if (config->workers == 0) config->workers = std::max(1u, std::thread::hardware_concurrency());
   ::signal(SIGPIPE, SIG_IGN);
@@ -118,6 +130,7 @@ int main(int argc, char** argv) {
   }
 
   boost::asio::io_context io(1);
+  std::optional<ParentWatch> parent_watch = std::move(parent);  // armed on io below, so destroyed before io
   WorkerPool::Options pool_options;
   pool_options.count = config->workers;
   pool_options.max_frame_bytes = config->limits.max_frame_bytes;
@@ -158,6 +171,12 @@ int main(int argc, char** argv) {
     }
     metrics = std::move(m).value();
   }
+  if (parent_watch) {
+    parent_watch->watch(io, [pid = parent_watch->pid()] {
+      spdlog::info("parent process {} exited (--exit-with-parent)", pid);
+      ::kill(::getpid(), SIGTERM);
+    });
+  }
   ServiceNotifier notifier(io);
   notifier.ready("serving " + config->socket + " with " + std::to_string(config->workers) + " workers");
   notifier.start_watchdog();
@@ -170,6 +189,7 @@ int main(int argc, char** argv) {
     if (ec) return;
     spdlog::info("{} received: draining", ::strsignal(sig));
     notifier.stopping(std::string("draining (") + ::strsignal(sig) + ")");
+    if (parent_watch) parent_watch->cancel();
     reload.cancel();  // nothing may keep the event loop alive once the connections are drained
     loader.cancel();  // an index under way gives up; nothing is installed from here on (joined after the loop)
     if (metrics) metrics->stop();

@@ -164,3 +164,20 @@ def test_a_loader_epoch_over_fashion_mnist(venv, daemon):
     out = venv.run("-c", script)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["120", "batches", "0", "1"]
+
+
+def test_the_package_carries_the_daemon_and_starts_it_as_a_private_daemon(venv):
+    """pip's install has batchd/bin/batchd (setup.py), found first without $BATCHD_BIN; a private daemon started from
+    it serves the idx dataset it declares, and is gone with its directory once the trainer exits."""
+    script = ("import os, batchd, batchd._daemon_binary as b, batchd._private_daemon as p\n"
+              "binary = b.daemon_binary()\n"
+              "assert binary == os.path.join(os.path.dirname(batchd.__file__), 'bin', 'batchd'), binary\n"
+              "d = p.private_daemon(workers=1)\n"
+              "name = d.declare_idx('/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz',\n"
+              "                     '/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz')\n"
+              "stream = batchd._batchd.Client(d.socket).open_stream(dataset=name, pipeline='fmnist', batch_size=8)\n"
+              "print(stream.next_arrays()[1]['image'].shape, d.directory)\n")
+    out = venv.run("-c", script, env={"BATCHD_BIN": ""})
+    assert out.returncode == 0, out.stderr
+    shape, directory = out.stdout.rsplit(" ", 1)
+    assert shape == "(8, 1, 28, 28)" and not os.path.exists(directory.strip())
