@@ -37,7 +37,8 @@ def python_loop(args):
     epoch."""
     import batchd
     with daemon_at(args) as sock:
-        loader = batchd.Loader(args.dataset, pipeline=args.pipeline, batch_size=args.batch_size, socket=sock)
+        loader = batchd.Loader(args.dataset, args.batch_size, shuffle=True, pipeline=args.pipeline, socket=sock,
+                               as_dict=True)
         for epoch in range(args.epochs):
             start, n = time.perf_counter(), 0
             for batch in loader:

@@ -139,7 +139,7 @@ def run_batchd(args, root, num_classes):
         start = time.perf_counter()  # epoch 0 includes the daemon's start
         with daemon_at(SimpleNamespace(socket=None, workers=args.workers, config=config)) as sock:
             loader = batchd.Loader("bench", transform=transform, batch_transform=batch_transform,
-                                   batch_size=args.batch_size, shuffle=True, socket=sock)
+                                   batch_size=args.batch_size, shuffle=True, socket=sock, as_dict=True)
             print(json.dumps({"spec": loader.spec}), flush=True)
             for epoch in range(args.epochs):
                 n, seen = 0, []

@@ -109,9 +109,9 @@ def main():
     dl_test = torch.utils.data.DataLoader(torchvision_split(cache, False), batch_size=1000, num_workers=2)
     acc_dl = run("DataLoader", dl_train, dl_test, args.epochs)
     with daemon(args.socket) as sock:
-        bd_train = batchd.Loader("fashion-mnist", pipeline="fmnist", batch_size=b, socket=sock, as_tuple=True)
+        bd_train = batchd.Loader("fashion-mnist", b, shuffle=True, pipeline="fmnist", socket=sock)
         bd_test = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, shuffle=False,
-                                socket=sock, as_tuple=True)
+                                socket=sock)
         acc_bd = run("batchd.Loader", bd_train, bd_test, args.epochs)
         bd_train.close()
         bd_test.close()

@@ -144,7 +144,7 @@ def main():
     with (private_daemon(args.tokens, t) if args.spawn else contextlib.nullcontext((args.socket, args.dataset))) \
             as (sock, dataset):
         try:
-            loader = batchd.Loader(dataset, pipeline="lm", batch_size=b, socket=sock, as_tuple=True)
+            loader = batchd.Loader(dataset, b, shuffle=True, pipeline="lm", socket=sock)
             batches_per_epoch = len(loader)  # the daemon's plan: the dataset exists, serves "lm", has this size
         except batchd.BatchdError as e:
             sys.exit(f"batchd.Loader({dataset!r}, pipeline='lm'): {e}\n\nStart a daemon that serves {args.tokens} "

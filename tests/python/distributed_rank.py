@@ -22,14 +22,17 @@ def read(loader):
 
 
 def main(rank, world_size, init_file, out_file):
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size)
     kw = dict(pipeline="fmnist_u8", batch_size=100, seed=SEED)
+    # Built before the process group exists (the usual order in scripts): its ranks are resolved when it iterates.
+    early = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, **kw)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size)
     result = {"instance": _batchd.status()["instance_id"],  # which daemon this rank's $BATCHD_SOCKET reaches
-              "shuffled": read(batchd.Loader("fashion-mnist-test", **kw)),
-              "ordered": read(batchd.Loader("fashion-mnist-test", shuffle=False, **kw))}
+              "shuffled": read(batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, **kw)),
+              "ordered": read(batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=False, **kw)),
+              "early": read(early)}
     for name, given in (("only_rank", {"rank": (rank + 1) % world_size}), ("only_world_size", {"world_size": 2})):
         try:
-            loader = batchd.Loader("fashion-mnist-test", **given, **kw)
+            loader = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, **given, **kw)
             result[name] = [loader.rank, loader.world_size]
         except ValueError as e:  # rank >= world_size
             result[name] = str(e)

@@ -81,13 +81,13 @@ def test_python_m_batchd_fails_when_the_daemon_is_not_the_expected_owner(others_
 def test_a_loader_refuses_a_daemon_of_another_owner(others_daemon, monkeypatch):
     sock, _ = others_daemon
     with pytest.raises(batchd.BatchdError) as refused:
-        batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, socket=sock, expected_owner="root")
+        batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=1000, socket=sock, expected_owner="root")
     assert refused.value.code == "permission denied"
     assert "runs as uid 1 (daemon), not as uid 0 (root)" in str(refused.value)
     monkeypatch.setenv("BATCHD_EXPECT_OWNER", "root")
     with pytest.raises(batchd.BatchdError, match=r"required by \$BATCHD_EXPECT_OWNER"):
-        batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, socket=sock)
-    loader = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, socket=sock,
+        batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=1000, socket=sock)
+    loader = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=1000, socket=sock,
                            expected_owner="daemon")
     assert len(loader) == 10
 
@@ -103,7 +103,7 @@ def test_a_socket_in_a_directory_others_can_write_gets_a_warning(others_daemon):
                          re.M), out.stdout
         assert "BATCHD_EXPECT_OWNER=daemon" in out.stdout
         with pytest.warns(RuntimeWarning, match="lets other users create that name first"):
-            batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, socket=sock)
+            batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=1000, socket=sock)
     finally:
         os.chmod(tmp, 0o700)
 
@@ -137,11 +137,11 @@ def _check_deadline(error, took, sock, request, timeout):
 
 def test_loader_requests_fail_within_the_request_timeout(stoppable_daemon):
     sock, stop = stoppable_daemon
-    planned = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, socket=sock,
+    planned = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=1000, socket=sock,
                             request_timeout=1.5)
     assert len(planned) == 10  # planned while the daemon answers
     stop()
-    loader = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, socket=sock, request_timeout=1)
+    loader = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=1000, socket=sock, request_timeout=1)
     error, took = _within(20, lambda: len(loader))
     _check_deadline(error, took, sock, "OpenStream (dry run)", 1)
     error, took = _within(20, lambda: next(iter(planned)))
@@ -157,9 +157,9 @@ def test_batchd_timeout_sets_the_deadline_of_every_loader(stoppable_daemon, monk
     sock, stop = stoppable_daemon
     stop()
     monkeypatch.setenv("BATCHD_TIMEOUT", "0.5")
-    loader = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=1000, socket=sock)
+    loader = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=1000, socket=sock)
     error, took = _within(20, lambda: len(loader))
     _check_deadline(error, took, sock, "OpenStream (dry run)", 0.5)
     for bad in (-1, 9.3e9, float("nan")):  # 9.3e9 s overflowed the steady clock: every request failed at once
         with pytest.raises(ValueError, match="request_timeout must be a number of seconds >= 0"):
-            batchd.Loader("fashion-mnist-test", pipeline="fmnist", socket=sock, request_timeout=bad)
+            batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", socket=sock, request_timeout=bad)

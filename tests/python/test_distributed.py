@@ -63,6 +63,13 @@ def test_ranks_on_two_daemons_read_disjoint_shares_whose_union_is_the_epoch_exac
         assert r["shuffled"]["len"] == N // WORLD // 100 and len(shares[rank]) == N // WORLD
 
 
+def test_a_loader_built_before_init_process_group_reads_its_ranks_share(ranks):
+    results, _, _ = ranks
+    for rank, r in enumerate(results):
+        assert (r["early"]["rank"], r["early"]["world_size"]) == (rank, WORLD)
+        assert r["early"]["indices"] == r["shuffled"]["indices"], f"rank {rank}: same share as a Loader built after"
+
+
 def test_ranks_0_1_used_daemon_a_and_ranks_2_3_daemon_b(ranks):
     results, a, b = ranks
     instance = {sock: batchd._batchd.status(sock)["instance_id"] for sock in (a, b)}
@@ -76,7 +83,7 @@ def test_each_rank_reads_distributed_samplers_share_of_the_permutation(ranks):
     results, a, b = ranks
     perms = []
     for sock in (a, b):
-        single = batchd.Loader("fashion-mnist-test", pipeline="fmnist_u8", batch_size=100, seed=SEED, socket=sock)
+        single = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist_u8", batch_size=100, seed=SEED, socket=sock)
         assert (single.rank, single.world_size) == (0, 1), "no torch.distributed here: rank 0 of 1"
         single.set_epoch(EPOCH)
         perms.append([i for batch in single for i in batch["index"].tolist()])
@@ -99,9 +106,10 @@ def test_a_given_value_wins_and_the_other_comes_from_torch_distributed(ranks):
 
 def test_without_torch_distributed_a_bad_rank_is_a_clear_error(socket_path):
     assert not torch.distributed.is_initialized()
-    l = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=100, socket=socket_path)
+    l = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=100, socket=socket_path)
     assert (l.rank, l.world_size, len(l)) == (0, 1, 100)
     with pytest.raises(ValueError, match=r"rank 4 \(given\) is not in \[0, world_size\) for world_size 4 \(given\)"):
-        batchd.Loader("fashion-mnist-test", pipeline="fmnist", rank=4, world_size=4, socket=socket_path)
+        batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", rank=4, world_size=4, socket=socket_path)
+    early = batchd.Loader("fashion-mnist-test", pipeline="fmnist", rank=1, socket=socket_path)  # a group may follow
     with pytest.raises(ValueError, match=r"rank 1 \(given\) .* world_size 1 \(the default without torch"):
-        batchd.Loader("fashion-mnist-test", pipeline="fmnist", rank=1, socket=socket_path)
+        len(early)  # resolved when used: still no process group

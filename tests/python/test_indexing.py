@@ -45,11 +45,11 @@ def indexing_daemon():
 def test_the_loader_waits_while_the_dataset_is_indexed_or_raises_with_index_timeout_0(indexing_daemon):
     started = time.monotonic()
     with pytest.raises(batchd.BatchdError) as refused:
-        len(batchd.Loader("wds", pipeline="val224", batch_size=500, socket=indexing_daemon, index_timeout=0))
+        len(batchd.Loader("wds", as_dict=True, shuffle=True, pipeline="val224", batch_size=500, socket=indexing_daemon, index_timeout=0))
     assert refused.value.code == "unavailable"
     assert "dataset 'wds' is indexing (" in str(refused.value), str(refused.value)
 
-    loader = batchd.Loader("wds", pipeline="val224", batch_size=500, shuffle=False, socket=indexing_daemon)
+    loader = batchd.Loader("wds", as_dict=True, pipeline="val224", batch_size=500, shuffle=False, socket=indexing_daemon)
     assert len(loader) == SHARDS // 500  # planned once the index is done, after waiting for it
     batch = next(iter(loader))
     assert batch["image"].shape == (500, 3, 224, 224)

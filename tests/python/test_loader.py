@@ -16,7 +16,7 @@ FMNIST = "/usr/share/datasets/fashion-mnist"
 def loader(sock, dataset="fashion-mnist-test", **kw):
     kw.setdefault("pipeline", "fmnist")
     kw.setdefault("batch_size", 100)
-    return batchd.Loader(dataset, socket=sock, **kw)
+    return batchd.Loader(dataset, socket=sock, **{"as_dict": True, "shuffle": True, **kw})
 
 
 def indices(batches):
@@ -31,7 +31,7 @@ def test_shapes_dtypes_and_len_like_dataloader(socket_path):
     assert batch["image"].dtype == torch.float32 and batch["image"].shape == (256, 1, 28, 28)
     assert batch["label"].dtype == torch.int64 and batch["label"].shape == (256,)
     assert batch["index"].dtype == torch.int64
-    image, label = next(iter(loader(socket_path, as_tuple=True)))
+    image, label = next(iter(loader(socket_path, as_dict=False)))
     assert image.shape == (100, 1, 28, 28) and label.shape == (100,)
 
 
@@ -138,7 +138,7 @@ def test_daemon_errors_become_batchd_errors_with_the_message(socket_path):
     with pytest.raises(batchd.BatchdError, match="unknown pipeline 'resnet'"):
         len(loader(socket_path, pipeline="resnet"))
     with pytest.raises(batchd.BatchdError, match="no batchd is listening"):
-        batchd.Loader("x", pipeline="fmnist", socket="/tmp/batchd-nowhere/batchd.sock")
+        batchd.Loader("x", as_dict=True, shuffle=True, pipeline="fmnist", socket="/tmp/batchd-nowhere/batchd.sock")
 
 
 def test_cuda_device_without_a_gpu_is_a_clear_error(socket_path):

@@ -8,7 +8,7 @@ import batchd
 
 
 def loader(sock, share, batch_size=500, **kw):
-    return batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=batch_size, seed=3, socket=sock,
+    return batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=batch_size, seed=3, socket=sock,
                          share=share, **kw)
 
 
@@ -59,7 +59,7 @@ def test_a_share_with_other_options_is_refused_naming_the_option(socket_path):
     a = loader(socket_path, "py-strict")
     a_it = iter(a)
     next(a_it)  # a subscribes (and stays: its pass is under way)
-    b = batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=250, seed=3, socket=socket_path,
+    b = batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="fmnist", batch_size=250, seed=3, socket=socket_path,
                       share="py-strict")
     with pytest.raises(batchd.BatchdError, match="reads batch_size 500; this stream asks for batch_size 250"):
         next(iter(b))

@@ -110,7 +110,7 @@ def photos_daemon():
 def loader(sock, **kw):
     kw.setdefault("batch_size", 8)
     kw.setdefault("seed", 11)
-    return batchd.Loader("photos", socket=sock, **kw)
+    return batchd.Loader("photos", socket=sock, **{"as_dict": True, "shuffle": True, **kw})
 
 
 def first_batches(l, n):

@@ -14,7 +14,7 @@ import batchd
 def lm_loader(daemon, dataset, **kw):
     kw.setdefault("pipeline", "lm")
     kw.setdefault("batch_size", 32)
-    return batchd.Loader(dataset, socket=daemon.sock, **kw)
+    return batchd.Loader(dataset, socket=daemon.sock, **{"as_dict": True, "shuffle": True, **kw})
 
 
 def windows(daemon, name):
@@ -94,10 +94,10 @@ def test_state_dict_resumes_mid_epoch_with_the_same_windows(token_daemon):
 
 def test_as_tuple_yields_input_ids_and_targets(token_daemon):
     as_dict = next(iter(lm_loader(token_daemon, "rand32", shuffle=False)))
-    x, y = next(iter(lm_loader(token_daemon, "rand32", shuffle=False, as_tuple=True)))
+    x, y = next(iter(lm_loader(token_daemon, "rand32", shuffle=False, as_dict=False)))
     assert torch.equal(x, as_dict["input_ids"]) and torch.equal(y, as_dict["targets"])
     assert torch.equal(x[:, 1:], y[:, :-1]), "targets are the inputs shifted by one"
-    image, label = next(iter(batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=8, as_tuple=True,
+    image, label = next(iter(batchd.Loader("fashion-mnist-test", pipeline="fmnist", batch_size=8,
                                            socket=token_daemon.sock)))
     assert image.shape == (8, 1, 28, 28) and label.shape == (8,), "image streams still yield (image, label)"
 
@@ -117,7 +117,7 @@ def test_bad_token_files_are_refused_alone_with_their_reasons(token_daemon):
 
 def test_pipelines_and_datasets_of_other_kinds_are_refused_by_name(token_daemon):
     with pytest.raises(batchd.BatchdError, match="pipeline 'lm' needs a token dataset .* 'fashion-mnist-test' is idx"):
-        next(iter(batchd.Loader("fashion-mnist-test", pipeline="lm", socket=token_daemon.sock)))
+        next(iter(batchd.Loader("fashion-mnist-test", as_dict=True, shuffle=True, pipeline="lm", socket=token_daemon.sock)))
     with pytest.raises(batchd.BatchdError, match="pipeline 'fmnist' needs an idx dataset; 'rand32' is tokens"):
         next(iter(lm_loader(token_daemon, "rand32", pipeline="fmnist")))
     with pytest.raises(batchd.BatchdError, match="pipeline 'lm' takes no vision options"):

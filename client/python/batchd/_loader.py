@@ -6,6 +6,7 @@ import torch
 from . import _batchd
 from ._batchd import BatchdError
 from ._passes import StreamPasses
+from ._source import resolve_source
 from ._spec import pipeline_spec
 from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable
 from ._support import _rank_and_world_size, _while_indexing
@@ -23,8 +24,13 @@ class Loader(StreamPasses):
     has .dataset, .sampler, .batch_size, .drop_last, .num_workers, .pin_memory and len().
 
     Args (DataLoader's):
-        dataset: a dataset name from the daemon's config ("fashion-mnist", ...). .dataset is then a DaemonDataset
-            (len() = its samples).
+        dataset: a dataset name from the daemon's config ("fashion-mnist", ...; .dataset is then a DaemonDataset,
+            len() = its samples), or a torchvision ImageFolder / DatasetFolder with the default loader (or a Subset
+            of one; .dataset is the object): the daemon serves it natively if it declares that folder (matched by
+            root, classes and sample list; it never opens a path the trainer names), its transform translated to
+            ops; with no daemon answering and no socket given, a daemon private to this trainer is started for it
+            (private=; docs/operations.md "A private daemon"). Subclasses, a custom loader or is_valid_file, a
+            target_transform and other Dataset objects are refused (TypeError).
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
         sampler: a DistributedSampler (its num_replicas, rank, shuffle, seed and drop_last are used, and its .epoch
@@ -43,6 +49,7 @@ class Loader(StreamPasses):
             saying what to do instead.
 
     Args (batchd's, keyword only):
+        private: None = a private daemon for a dataset object when no daemon answers; True = always; False = never.
         as_dict: yield each batch as a dict of tensors with "index" int64 [B] (the dataset indices of its samples)
             instead of the tuple.
         rank, world_size: which share of each epoch this process reads (DistributedSampler semantics); None = from
@@ -129,7 +136,7 @@ class Loader(StreamPasses):
                  pin_memory_device="", pipeline=None, transform=None, batch_transform=None, seed=0, rank=None,
                  world_size=None, depth=None, socket=None, as_dict=False, as_tuple=None, device="cpu",
                  on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
-                 index_timeout=600.0, share=None, request_timeout=None, expected_owner=None):
+                 index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None):
         refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator)
         del persistent_workers, multiprocessing_context  # moot: the daemon's workers persist (docstring)
         sampling = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size)
@@ -139,6 +146,7 @@ class Loader(StreamPasses):
             warnings.warn("batchd.Loader: as_tuple= is deprecated: the tuple is the default now; as_dict=True gives "
                           "the dict", DeprecationWarning, stacklevel=2)
             as_dict = not as_tuple
+        source, transform, socket = resolve_source(dataset, socket, private, num_workers, transform, pipeline)
         spec = pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size, exact_decode)
         self.device = torch.device(device)
         if self.device.type == "cuda":
@@ -151,20 +159,17 @@ class Loader(StreamPasses):
         self.as_dict = bool(as_dict)
         self.batch_size, self.num_workers, self.prefetch_factor = batch_size, num_workers, prefetch_factor
         self.pin_memory, self.pin_memory_device, self.timeout = bool(pin_memory), pin_memory_device, float(timeout)
-        self.dataset = DaemonDataset(self, dataset)
+        self.dataset = DaemonDataset(self, dataset) if isinstance(dataset, str) else dataset
         self.sampler = sampler if sampler is not None else StreamSampler(self)
         self._epoch_source = sampling["epoch_source"]
         self._given_ranks = (sampling["rank"], sampling["world_size"])
+        if None not in self._given_ranks:
+            _rank_and_world_size(*self._given_ranks)  # both given: a bad pair is refused now
         self._ranks = None  # (rank, world_size) of the current plan and stream
-        # writable=True: the Loader's promise is DataLoader's, tensors that training code may modify in place
-        # (x.sub_(mean), mixup's x[i] = ...). PyTorch has no read-only tensor: torch.from_numpy of a read-only array
-        # warns that writing is undefined, and on a PROT_READ mapping a write kills the trainer with SIGSEGV; the
-        # only read-only alternative is a copy of every batch, which is what batchd exists to avoid. Writable costs
-        # no isolation: only this user's uid gets rw- on the segment (a memfd fd, or one ACL entry on a file_system
-        # name), so a write reaches only this stream's own slots, which the workers overwrite with each new batch.
-        # A share is read-only: its segment is every subscriber's.
+        # writable=True: DataLoader's tensors may be modified in place, and a copy per batch is what batchd avoids;
+        # only this uid gets rw- on the segment (docs/security.md). A share is read-only: every subscriber's segment.
         self._share = share
-        self._options = dict(dataset=dataset, pipeline=pipeline or "", batch_size=batch_size,
+        self._options = dict(source, pipeline=pipeline or "", batch_size=batch_size,
                              shuffle=sampling["shuffle"], seed=sampling["seed"], drop_last=sampling["drop_last"],
                              on_error=on_error, writable=share is None)
         if share is not None:

@@ -1,0 +1,210 @@
+"""batchd.Loader as DataLoader's drop-in (issue 25): its signature, attributes, element, and each row of the table of
+DataLoader's arguments (mapped, ignored, refused), against a real daemon; an ImageFolder object served natively by a
+daemon that declares it, and by a private daemon when none answers."""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import pytest
+import torch
+from torch.utils.data import (DistributedSampler, RandomSampler, SequentialSampler, SubsetRandomSampler,
+                              default_collate)
+
+import batchd
+import batchd._dataloader_args
+from conftest import _run_daemon
+
+N = 10000  # fashion-mnist-test
+IMAGES = os.path.join(os.environ.get("BATCHD_TESTDATA", ""), "imagefolder")
+
+
+def make(sock, *args, **kw):
+    kw.setdefault("pipeline", "fmnist")
+    return batchd.Loader("fashion-mnist-test", *args, socket=sock, **kw)
+
+
+def order(loader, batches=3):
+    """The dataset indices of the first `batches` batches of an as_dict Loader."""
+    out = []
+    it = iter(loader)
+    for _ in range(batches):
+        out += next(it)["index"].tolist()
+    loader.close()
+    return out
+
+
+def test_batch_size_is_positional_and_the_element_is_dataloaders_tuple(socket_path):
+    image, label = next(iter(make(socket_path, 50)))
+    assert image.shape == (50, 1, 28, 28) and image.dtype == torch.float32 and label.shape == (50,)
+    batch = next(iter(make(socket_path, 50, as_dict=True)))
+    assert set(batch) == {"image", "label", "index"}
+
+
+def test_shuffle_defaults_to_false_as_in_dataloader(socket_path):
+    assert order(make(socket_path, 100, as_dict=True)) == list(range(300))
+
+
+def test_attributes(socket_path):
+    loader = make(socket_path, 100, num_workers=3, pin_memory=False, drop_last=True)
+    assert (loader.batch_size, loader.num_workers, loader.pin_memory, loader.drop_last) == (100, 3, False, True)
+    assert len(loader.dataset) == N and loader.dataset.name == "fashion-mnist-test"
+    assert len(loader.sampler) == N and len(loader) == N // 100
+    loader.sampler.set_epoch(7)
+    assert loader.sampler.epoch == 7 and loader.state_dict()["epoch"] == 0
+    with pytest.raises(TypeError, match="read by the daemon"):
+        loader.dataset[0]
+
+
+def test_a_distributed_sampler_gives_the_shares_of_rank_and_world_size_and_its_set_epoch_counts(socket_path):
+    sampler = DistributedSampler(range(N), num_replicas=2, rank=1, shuffle=True, seed=5)
+    by_sampler = make(socket_path, 100, sampler=sampler, as_dict=True)
+    assert by_sampler.sampler is sampler and (by_sampler.rank, by_sampler.world_size) == (1, 2)
+    by_ranks = make(socket_path, 100, shuffle=True, seed=5, rank=1, world_size=2, as_dict=True)
+    assert order(by_sampler) == order(by_ranks)
+    sampler.set_epoch(3)  # as scripts do on their own sampler
+    by_ranks.set_epoch(3)
+    third = order(by_sampler)
+    assert third == order(by_ranks) and third != order(make(socket_path, 100, shuffle=True, seed=5, rank=1,
+                                                               world_size=2, as_dict=True))
+
+
+def test_random_and_sequential_samplers_map_to_shuffle(socket_path):
+    assert order(make(socket_path, 100, sampler=SequentialSampler(range(N)), as_dict=True)) == list(range(300))
+    shuffled = order(make(socket_path, 100, sampler=RandomSampler(range(N)), as_dict=True))
+    assert shuffled != list(range(300)) and len(set(shuffled)) == 300
+    with pytest.raises(ValueError, match="sampler option is mutually exclusive with shuffle"):
+        make(socket_path, sampler=SequentialSampler(range(N)), shuffle=False)
+
+
+class RASampler(torch.utils.data.Sampler):  # the references' repeated-augmentation sampler, by name
+    pass
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"collate_fn": lambda b: b}, "collate_fn= is not supported: .*batch_transform="),
+    ({"worker_init_fn": lambda w: None}, "worker_init_fn= is not supported: .*seed="),
+    ({"batch_sampler": [[0, 1]]}, "batch_sampler= is not supported"),
+    ({"generator": torch.Generator()}, "generator= is not supported: .*seed="),
+    ({"sampler": SubsetRandomSampler([1, 2])}, "sampler=SubsetRandomSampler is not supported"),
+    ({"sampler": RASampler(None)}, "sampler=RASampler .*repeated augmentation"),
+    ({"sampler": RandomSampler(range(N), replacement=True)}, "RandomSampler with replacement"),
+    ({"num_workers": -1}, "num_workers option should be non-negative"),
+])
+def test_arguments_that_would_change_the_data_are_refused_saying_what_to_do(socket_path, kw, message):
+    with pytest.raises(ValueError, match=message):
+        make(socket_path, 10, **kw)
+
+
+def test_moot_arguments_are_accepted_and_change_nothing(socket_path):
+    plain = order(make(socket_path, 100, shuffle=True, as_dict=True))
+    moot = make(socket_path, 100, shuffle=True, as_dict=True, persistent_workers=True,
+                multiprocessing_context="spawn", collate_fn=default_collate)
+    assert order(moot) == plain
+
+
+def test_num_workers_and_prefetch_factor_set_the_depth(socket_path):
+    loader = make(socket_path, 10, num_workers=2, prefetch_factor=3)
+    it = iter(loader)
+    next(it)
+    assert loader._stream.info["depth"] == 2 * 3 + 1
+    loader.close()
+
+
+def test_pin_memory_without_cuda_warns_once(socket_path, monkeypatch):
+    monkeypatch.setattr(batchd._dataloader_args, "_pin_warned", False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.warns(RuntimeWarning, match="pin_memory=True, but CUDA is not available"):
+        make(socket_path, 10, pin_memory=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert make(socket_path, 10, pin_memory=True).pin_memory
+
+
+@pytest.fixture(scope="module")
+def hanging_daemon():
+    """Every worker hangs at sample 5 until the watchdog (1 s) kills it; twice is a bad sample."""
+    with tempfile.TemporaryDirectory(prefix="batchd-py-hang-") as tmp:
+        yield from _run_daemon(tmp, ["--fault-hang-on-sample", "5", "--task-timeout-min-s", "1"])
+
+
+def test_timeout_raises_as_dataloader_and_the_stream_goes_on(hanging_daemon):
+    loader = make(hanging_daemon, 10, timeout=0.3, on_error="skip")
+    with pytest.raises(RuntimeError, match="within the timeout") as e:
+        next(iter(loader))
+    assert e.value.code == "deadline exceeded"
+    stream = batchd._batchd.Client(hanging_daemon).open_stream(dataset="fashion-mnist-test", pipeline="fmnist",
+                                                               batch_size=10, shuffle=False, on_error="skip")
+    with pytest.raises(batchd.BatchdError, match="within the timeout"):
+        stream.next_arrays(timeout=0.3)
+    epoch, arrays = stream.next_arrays()  # the same stream, later: the batch (sample 5 replaced)
+    assert epoch == 0 and len(arrays["index"]) == 10
+    stream.close()
+
+
+def _folder(transform):
+    tv = pytest.importorskip("torchvision")
+    return tv.datasets.ImageFolder(IMAGES, transform=transform)
+
+
+def _small():
+    import torchvision.transforms as T
+    return T.Compose([T.Resize(40), T.CenterCrop(32), T.ToTensor()])
+
+
+@pytest.fixture(scope="module")
+def folder_daemon():
+    if not os.path.isdir(IMAGES):
+        pytest.fail(f"no test images at {IMAGES}: run ctest's make_testdata (BATCHD_TESTDATA)")
+    with tempfile.TemporaryDirectory(prefix="batchd-py-folder-") as tmp:
+        config = os.path.join(tmp, "batchd.toml")
+        with open(config, "w") as f:
+            f.write(f'[datasets.photos]\nformat = "imagefolder"\nroot = "{IMAGES}"\n')
+        yield from _run_daemon(tmp, ["--config", config])
+
+
+def test_an_image_folder_object_is_served_with_its_samples_and_classes(folder_daemon):
+    folder = _folder(_small())
+    loader = batchd.Loader(folder, 8, socket=folder_daemon, as_dict=True)
+    assert loader.dataset is folder and len(loader) == -(-len(folder) // 8)
+    seen = []
+    for batch in loader:
+        assert batch["image"].shape[1:] == (3, 32, 32)
+        seen += list(zip(batch["index"].tolist(), batch["label"].tolist()))
+    assert seen == [(i, folder.samples[i][1]) for i in range(len(folder))]
+    image, label = next(iter(batchd.Loader(torch.utils.data.Subset(folder, [3, 1]), 2, socket=folder_daemon)))
+    assert label.tolist() == [folder.samples[3][1], folder.samples[1][1]]
+    assert (image[0] - folder[3][0]).abs().mean() < 0.02  # the same photo (batchd decodes fast: not bit-exact)
+
+
+def test_an_image_folder_subclass_is_refused(folder_daemon):
+    tv = pytest.importorskip("torchvision")
+
+    class Mine(tv.datasets.ImageFolder):
+        pass
+
+    with pytest.raises(TypeError, match="subclass"):
+        batchd.Loader(Mine(IMAGES, transform=_small()), 4, socket=folder_daemon)
+
+
+def test_with_no_daemon_answering_a_private_daemon_serves_the_folder_and_ends_with_the_trainer(tmp_path):
+    script = ("import sys, torchvision, torchvision.transforms as T, batchd\n"
+              f"folder = torchvision.datasets.ImageFolder({IMAGES!r}, T.Compose([T.Resize(40), T.CenterCrop(32), "
+              "T.ToTensor()]))\n"
+              "loader = batchd.Loader(folder, 4, num_workers=1)\n"
+              "image, label = next(iter(loader))\n"
+              "from batchd._private_daemon import private_daemon\n"
+              "print(private_daemon().pid, tuple(image.shape), flush=True)\n")
+    env = {k: v for k, v in os.environ.items() if k != "BATCHD_SOCKET"}
+    env["XDG_RUNTIME_DIR"] = str(tmp_path)  # the private daemon's directory: here
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    pid, shape = out.stdout.split(maxsplit=1)
+    assert shape.strip() == "(4, 3, 32, 32)"
+    for _ in range(100):
+        if not os.path.exists(f"/proc/{pid}"):
+            break
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{pid}"), "the private daemon outlived its trainer"
