@@ -154,7 +154,7 @@ def test_python_m_batchd_says_permission_denied(venv, daemon):
 
 def test_a_loader_epoch_over_fashion_mnist(venv, daemon):
     script = ("import batchd\n"
-              f"loader = batchd.Loader('fashion-mnist', pipeline='fmnist', batch_size=500, socket={daemon!r})\n"
+              f"loader = batchd.Loader('fashion-mnist', pipeline='fmnist', batch_size=500, socket={daemon!r}, as_dict=True)\n"
               "seen = []\n"
               "for batch in loader:\n"
               "    assert batch['image'].shape[1:] == (1, 28, 28) and batch['image'].dtype.is_floating_point\n"

@@ -93,7 +93,7 @@ TEST_F(FolderMatchTest, TheImageFoldersListingMatchesTheDeclaredDatasetByItsReal
 }
 
 TEST_F(FolderMatchTest, ARootNoDatasetHasIsNotFoundNamingTheDaemonsRootsAndTheFixes) {
-  for (const std::string root : {std::string("/root"), *real_root_ + "/a", (*dir_ / "link").string(), std::string("/")}) {
+  for (const std::string& root : {std::string("/root"), *real_root_ + "/a", (*dir_ / "link").string(), std::string("/")}) {
     auto ref = reference();
     ref.set_root(root);
     expect_words(error_of(ref), ErrorCode::kNotFound,
@@ -125,7 +125,7 @@ TEST_F(FolderMatchTest, AListingThatDiffersSaysHow) {
 
 TEST_F(FolderMatchTest, AMalformedReferenceIsRefusedBeforeAnyComparison) {
   auto ref = reference();
-  for (const std::string root : {std::string("relative/root"), std::string(""), "/" + std::string(5000, 'a'),
+  for (const std::string& root : {std::string("relative/root"), std::string(""), "/" + std::string(5000, 'a'),
                                  std::string("/a\0b", 4)}) {
     ref.set_root(root);
     expect_words(error_of(ref), ErrorCode::kInvalidArgument, {"is not an absolute path"});
