@@ -33,20 +33,12 @@ class Loader(StreamPasses):
             target_transform and other Dataset objects are refused (TypeError).
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
-        sampler: a DistributedSampler (its num_replicas, rank, shuffle, seed and drop_last are used, and its .epoch
-            is read when each pass starts, so set_epoch on it works as with DataLoader), RandomSampler (shuffle) or
-            SequentialSampler; any other is refused (ValueError). .sampler returns it; without one, a StreamSampler.
-        num_workers, prefetch_factor: the daemon's workers make the batches; these set how many batches it keeps
-            ready: num_workers * prefetch_factor + 1 slots (DataLoader's batches in flight, plus the one the loop
-            holds), or with num_workers=0 the daemon's default depth + 1. depth= overrides both.
-        pin_memory, pin_memory_device: accepted; host batches are not page-locked yet (a warning says so once);
-            device="cuda" gives batchd's pinned asynchronous path.
-        drop_last: DistributedSampler semantics (floor(n/w) per rank), and a short last batch is dropped too.
-        timeout: seconds to wait for each batch (> 0), then BatchdError (a RuntimeError) with code "deadline
-            exceeded", as DataLoader raises RuntimeError; 0 = wait as long as it takes.
-        persistent_workers, multiprocessing_context: accepted and ignored (the daemon's workers are persistent).
-        collate_fn (other than default_collate), worker_init_fn, batch_sampler, generator: refused with ValueError
-            saying what to do instead.
+        sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, and the others:
+            as docs/python.md's table says (DistributedSampler / RandomSampler / SequentialSampler mapped, the
+            DistributedSampler's .epoch read at each pass; num_workers * prefetch_factor + 1 slots, depth= wins;
+            timeout > 0: BatchdError code "deadline exceeded", a RuntimeError; pin_memory warns: host batches are
+            not page-locked yet; persistent_workers, multiprocessing_context ignored; collate_fn, worker_init_fn,
+            batch_sampler, generator refused with ValueError saying what to do instead).
 
     Args (batchd's, keyword only):
         private: None = a private daemon for a dataset object when no daemon answers; True = always; False = never.

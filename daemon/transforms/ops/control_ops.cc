@@ -69,6 +69,15 @@ class RandomOrderKernel final : public SampleKernel {
   std::vector<size_t> order_;
 };
 
+// The kernel K(args..., the compiled nested ops) of a control op.
+template <typename K, typename... Args>
+Result<std::unique_ptr<SampleKernel>> with_nested(const wire::Op& op, const ValueType& in,
+                                                  const CompileList& compile_list, Args... args) {
+  auto kernels = compile_list(param(op, "ops")->ops(), in);
+  if (!kernels.ok()) return kernels.error();
+  return std::unique_ptr<SampleKernel>(new K(std::move(args)..., std::move(kernels).value()));
+}
+
 // The type rule is the planner's (it sees the nested ops); here only what the parameters alone decide.
 Result<ValueType> keep(const wire::Op&, const ValueType& in, const OpPlanContext&) { return in; }
 
@@ -82,11 +91,8 @@ void add_control_ops(std::vector<OpDef>* defs) {
   apply.params = {ops_param(), {.key = "p", .type = ParamType::kNumber, .default_value = number_value(0.5), .min = 0,
                                 .max = 1, .doc = "probability of applying the ops, all of them in order"}};
   apply.plan = keep;
-  apply.compile = [](const wire::Op& op, const ValueType& in,
-                     const CompileList& compile_list) -> Result<std::unique_ptr<SampleKernel>> {
-    auto kernels = compile_list(param(op, "ops")->ops(), in);
-    if (!kernels.ok()) return kernels.error();
-    return std::unique_ptr<SampleKernel>(new RandomApplyKernel(number(op, "p"), std::move(kernels).value()));
+  apply.compile = [](const wire::Op& op, const ValueType& in, const CompileList& compile_list) {
+    return with_nested<RandomApplyKernel>(op, in, compile_list, number(op, "p"));
   };
   defs->push_back(std::move(apply));
 
@@ -108,11 +114,8 @@ void add_control_ops(std::vector<OpDef>* defs) {
     }
     return in;
   };
-  choice.compile = [](const wire::Op& op, const ValueType& in,
-                      const CompileList& compile_list) -> Result<std::unique_ptr<SampleKernel>> {
-    auto kernels = compile_list(param(op, "ops")->ops(), in);
-    if (!kernels.ok()) return kernels.error();
-    return std::unique_ptr<SampleKernel>(new RandomChoiceKernel(numbers(op, "p"), std::move(kernels).value()));
+  choice.compile = [](const wire::Op& op, const ValueType& in, const CompileList& compile_list) {
+    return with_nested<RandomChoiceKernel>(op, in, compile_list, numbers(op, "p"));
   };
   defs->push_back(std::move(choice));
 
@@ -122,11 +125,8 @@ void add_control_ops(std::vector<OpDef>* defs) {
   order.random = true;
   order.params = {ops_param()};
   order.plan = keep;
-  order.compile = [](const wire::Op& op, const ValueType& in,
-                     const CompileList& compile_list) -> Result<std::unique_ptr<SampleKernel>> {
-    auto kernels = compile_list(param(op, "ops")->ops(), in);
-    if (!kernels.ok()) return kernels.error();
-    return std::unique_ptr<SampleKernel>(new RandomOrderKernel(std::move(kernels).value()));
+  order.compile = [](const wire::Op& op, const ValueType& in, const CompileList& compile_list) {
+    return with_nested<RandomOrderKernel>(op, in, compile_list);
   };
   defs->push_back(std::move(order));
 }
