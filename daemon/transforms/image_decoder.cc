@@ -51,6 +51,21 @@ Status check_size(const std::string& path, int w, int h) {
   return ok_status();
 }
 
+// The factor TurboJPEG 2.1 decodes with when asked for the size `s` gives: tjDecompress2 takes an output size, not a
+// factor, and uses the first of its factors (largest first) whose scaled size fits. Two factors can give one size
+// (a 7x3 image is 7x3 at 1/1 and at 7/8) but not the same pixels, so the libjpeg region decoder must use this one
+// too (found by fuzz_decode: a 15/8 region decode differed from the whole decode, which TurboJPEG made at 2/1).
+Scale turbojpeg_scale(int w, int h, Scale s) {
+  const int sw = scaled_size(w, s), sh = scaled_size(h, s);
+  int n = 0;
+  const tjscalingfactor* factors = tjGetScalingFactors(&n);
+  for (int i = 0; i < n; ++i) {
+    const Scale f{factors[i].num, factors[i].denom};
+    if (scaled_size(w, f) <= sw && scaled_size(h, f) <= sh) return f;
+  }
+  return s;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ImageDecoder>> ImageDecoder::create() {
@@ -137,7 +152,8 @@ Status ImageDecoder::decode_region(std::span<const uint8_t> bytes, const std::st
                                    const ImageHeader& header, Scale scale, PixelRect want, RgbImage* out,
                                    PixelRect* origin, bool fast) {
   if (header.format == ImageFormat::kJpeg && !header.cmyk && ends_with_eoi(bytes)) {
-    return region_.decode(bytes, path, scale.num, scale.denom, want, fast, out, origin);
+    const Scale s = turbojpeg_scale(header.width, header.height, scale);
+    return region_.decode(bytes, path, s.num, s.denom, want, fast, out, origin);
   }
   BATCHD_RETURN_IF_ERROR(decode(bytes, path, header, scale, out, fast));
   *origin = {0, 0, out->width, out->height};
@@ -177,7 +193,8 @@ Status ImageDecoder::decode_jpeg(std::span<const uint8_t> bytes, const std::stri
       // Decode again, tolerating warnings, with the libjpeg API: TurboJPEG 2.1 reports a fatal error that follows
       // a warning as a mere warning (leaving rows unwritten); this decoder tells them apart. Same pixels.
       PixelRect whole{0, 0, out->width, out->height}, at;
-      return region_.decode(bytes, path, scale.num, scale.denom, whole, (flags & TJFLAG_FASTDCT) != 0, out, &at);
+      const Scale s = turbojpeg_scale(w, h, scale);
+      return region_.decode(bytes, path, s.num, s.denom, whole, (flags & TJFLAG_FASTDCT) != 0, out, &at);
     }
     rc = tjDecompress2(tj_, bytes.data(), bytes.size(), target, out->width, 0, out->height, pf, flags);
     // A fatal error after the warning is reported as a warning too, with the rows after it unwritten (the last
