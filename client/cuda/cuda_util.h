@@ -14,6 +14,10 @@ namespace batchd::cuda::detail {
 Error cuda_error(const std::string& call, cudaError_t e, const std::string& hint = "");
 Error cuda_error(const std::string& call, cudaError_t e, ErrorCode code, const std::string& hint = "");
 
+// `device` checked against the visible devices, -1 meaning the calling thread's current device. kUnavailable
+// without a device or driver (device_count()'s error), kInvalidArgument naming the count for a device past it.
+Result<int> resolve_device(int device);
+
 // Makes `device` the calling thread's current device for the guard's lifetime, restoring the previous one after
 // (the trainer's current device is its business; batchd must not change it behind its back).
 class DeviceGuard {

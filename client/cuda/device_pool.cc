@@ -41,16 +41,9 @@ DevicePool::~DevicePool() {
 
 Result<DevicePool> DevicePool::create(const StreamInfo& stream, int device, uint32_t max_batches) {
   if (max_batches == 0) return Error(ErrorCode::kInvalidArgument, "DevicePool: max_batches must be at least 1");
-  auto n = device_count();
-  if (!n.ok()) return n.error();
-  if (device < 0) {
-    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return detail::cuda_error("cudaGetDevice", e);
-  }
-  if (device >= *n) {
-    return Error(ErrorCode::kInvalidArgument, "CUDA device " + std::to_string(device) + " does not exist (" +
-                                                  std::to_string(*n) + " visible; see CUDA_VISIBLE_DEVICES)");
-  }
-  return DevicePool(std::make_shared<detail::PoolCore>(device, max_batches, stream.batch_size));
+  auto d = detail::resolve_device(device);
+  if (!d.ok()) return d.error();
+  return DevicePool(std::make_shared<detail::PoolCore>(*d, max_batches, stream.batch_size));
 }
 
 Result<DeviceBatch> DevicePool::to_device(Batch batch, cudaStream_t stream) {

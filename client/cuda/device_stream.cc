@@ -2,13 +2,13 @@
 // side stream.
 #include <dlfcn.h>
 
-#include <atomic>
 #include <deque>
 #include <cstdio>
 #include <optional>
 
 #include "batchd/cuda.h"
 #include "cuda_util.h"
+#include "segment_pin.h"
 
 namespace batchd::cuda {
 
@@ -32,37 +32,6 @@ Result<int> device_count() {
 
 namespace detail {
 
-namespace {
-
-// cudaHostRegister of the whole mapping, read-only where the device supports it (the daemon maps segments
-// read-only into clients unless StreamOptions::writable). Returns "" on success, else the reason.
-std::string register_segment(const MappedSegment& seg, int device) {
-  int read_only = 0;
-  (void)cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, device);
-  const unsigned flags = cudaHostRegisterPortable | (read_only != 0 ? cudaHostRegisterReadOnly : 0u);
-  const cudaError_t e = cudaHostRegister(const_cast<void*>(seg.data), seg.bytes, flags);
-  if (e == cudaSuccess) return "";
-  (void)cudaGetLastError();  // a failed registration is not sticky; leave no error behind for the trainer
-  std::string why = cuda_error("cudaHostRegister(" + std::to_string(seg.bytes) + " bytes)", e).message();
-  if (read_only == 0) {
-    why += "; this device cannot register read-only memory (cudaDevAttrHostRegisterReadOnlySupported = 0): open "
-           "the stream with StreamOptions::writable = true to pin it";
-  } else if (e == cudaErrorMemoryAllocation) {
-    why += "; page-locked memory is limited by RLIMIT_MEMLOCK (ulimit -l, LimitMEMLOCK= in a systemd unit)";
-  }
-  return why;
-}
-
-void warn_once(const std::string& why) {
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true)) {
-    std::fprintf(stderr, "batchd: warning: batches are copied to the GPU from pageable memory (slower): %s\n",
-                 why.c_str());
-  }
-}
-
-}  // namespace
-
 class DeviceStreamCore final {
  public:
   DeviceStreamCore(Stream stream, int device, DevicePool pool, uint32_t prefetch)
@@ -70,17 +39,8 @@ class DeviceStreamCore final {
   ~DeviceStreamCore() { (void)close(); }
 
   Status start(const DeviceOptions& options) {
+    pin_ = SegmentPin(stream_.segment(), device_, options.pin);
     DeviceGuard guard(device_);
-    segment_ = stream_.segment();
-    if (!options.pin) {
-      pin_ = {Pinning::kPageable, "pinning disabled (DeviceOptions::pin = false)"};
-    } else if (std::string why = register_segment(segment_, device_); why.empty()) {
-      pin_ = {Pinning::kRegistered, ""};
-      registered_ = true;
-    } else {
-      pin_ = {Pinning::kPageable, why};
-      warn_once(why);
-    }
     if (cudaError_t e = cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking); e != cudaSuccess) {
       side_ = nullptr;
       return cuda_error("cudaStreamCreateWithFlags", e);
@@ -89,7 +49,7 @@ class DeviceStreamCore final {
   }
 
   const StreamInfo& info() const { return stream_.info(); }
-  const PinStatus& pin_status() const { return pin_; }
+  const PinStatus& pin_status() const { return pin_.status(); }
   uint64_t host_waits() const { return host_waits_; }
 
   Result<std::optional<DeviceBatch>> next(cudaStream_t consumer) {
@@ -127,11 +87,9 @@ class DeviceStreamCore final {
     while (pool_.wait_oldest()) {  // copies still reading the segment
     }
     const Status st = stream_.close();
-    if (registered_) (void)cudaHostUnregister(const_cast<void*>(segment_.data));
-    registered_ = false;
+    pin_.reset();
     if (side_ != nullptr) (void)cudaStreamDestroy(side_);
     side_ = nullptr;
-    segment_ = {};
     return st;
   }
 
@@ -170,9 +128,7 @@ class DeviceStreamCore final {
   Stream stream_;
   const int device_;
   DevicePool pool_;
-  MappedSegment segment_;
-  PinStatus pin_;
-  bool registered_ = false;
+  SegmentPin pin_;
   cudaStream_t side_ = nullptr;
   const uint32_t prefetch_;       // DeviceOptions::prefetch
   std::deque<DeviceBatch> ahead_;  // copies started, oldest first

@@ -1,11 +1,11 @@
 // pool_core.h — internal: PoolCore, the state shared by a DevicePool and every DeviceBatch from it (device buffer
 // sets, asynchronous copies, host leases in flight). See batchd/cuda.h for the contract.
-// Thread-safety: mu_ guards all mutable state; every public member function takes it (DeviceBatch::release may
-// run on any thread). wait_oldest() waits on a copy's event without holding it.
+// Thread-safety: mu_ guards the buffer sets; every public member function takes it (DeviceBatch::release may
+// run on any thread). The host leases in flight are a LeaseQueue with its own lock (taken under mu_, never the
+// other way round); wait_oldest() waits on a copy's event without holding either.
 #pragma once
 
 #include <algorithm>
-#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -13,6 +13,7 @@
 #include "batchd/cuda.h"
 #include "batchd/wire/segment_layout.h"
 #include "cuda_util.h"
+#include "lease_queue.h"
 #include "mutex.h"
 
 namespace batchd::cuda {
@@ -35,7 +36,6 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
       if (s.ready != nullptr) (void)cudaEventDestroy(s.ready);
       if (s.reusable != nullptr) (void)cudaEventDestroy(s.reusable);
     }
-    for (cudaEvent_t e : spare_events_) (void)cudaEventDestroy(e);
   }
 
   int device() const { return device_; }
@@ -43,7 +43,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
   Result<DeviceBatch> to_device(Batch batch, cudaStream_t stream) EXCLUDES(mu_) {
     if (!batch.valid()) return Error(ErrorCode::kInvalidArgument, "to_device: the batch was already released");
     MutexLock lock(&mu_);
-    poll_locked();
+    leases_.poll();
     DeviceGuard guard(device_);
     if (layout_.empty()) plan_layout(batch);
     if (batch.tensors().size() != layout_.size()) {
@@ -78,27 +78,23 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
       enqueued = true;
       out.tensors_.push_back(DeviceTensor{t.name, t.dtype, t.shape, d, t.nbytes});
     }
-    cudaEvent_t copied = nullptr;
-    cudaError_t e = take_event(&copied);
-    if (e == cudaSuccess) e = cudaEventRecord(copied, stream);
-    if (e == cudaSuccess) e = cudaEventRecord(s.ready, stream);
-    if (e != cudaSuccess) {
+    if (cudaError_t e = cudaEventRecord(s.ready, stream); e != cudaSuccess) {
       (void)cudaStreamSynchronize(stream);
-      if (copied != nullptr) spare_events_.push_back(copied);
       return cuda_error("cudaEventRecord", e);
     }
+    out.sequence_ = batch.sequence();
+    out.epoch_ = batch.epoch();
+    out.batch_ = batch.index();
+    out.num_samples_ = batch.size();
+    out.skipped_ = batch.skipped();
+    // The host lease is kept until the copies are done (an event recorded after them on `stream`).
+    if (Status st = leases_.defer(std::move(batch), stream); !st.ok()) return st.error();
     s.in_use = true;
     s.reusable_pending = false;  // only now: a failed attempt above must leave the wait for the next one
     out.pool_ = shared_from_this();
     out.set_ = *set;
     out.ready_ = s.ready;
     out.stream_ = stream;
-    out.sequence_ = batch.sequence();
-    out.epoch_ = batch.epoch();
-    out.batch_ = batch.index();
-    out.num_samples_ = batch.size();
-    out.skipped_ = batch.skipped();
-    in_flight_.push_back({copied, std::move(batch)});
     return out;
   }
 
@@ -120,36 +116,14 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     s.in_use = false;
   }
 
-  size_t poll() EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
-    return poll_locked();
-  }
-
+  size_t poll() { return leases_.poll(); }
   bool has_free_set() EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     if (sets_.size() < max_batches_) return true;
     return std::any_of(sets_.begin(), sets_.end(), [](const Set& s) { return !s.in_use; });
   }
-
-  bool wait_oldest() EXCLUDES(mu_) {
-    std::optional<InFlight> f;
-    {
-      MutexLock lock(&mu_);
-      if (in_flight_.empty()) return false;
-      f.emplace(std::move(in_flight_.front()));
-      in_flight_.pop_front();
-    }
-    (void)cudaEventSynchronize(f->copied);  // an error (a broken context) also means no copy is running any more
-    f->batch.release();
-    MutexLock lock(&mu_);
-    spare_events_.push_back(f->copied);
-    return true;
-  }
-
-  void drain() EXCLUDES(mu_) {
-    while (wait_oldest()) {
-    }
-  }
+  bool wait_oldest() { return leases_.wait_oldest(); }
+  void drain() { leases_.drain(); }
 
  private:
   struct Slice {
@@ -162,10 +136,6 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     bool reusable_pending = false;
     bool in_use = false;
     uint64_t released_at = 0;
-  };
-  struct InFlight {
-    cudaEvent_t copied;
-    Batch batch;  // the host lease, released once `copied` has completed
   };
 
   // One slice per tensor, sized for a full batch (this batch may be the short last one of an epoch).
@@ -211,26 +181,6 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
     return sets_.size() - 1;
   }
 
-  cudaError_t take_event(cudaEvent_t* e) REQUIRES(mu_) {
-    if (!spare_events_.empty()) {
-      *e = spare_events_.back();
-      spare_events_.pop_back();
-      return cudaSuccess;
-    }
-    return cudaEventCreateWithFlags(e, cudaEventDisableTiming);
-  }
-
-  size_t poll_locked() REQUIRES(mu_) {
-    while (!in_flight_.empty()) {
-      const cudaError_t q = cudaEventQuery(in_flight_.front().copied);
-      if (q == cudaErrorNotReady) break;
-      in_flight_.front().batch.release();  // done (or the context is broken: nothing reads it any more)
-      spare_events_.push_back(in_flight_.front().copied);
-      in_flight_.pop_front();
-    }
-    return in_flight_.size();
-  }
-
   const int device_;
   const uint32_t max_batches_;
   const uint32_t batch_size_;
@@ -239,8 +189,7 @@ class PoolCore final : public std::enable_shared_from_this<PoolCore> {
   size_t set_bytes_ GUARDED_BY(mu_) = 0;
   std::vector<Set> sets_ GUARDED_BY(mu_);
   uint64_t release_clock_ GUARDED_BY(mu_) = 0;
-  std::deque<InFlight> in_flight_ GUARDED_BY(mu_);  // oldest first
-  std::vector<cudaEvent_t> spare_events_ GUARDED_BY(mu_);
+  LeaseQueue leases_{device_};  // host leases whose copies are in flight (its own lock)
 };
 
 }  // namespace detail

@@ -32,6 +32,12 @@ void raise(const batchd::Error& e) {
 using batchd_py::raise;
 using batchd_py::unwrap;
 
+std::optional<std::chrono::milliseconds> batchd_py::timeout_of(const py::object& seconds) {
+  const double s = seconds.is_none() ? 0.0 : seconds.cast<double>();
+  if (s <= 0) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(s * 1000)));
+}
+
 batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
   batchd::StreamOptions o;
   for (auto item : kw) {
@@ -75,9 +81,7 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
   return o;
 }
 
-namespace {
-
-py::dict info_dict(const batchd::StreamInfo& i) {
+py::dict batchd_py::info_dict(const batchd::StreamInfo& i) {
   py::dict d;
   d["id"] = i.id;
   d["strategy"] = i.strategy == batchd::SharingStrategy::kFileSystem ? "file_system" : "file_descriptor";
@@ -97,6 +101,8 @@ py::dict info_dict(const batchd::StreamInfo& i) {
   return d;
 }
 
+namespace {
+
 // A batch shared between the Python Batch object and every array viewing it.
 using SharedBatch = std::shared_ptr<batchd::Batch>;
 
@@ -113,11 +119,11 @@ py::dict arrays_of(const SharedBatch& batch) {
 // Stream::next() without the GIL; nullptr after the last batch; a daemon error raises BatchdError. `timeout` in
 // seconds, None or <= 0 = wait as long as it takes; past it BatchdError with code "deadline exceeded".
 SharedBatch next_batch(batchd::Stream& s, const py::object& timeout) {
-  const double seconds = timeout.is_none() ? 0.0 : timeout.cast<double>();
+  const auto wait = batchd_py::timeout_of(timeout);
   batchd::Result<std::optional<batchd::Batch>> r = std::optional<batchd::Batch>();
   {
     py::gil_scoped_release release;
-    r = seconds > 0 ? s.next(std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)))) : s.next();
+    r = wait ? s.next(*wait) : s.next();
   }
   auto batch = unwrap(std::move(r));
   return batch ? std::make_shared<batchd::Batch>(std::move(*batch)) : nullptr;
@@ -145,7 +151,7 @@ PYBIND11_MODULE(_batchd, m) {
            "ends the lease now; arrays made from this batch must not be used afterwards");
 
   py::class_<batchd::Stream, std::shared_ptr<batchd::Stream>>(m, "Stream")
-      .def_property_readonly("info", [](const batchd::Stream& s) { return info_dict(s.info()); })
+      .def_property_readonly("info", [](const batchd::Stream& s) { return batchd_py::info_dict(s.info()); })
       .def("next",
            [](batchd::Stream& s, const py::object& timeout) -> py::object {
              auto batch = next_batch(s, timeout);
@@ -203,7 +209,7 @@ PYBIND11_MODULE(_batchd, m) {
           py::gil_scoped_release release;
           r = c.plan_stream(o);
         }
-        return info_dict(unwrap(std::move(r)));
+        return batchd_py::info_dict(unwrap(std::move(r)));
       });
   batchd_py::bind_cuda(m);
   batchd_py::bind_status(m);

@@ -4,6 +4,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <chrono>
+#include <optional>
+
 #include "batchd/client.h"
 
 namespace py = pybind11;
@@ -18,6 +21,14 @@ T unwrap(batchd::Result<T> r) {
   if (!r.ok()) raise(r.error());
   return std::move(r).value();
 }
+
+// Stream.info: the StreamInfo as a dict (id, strategy, segment_name, segment_bytes, depth, dataset, dataset_size,
+// subset_size, samples_per_epoch, batches_per_epoch, total_batches, first_epoch, share, joined_at_batch, spec).
+py::dict info_dict(const batchd::StreamInfo& i);
+
+// A Python timeout in seconds (None or <= 0: wait as long as it takes) as Stream::next's; std::nullopt for none
+// (batchd_module.cc).
+std::optional<std::chrono::milliseconds> timeout_of(const py::object& seconds);
 
 // StreamOptions from the keyword arguments of Client.open_stream / plan_stream (TypeError on an unknown one).
 batchd::StreamOptions options_from(const py::dict& kw);
@@ -42,8 +53,8 @@ batchd::ConnectOptions connect_options(const std::string& socket, const py::obje
 // DaemonCredentials as {"pid", "uid", "gid", "user", "warning"}.
 py::dict credentials_dict(const batchd::DaemonCredentials& d);
 
-// Adds _batchd.has_cuda and, where batchd was built with the CUDA path, Client.open_device_stream and the
-// DeviceStream type (cuda_binding.cc); without the CUDA path, cuda_binding_none.cc sets has_cuda = False and the
+// Adds _batchd.has_cuda and, where batchd was built with the CUDA path, Client.open_device_stream,
+// Client.open_pinned_stream and the DeviceStream and PinnedStream types (cuda_binding.cc); without the CUDA path, cuda_binding_none.cc sets has_cuda = False and the
 // reason (cuda_unavailable_reason).
 void bind_cuda(py::module_& m);
 

@@ -11,6 +11,40 @@ namespace {
 
 using SharedDeviceBatch = std::shared_ptr<batchd::cuda::DeviceBatch>;
 
+// A PinnedStream and how to find the trainer's current CUDA stream (a Python callable returning a cudaStream_t as
+// an int: torch.cuda.current_stream(device).cuda_stream), shared by the stream object and every batch's arrays.
+struct PinnedSource {
+  batchd::cuda::PinnedStream stream;
+  py::object current_stream;
+};
+using SharedPinned = std::shared_ptr<PinnedSource>;
+
+// The base of every array of one pinned batch. When the last array (and every torch tensor viewing one) is freed,
+// the lease is handed back with release_after() on the stream current then: a .to(device, non_blocking=True)
+// enqueued there before may still be reading the slot. Runs with the GIL held (a capsule's destructor).
+struct PinnedLease {
+  SharedPinned source;
+  batchd::Batch batch;
+  ~PinnedLease() {
+    cudaStream_t stream = nullptr;
+    bool known = false;
+    try {
+      stream = reinterpret_cast<cudaStream_t>(source->current_stream().cast<uintptr_t>());
+      known = true;
+    } catch (py::error_already_set&) {
+      PyErr_Clear();  // e.g. at interpreter shutdown: wait for the whole device below instead
+    } catch (const py::cast_error&) {
+    }
+    if (!known) {
+      (void)cudaSetDevice(source->stream.device());
+      (void)cudaDeviceSynchronize();  // no copy from the slot can be in flight after this
+      batch.release();
+      return;
+    }
+    (void)source->stream.release_after(std::move(batch), stream);  // an error released it after waiting
+  }
+};
+
 // One tensor of a device batch; keeps the batch alive.
 struct DeviceArray {
   SharedDeviceBatch batch;
@@ -64,6 +98,61 @@ void batchd_py::bind_cuda(py::module_& m) {
         auto st = s.close();
         if (!st.ok()) raise(st.error());
       });
+
+  py::class_<PinnedSource, SharedPinned>(m, "PinnedStream")
+      .def_property_readonly("info", [](const PinnedSource& s) { return batchd_py::info_dict(s.stream.info()); })
+      .def_property_readonly("pinned",
+                             [](const PinnedSource& s) {
+                               return s.stream.pin_status().pinning == batchd::cuda::Pinning::kRegistered;
+                             })
+      .def_property_readonly("pin_reason", [](const PinnedSource& s) { return s.stream.pin_status().reason; })
+      .def_property_readonly("host_waits", [](const PinnedSource& s) { return s.stream.host_waits(); })
+      .def("next_arrays",
+           [](const SharedPinned& s, const py::object& timeout) -> py::object {
+             const auto wait = batchd_py::timeout_of(timeout);
+             batchd::Result<std::optional<batchd::Batch>> r = std::optional<batchd::Batch>();
+             {
+               py::gil_scoped_release release;
+               r = wait ? s->stream.next(*wait) : s->stream.next();
+             }
+             auto batch = unwrap(std::move(r));
+             if (!batch) return py::none();
+             const uint64_t epoch = batch->epoch();
+             auto* lease = new PinnedLease{s, std::move(*batch)};
+             py::capsule base(lease, [](void* p) { delete static_cast<PinnedLease*>(p); });
+             py::dict arrays;
+             for (const auto& t : lease->batch.tensors()) arrays[py::str(t.name)] = batchd_py::array_over(t, base);
+             return py::make_tuple(epoch, arrays);
+           },
+           py::arg("timeout") = py::none(),
+           "(epoch, {name: numpy array}) of the next batch, the arrays in page-locked memory; the lease goes back "
+           "once the last array is freed and the work then enqueued on the current CUDA stream has completed; None "
+           "after the last")
+      .def("close", [](PinnedSource& s) {
+        batchd::Status st;
+        {
+          py::gil_scoped_release release;  // waits for deferred leases' events, then a request
+          st = s.stream.close();
+        }
+        if (!st.ok()) raise(st.error());
+      });
+
+  m.attr("Client").attr("open_pinned_stream") = py::cpp_function(
+      [](batchd::Client& c, int device, py::object current_stream, bool pin, py::kwargs kw) {
+        const auto o = options_from(kw);
+        batchd::Result<batchd::cuda::PinnedStream> r = batchd::Error(batchd::ErrorCode::kInternal, "");
+        {
+          py::gil_scoped_release release;
+          auto stream = c.open_stream(o);
+          r = stream.ok() ? batchd::cuda::PinnedStream::open(std::move(stream).value(), device, pin)
+                          : batchd::Result<batchd::cuda::PinnedStream>(stream.error());
+        }
+        return std::make_shared<PinnedSource>(PinnedSource{unwrap(std::move(r)), std::move(current_stream)});
+      },
+      py::is_method(m.attr("Client")), py::arg("device"), py::arg("current_stream"), py::arg("pin") = true,
+      "opens a stream whose host batches are page-locked on CUDA device `device` (PinnedStream; kwargs: as "
+      "open_stream); current_stream() returns the trainer's current cudaStream_t as an int (torch: "
+      "lambda: torch.cuda.current_stream(device).cuda_stream)");
 
   m.attr("Client").attr("open_device_stream") = py::cpp_function(
       [](batchd::Client& c, int device, bool pin, py::kwargs kw) {

@@ -6,8 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "batchd/cuda.h"
-#include "daemon_fixture.h"
+#include "cuda_fixture.h"
 
 namespace batchd::testing {
 namespace {
@@ -15,41 +14,6 @@ namespace {
 using cuda::DeviceBatch;
 using cuda::DeviceOptions;
 using cuda::DeviceStream;
-
-class CudaClientTest : public SharedDaemonTest {
- protected:
-  Stream open(const StreamOptions& o) {
-    auto client = Client::connect(daemon().socket_path());
-    EXPECT_TRUE(client.ok());
-    client_ = std::make_unique<Client>(std::move(client).value());
-    auto stream = client_->open_stream(o);
-    EXPECT_TRUE(stream.ok()) << stream.error().message();
-    return std::move(stream).value();
-  }
-  // A trainer-side CUDA stream for this test, destroyed after it (also when an assertion ends the test early).
-  cudaStream_t consumer_stream() {
-    EXPECT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
-    return stream_;
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) {
-      EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess);
-    }
-  }
-  std::unique_ptr<Client> client_;
-  cudaStream_t stream_ = nullptr;
-};
-
-#define SKIP_WITHOUT_GPU()                                                                   \
-  if (auto n = cuda::device_count(); !n.ok()) GTEST_SKIP() << "needs a CUDA device: " << n.error().message()
-
-// A device batch's tensor, copied back to the host (synchronously: tests only).
-std::vector<uint8_t> to_host(const cuda::DeviceTensor& t, cudaStream_t s) {
-  std::vector<uint8_t> out(t.nbytes);
-  EXPECT_EQ(cudaMemcpyAsync(out.data(), t.data, t.nbytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-  return out;
-}
 
 TEST_F(CudaClientTest, WithoutADeviceOpenFailsClearlyAndTheStreamIsClosed) {
   if (cuda::device_count().ok()) GTEST_SKIP() << "this machine has a CUDA device; the no-device path is not reachable";

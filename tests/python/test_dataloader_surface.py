@@ -123,6 +123,27 @@ def test_pin_memory_without_cuda_warns_once(socket_path, monkeypatch):
         assert make(socket_path, 10, pin_memory=True).pin_memory
 
 
+@pytest.mark.skipif(not (torch.cuda.is_available() and batchd._batchd.has_cuda),
+                    reason="needs a CUDA GPU, a CUDA build of torch and batchd's CUDA path")
+def test_pin_memory_tensors_are_pinned_and_no_slot_is_refilled_under_a_copy(socket_path):
+    """The tutorials' pattern: pin_memory=True, then .to("cuda", non_blocking=True). The tensors are page-locked
+    where the workers wrote them; a batch freed while its copy still waits on the GPU (held up by torch.cuda._sleep)
+    keeps its slot until the copy has run, even when the next batches need that slot (depth 2)."""
+    loader = make(socket_path, 100, pin_memory=True, shuffle=True, depth=2, as_dict=True)
+    it = iter(loader)
+    first = next(it)
+    assert first["image"].is_pinned() and first["label"].is_pinned()
+    want = first["image"].clone()
+    torch.cuda._sleep(1 << 31)  # about a second of GPU clock cycles on the current stream, before the copy
+    on_gpu = first["image"].to("cuda", non_blocking=True)
+    del first
+    held = [next(it), next(it)]  # the second needs the first batch's slot
+    torch.cuda.synchronize()
+    assert torch.equal(on_gpu.cpu(), want), "the copy read a refilled slot"
+    assert len(held) == 2
+    loader.close()
+
+
 @pytest.fixture(scope="module")
 def hanging_daemon():
     """Every worker hangs at sample 5 until the watchdog (1 s) kills it; twice is a bad sample."""

@@ -42,6 +42,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -56,6 +57,7 @@ namespace batchd::cuda {
 namespace detail {
 class PoolCore;
 class DeviceStreamCore;
+class PinnedStreamCore;
 }  // namespace detail
 
 // The number of CUDA devices visible to this process. kUnavailable, naming cudaGetDeviceCount's error, when there
@@ -189,6 +191,68 @@ class DeviceStream {
  private:
   explicit DeviceStream(std::unique_ptr<detail::DeviceStreamCore> core);
   std::unique_ptr<detail::DeviceStreamCore> core_;
+};
+
+// A Stream whose host batches are page-locked, for a trainer that copies them itself (torch's pin_memory=True then
+// .to(device, non_blocking=True)): the segment is registered once at open (as DeviceStream does), so every Tensor
+// of every Batch is already pinned (cudaPointerGetAttributes says cudaMemoryTypeHost; torch's is_pinned() is True)
+// and a copy out of it is an asynchronous DMA, with no per-batch pin copy (DataLoader's pin-memory thread copies
+// every batch into fresh pinned memory).
+//
+// The one rule: a slot must not go back to the daemon while a copy from it may still be in flight, and an
+// asynchronous copy does not keep its source alive. So a batch the trainer is done with is handed back with
+// release_after(batch, stream): an event is recorded on `stream` (the stream its copies were enqueued on) and the
+// lease is released only once that event has completed (polled by later next() calls without blocking). A Batch
+// simply destroyed releases its lease at once, as with Stream (right only when no copy from it is in flight).
+//
+//   auto pinned = batchd::cuda::PinnedStream::open(std::move(client->open_stream(opts).value())).value();
+//   while (auto batch = pinned.next().value()) {
+//     cudaMemcpyAsync(dst, batch->find("image")->data, ..., cudaMemcpyHostToDevice, s);   // asynchronous
+//     pinned.release_after(std::move(*batch), s);                                           // slot freed later
+//   }
+//
+// Pinning falls back to pageable memory as DeviceStream's does (pin_status() says why; the copies are then
+// synchronous but correct). Thread-safety: next() from one thread at a time; release_after() and poll() from any.
+// The registration lasts until the PinnedStream is destroyed, after close(): a batch still held after close() stays
+// pinned (bindings whose batches may outlive the stream keep the PinnedStream in a shared_ptr).
+class PinnedStream {
+ public:
+  // Registers the stream's segment on `device` (-1: the calling thread's current device) unless `pin` is false.
+  // Errors: kUnavailable (no CUDA device or driver, with the runtime's reason; the stream is closed).
+  static Result<PinnedStream> open(Stream stream, int device = -1, bool pin = true);
+  PinnedStream(PinnedStream&&) noexcept;
+  PinnedStream& operator=(PinnedStream&&) noexcept;
+  ~PinnedStream();  // as close(), ignoring its error
+
+  const StreamInfo& info() const;
+  const PinStatus& pin_status() const;
+  int device() const;
+  // Times next() waited for a copy in flight because every slot was held by the caller or by copies (0 when the
+  // trainer's copies keep up).
+  uint64_t host_waits() const;
+
+  // Stream::next() (optionally with its timeout), after releasing the leases whose events have completed. When every
+  // slot of the stream is held (Stream::next's kResourceExhausted) and some are only waiting for copies, waits for
+  // the oldest copy (cudaEventSynchronize) and tries again, so a trainer that hands every batch back never
+  // deadlocks; errors otherwise as Stream::next().
+  Result<std::optional<Batch>> next();
+  Result<std::optional<Batch>> next(std::chrono::milliseconds timeout);
+
+  // Hands `batch` back: its lease is released once the work enqueued on `stream` until now has completed (nullptr:
+  // the legacy default stream). Errors (the event could not be recorded): the lease was released after waiting for
+  // the stream's work (or the device's): never early. Also after close(). Releases the leases whose events have
+  // completed first.
+  Status release_after(Batch batch, cudaStream_t stream);
+  // Releases the leases whose events have completed; returns how many still wait.
+  size_t poll();
+
+  // Waits for the deferred leases' events, releases them and closes the stream (the daemon frees its segment once
+  // every Batch is gone). The segment stays registered until the PinnedStream is destroyed. Idempotent.
+  Status close();
+
+ private:
+  explicit PinnedStream(std::unique_ptr<detail::PinnedStreamCore> core);
+  std::unique_ptr<detail::PinnedStreamCore> core_;
 };
 
 }  // namespace batchd::cuda

@@ -17,6 +17,8 @@ import warnings
 import torch
 from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler, default_collate
 
+from . import _batchd
+
 _REFUSED = {
     "collate_fn": "batchd collates in the daemon, straight into shared memory: give mixup/cutmix as "
                   "batch_transform= (op dicts or the references' RandomMixup/RandomCutmix), and post-process each "
@@ -91,17 +93,25 @@ def prefetch_depth(num_workers, prefetch_factor, depth):
     return None
 
 
-def check_pin_memory(pin_memory):
-    """pin_memory=True: batches are not page-locked yet; warn once per process (as DataLoader warns once when there
-    is no accelerator)."""
+def pin_device(pin_memory_device):
+    """The CUDA device whose page-locked memory pin_memory=True gives (pin_memory_device: "" = the current device,
+    as DataLoader's), or None where batchd cannot pin: torch without CUDA, or batchd built without its CUDA path."""
+    if not torch.cuda.is_available() or not _batchd.has_cuda:
+        return None
+    device = torch.device(pin_memory_device or "cuda")
+    if device.type != "cuda":
+        raise ValueError(f"batchd.Loader: pin_memory_device must name a CUDA device ('cuda', 'cuda:1'), not "
+                         f"{pin_memory_device!r}")
+    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
+
+
+def check_pin_memory(pin_memory, pin_memory_device=""):
+    """pin_memory=True: batches are page-locked where batchd can pin (pin_device()); elsewhere warn once per
+    process, as DataLoader warns when there is no accelerator, and go on unpinned."""
     global _pin_warned
-    if not pin_memory or _pin_warned:
+    if not pin_memory or pin_device(pin_memory_device) is not None or _pin_warned:
         return
     _pin_warned = True
-    if not torch.cuda.is_available():
-        warnings.warn("batchd: pin_memory=True, but CUDA is not available: batches stay in (unpinned) shared memory",
-                      RuntimeWarning, stacklevel=3)
-    else:
-        warnings.warn("batchd: pin_memory=True: host batches are not page-locked yet, so .to(device, "
-                      "non_blocking=True) copies synchronously; device='cuda' gives batchd's pinned, asynchronous path",
-                      RuntimeWarning, stacklevel=3)
+    why = ("CUDA is not available" if not torch.cuda.is_available() else _batchd.cuda_unavailable_reason)
+    warnings.warn(f"batchd: pin_memory=True, but {why}: batches stay in (unpinned) shared memory",
+                  RuntimeWarning, stacklevel=3)

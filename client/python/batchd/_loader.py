@@ -36,8 +36,9 @@ class Loader(StreamPasses):
         sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, and the others:
             as docs/python.md's table says (DistributedSampler / RandomSampler / SequentialSampler mapped, the
             DistributedSampler's .epoch read at each pass; num_workers * prefetch_factor + 1 slots, depth= wins;
-            timeout > 0: BatchdError code "deadline exceeded", a RuntimeError; pin_memory warns: host batches are
-            not page-locked yet; persistent_workers, multiprocessing_context ignored; collate_fn, worker_init_fn,
+            timeout > 0: BatchdError code "deadline exceeded", a RuntimeError; pin_memory=True: the tensors are
+            page-locked where the workers wrote them (is_pinned(); without CUDA, a warning); persistent_workers,
+            multiprocessing_context ignored; collate_fn, worker_init_fn,
             batch_sampler, generator refused with ValueError saying what to do instead).
 
     Args (batchd's, keyword only):
@@ -133,7 +134,7 @@ class Loader(StreamPasses):
         del persistent_workers, multiprocessing_context  # moot: the daemon's workers persist (docstring)
         sampling = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size)
         depth = prefetch_depth(num_workers, prefetch_factor, depth)
-        check_pin_memory(pin_memory)
+        check_pin_memory(pin_memory, pin_memory_device)
         if as_tuple is not None:
             warnings.warn("batchd.Loader: as_tuple= is deprecated: the tuple is the default now; as_dict=True gives "
                           "the dict", DeprecationWarning, stacklevel=2)

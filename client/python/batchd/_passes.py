@@ -7,7 +7,8 @@ import warnings
 
 from . import _batchd
 from ._batchd import BatchdError
-from ._support import _DeviceSource, _HostSource, _as_tuple
+from ._dataloader_args import pin_device
+from ._support import _DeviceSource, _HostSource, _PinnedSource, _as_tuple
 
 
 class StreamPasses:
@@ -65,7 +66,17 @@ class StreamPasses:
             warnings.warn(f"batchd: batches for {self.device} are copied with .to(non_blocking=True), not through "
                           f"batchd's pinned CUDA path: {reason}", RuntimeWarning, stacklevel=3)
             self._device_path = False
-        return _HostSource(self._client.open_stream(**kw), self.device, readonly=not kw.get("writable"))
+        readonly = not kw.get("writable")
+        if self.pin_memory and self.device.type == "cpu":
+            device = pin_device(self.pin_memory_device)
+            if device is not None:
+                source = _PinnedSource(self._client, device, self.device, readonly, **kw)
+                if not source.pinned:
+                    warnings.warn(f"batchd: pin_memory=True, but the stream's segment could not be page-locked, so "
+                                  f".to(non_blocking=True) copies synchronously: {source.pin_reason}",
+                                  RuntimeWarning, stacklevel=3)
+                return source
+        return _HostSource(self._client.open_stream(**kw), self.device, readonly=readonly)
 
     def _close_stream(self):
         self._pending, self._next_epoch = None, None

@@ -93,6 +93,19 @@ class _HostSource:
         self._stream.close()
 
 
+class _PinnedSource(_HostSource):
+    """pin_memory=True: a host stream whose segment is page-locked (a PinnedStream): the tensors are pinned where
+    the workers wrote them (tensor.is_pinned() is True), so .to(device, non_blocking=True) is an asynchronous DMA.
+    A batch's lease goes back to the daemon once its last tensor is freed and an event recorded then on the current
+    CUDA stream of `pin_device` has completed: a non_blocking copy enqueued before it may still be reading the slot."""
+
+    def __init__(self, client, pin_device, device, readonly=False, **kw):
+        current = lambda: torch.cuda.current_stream(pin_device).cuda_stream  # noqa: E731
+        stream = client.open_pinned_stream(pin_device.index, current, **kw)
+        super().__init__(stream, device, readonly)
+        self.pinned, self.pin_reason = stream.pinned, stream.pin_reason
+
+
 class _DeviceSource:
     """batchd's CUDA path: items are (epoch, {name: DeviceArray}); tensors view batchd's device buffers."""
 
