@@ -31,6 +31,16 @@ bool find_tail(const google::protobuf::RepeatedPtrField<wire::Op>& o, FusedTail*
   tail->end = end;
   tail->to_slot = end == o.size();
   tail->dtype = dtype;
+  tail->vector_float = dtype == wire::FLOAT32 && steps.size() <= FloatChain::kMaxSteps;
+  for (const auto& step : steps) {
+    using Fn = ops::PointwiseStep::Fn;
+    if (step.fn == Fn::kIdentity) continue;
+    if (step.fn != Fn::kDiv255 && step.fn != Fn::kNormalize) tail->vector_float = false;
+    if (!tail->vector_float) break;
+    FloatChain::Step& s = tail->chain.steps[tail->chain.count++];
+    s.div255 = step.fn == Fn::kDiv255;
+    for (int c = 0; c < 3; ++c) s.mean[c] = step.mean[c], s.std[c] = step.std[c];
+  }
   for (int c = 0; c < 3; ++c) {
     for (int v = 0; v < 256; ++v) {
       float x = static_cast<float>(v);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "transforms/ops/op.h"
+#include "transforms/tail_simd.h"
 
 namespace batchd::daemon {
 
@@ -20,9 +21,20 @@ struct FusedTail {
   std::vector<Flip> flips;
   float lut[3][256];
   wire::DType dtype = wire::UINT8;  // after the chain
+  bool vector_float = false;        // a float32 chain of to_tensor / normalize steps: write_float() vectorizes it
+  FloatChain chain;
   bool hwc = false;
   bool to_slot = false;             // the chain ends the spec
   int first = 0, end = 0;           // ops[first, end) are the tail's
+
+  // write() for float32 output: vectorized (tail_simd.h, the same values bit for bit) where the chain allows.
+  void write_float(const RgbImage& image, bool flip_h, bool flip_v, float* dst) const {
+    if (vector_float) {
+      write_float_chain(image, flip_h, flip_v, chain, lut, hwc, dst);
+    } else {
+      write(image, flip_h, flip_v, dst);
+    }
+  }
 
   // Writes `image` through the table into dst: CHW (or HWC) values of type T, mirrored as drawn.
   template <typename T>

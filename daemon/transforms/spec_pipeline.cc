@@ -155,7 +155,7 @@ class SpecPipeline final : public Pipeline {
     }
     if (tail_.to_slot) {
       if (tail_.dtype == wire::FLOAT32) {
-        tail_.write(sample_.image, flip_h, flip_v, reinterpret_cast<float*>(dst));
+        tail_.write_float(sample_.image, flip_h, flip_v, reinterpret_cast<float*>(dst));
       } else {
         tail_.write(sample_.image, flip_h, flip_v, reinterpret_cast<uint8_t*>(dst));
       }
@@ -166,7 +166,7 @@ class SpecPipeline final : public Pipeline {
     sample_.height = sample_.image.height;
     sample_.width = sample_.image.width;
     sample_.tensor.resize(static_cast<size_t>(3) * sample_.height * sample_.width);
-    tail_.write(sample_.image, flip_h, flip_v, sample_.tensor.data());
+    tail_.write_float(sample_.image, flip_h, flip_v, sample_.tensor.data());
     for (auto& k : after_tail_) {
       if (k) BATCHD_RETURN_IF_ERROR(k->run(sample_, rng));
     }
