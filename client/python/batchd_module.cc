@@ -53,6 +53,7 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
     else if (k == "rank") o.rank = v.cast<uint32_t>();
     else if (k == "world_size") o.world_size = v.cast<uint32_t>();
     else if (k == "drop_last") o.drop_last = v.cast<bool>();
+    else if (k == "drop_last_batch") o.drop_last_batch = v.cast<bool>();
     else if (k == "depth") o.depth = v.cast<uint32_t>();
     else if (k == "start_batch") o.start_batch = v.cast<uint64_t>();
     else if (k == "crop_size") o.vision.crop_size = v.cast<uint32_t>();
@@ -98,6 +99,8 @@ py::dict batchd_py::info_dict(const batchd::StreamInfo& i) {
   d["share"] = i.share;
   d["joined_at_batch"] = i.joined_at_batch;
   d["spec"] = batchd_py::spec_dict(i.spec);
+  d["num_classes"] = i.num_classes;
+  d["classes"] = i.classes;
   return d;
 }
 

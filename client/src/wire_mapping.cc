@@ -81,6 +81,7 @@ wire::Request open_request(const StreamOptions& o) {
   open->set_rank(o.rank);
   open->set_world_size(o.world_size);
   open->set_drop_last(o.drop_last);
+  if (o.drop_last_batch) open->set_drop_last_batch(*o.drop_last_batch);
   open->set_depth(o.depth);
   open->set_start_batch(o.start_batch);
   open->set_strategy(to_wire(o.strategy));
@@ -137,6 +138,8 @@ StreamInfo stream_info(const wire::StreamOpened& o) {
   info.share = o.share();
   info.joined_at_batch = o.joined_at_batch();
   info.spec = from_wire(o.spec());
+  info.num_classes = o.num_classes();
+  info.classes.assign(o.classes().begin(), o.classes().end());
   return info;
 }
 

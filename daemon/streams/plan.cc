@@ -136,6 +136,17 @@ Status check_share_name(const std::string& name) {
   return invalid("share name '" + name.substr(0, 80) + "' is not 1 to 64 characters of A-Z a-z 0-9 . _ -");
 }
 
+// The dataset's class names in label order, into `opened` (plan.h: the names only within kMaxClassNamesBytes).
+void set_classes(const Dataset& dataset, wire::StreamOpened* opened) {
+  const FolderListing* folder = dataset.folder();
+  if (folder == nullptr) return;
+  opened->set_num_classes(static_cast<uint32_t>(folder->classes.size()));
+  size_t bytes = 0;  // encoded: each name, its length (a varint: 2 bytes for names of < 16384) and its tag (2)
+  for (const auto& name : folder->classes) bytes += name.size() + 4;
+  if (bytes > kMaxClassNamesBytes) return;
+  for (const auto& name : folder->classes) opened->add_classes(name);
+}
+
 }  // namespace
 
 Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context, const DatasetRegistry& datasets) {
@@ -206,7 +217,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   }
   auto sampler = Sampler::make({subset ? subset->size() : (*dataset)->size(), req.batch_size(), req.shuffle(),
                                 req.seed(), req.rank(), req.world_size() == 0 ? 1u : req.world_size(),
-                                req.drop_last(), subset});
+                                req.drop_last(), subset, drops_last_batch(req)});
   if (!sampler.ok()) return sampler.error().with_context("dataset '" + *name + "'");
   if (req.start_batch() >= sampler->batches_per_epoch()) {
     return invalid("start_batch " + std::to_string(req.start_batch()) + " is past the end of the epoch (" +
@@ -253,6 +264,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   opened.set_dataset(*name);
   opened.set_dataset_size((*dataset)->size());
   opened.set_subset_size(subset ? subset->size() : 0);
+  set_classes(**dataset, &opened);
   opened.set_samples_per_epoch(sampler->samples_per_epoch());
   opened.set_batches_per_epoch(sampler->batches_per_epoch());
   opened.set_batch_size(req.batch_size());

@@ -15,6 +15,7 @@
 
 #include "batchd.pb.h"
 #include "batchd/result.h"
+#include "batchd/wire/framing.h"
 #include "config.h"
 #include "data/dataset.h"
 #include "streams/sampler.h"
@@ -48,6 +49,15 @@ struct StreamPlan {
 };
 
 inline constexpr uint32_t kMaxWorldSize = 1u << 20;
+// Whether `request` drops the last, shorter batch of each epoch: drop_last_batch when set, else drop_last.
+inline bool drops_last_batch(const wire::OpenStream& request) {
+  return request.has_drop_last_batch() ? request.drop_last_batch() : request.drop_last();
+}
+// StreamOpened.classes is sent only when the class names take at most this many bytes encoded (counted as each
+// name plus 4 bytes of tag and length): half of the client's frame bound (wire::kDefaultMaxFrameBytes, 1 MiB), the
+// rest of the reply being a few KiB, so the reply fits whatever the dataset (ImageNet-21k's 21,841 WordNet ids
+// count ~280 KiB). num_classes is sent either way.
+inline constexpr size_t kMaxClassNamesBytes = wire::kDefaultMaxFrameBytes / 2;
 
 // The plan for `request`, or the first problem with it: kUnavailable while draining; kResourceExhausted for a
 // limit (streams per connection, depth, segment size, frame size), naming the limit's config key; kNotFound for
@@ -58,7 +68,8 @@ inline constexpr uint32_t kMaxWorldSize = 1u << 20;
 // A request with `folder` instead of `dataset` names the declared imagefolder dataset that folder is
 // (streams/folder_match.h: kNotFound / kInvalidArgument naming the cause and the fixes otherwise); the reply's
 // `dataset` names it. A request with `subset` reads only those dataset indices (streams/sample_subset.h); the reply's
-// subset_size counts them.
+// subset_size counts them. An imagefolder dataset's classes go into num_classes and (within kMaxClassNamesBytes)
+// classes, in label order.
 // Legacy top-level vision fields (crop_size, resize_size, exact_decode) are mapped into
 // pipeline_options.vision; setting both is refused.
 Result<StreamPlan> plan(const wire::OpenStream& request, const PlanContext& context, const DatasetRegistry& datasets);

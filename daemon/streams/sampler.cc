@@ -38,7 +38,7 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options) {
     samples_per_epoch_ = (n + w - 1) / w;
   }
   const uint64_t b = options.batch_size;
-  batches_per_epoch_ = options.drop_last ? samples_per_epoch_ / b : (samples_per_epoch_ + b - 1) / b;
+  batches_per_epoch_ = options.drop_last_batch ? samples_per_epoch_ / b : (samples_per_epoch_ + b - 1) / b;
 }
 
 Result<Sampler> Sampler::make(const SamplerOptions& options) {
@@ -58,7 +58,7 @@ Result<Sampler> Sampler::make(const SamplerOptions& options) {
     return Error(ErrorCode::kInvalidArgument,
                  "an epoch would have no batches: " + std::to_string(s.samples_per_epoch_) +
                      " samples per rank with batch_size " + std::to_string(options.batch_size) +
-                     " and drop_last; use a smaller batch_size or drop_last=false");
+                     " and drop_last (of the last batch); use a smaller batch_size or drop_last=false");
   }
   return s;
 }

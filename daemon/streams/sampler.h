@@ -8,8 +8,9 @@
 //   * sharding: rank r of w takes positions r, r+w, r+2w, ... of the (padded or truncated) list. Without
 //     drop_last the list is padded by repeating its head to a multiple of w (so each rank reads ceil(n/w) samples);
 //     with drop_last the tail is dropped (floor(n/w) per rank) — exactly DistributedSampler's rules.
-//   * batching: consecutive runs of batch_size; the last, shorter batch is dropped when drop_last is set
-//     (DataLoader's drop_last), otherwise delivered short.
+//   * batching: consecutive runs of batch_size; the last, shorter batch is dropped when drop_last_batch is set
+//     (DataLoader's drop_last, which OpenStream.drop_last sets too unless drop_last_batch is given), otherwise
+//     delivered short.
 //   * subset (OpenStream.subset): all of the above works over positions 0 .. subset size - 1, and each position is
 //     mapped to its dataset index (sample_subset.h), so epoch_indices() are dataset indices either way.
 // Thread-compatible value type.
@@ -31,8 +32,9 @@ struct SamplerOptions {
   uint64_t seed = 0;
   uint32_t rank = 0;
   uint32_t world_size = 1;
-  bool drop_last = false;
+  bool drop_last = false;  // DistributedSampler's: the uneven tail across ranks
   std::shared_ptr<const SampleSubset> subset;  // null: the whole dataset (position i is dataset index i)
+  bool drop_last_batch = false;  // DataLoader's: the last, shorter batch of each epoch
 };
 
 class Sampler final {

@@ -56,6 +56,9 @@ Status Share::check_join(const wire::OpenStream& req, const StreamPlan& plan, co
   if (req.rank() != creator_.rank()) return differs("rank", text(creator_.rank()), text(req.rank()));
   if (world != creator_world) return differs("world_size", text(creator_world), text(world));
   if (req.drop_last() != creator_.drop_last()) return differs("drop_last", flag(creator_.drop_last()), flag(req.drop_last()));
+  if (drops_last_batch(req) != drops_last_batch(creator_)) {
+    return differs("drop_last_batch", flag(drops_last_batch(creator_)), flag(drops_last_batch(req)));
+  }
   if (plan.opened.strategy() != mine.strategy()) {
     return differs("strategy", strategy_name(mine.strategy()), strategy_name(plan.opened.strategy()));
   }

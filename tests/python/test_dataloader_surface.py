@@ -56,6 +56,11 @@ def test_attributes(socket_path):
     assert loader.sampler.epoch == 7 and loader.state_dict()["epoch"] == 0
     with pytest.raises(TypeError, match="read by the daemon"):
         loader.dataset[0]
+    # DataLoader's BatchSampler over .sampler, as Lightning's shuffle check and timm's set_epoch helper read it.
+    batches = loader.batch_sampler
+    assert batches.sampler is loader.sampler and len(batches) == len(loader) and (batches.batch_size,
+                                                                                  batches.drop_last) == (100, True)
+    assert not hasattr(batches, "set_epoch")  # as BatchSampler: timm then calls loader.sampler.set_epoch
 
 
 def test_a_distributed_sampler_gives_the_shares_of_rank_and_world_size_and_its_set_epoch_counts(socket_path):
@@ -71,12 +76,30 @@ def test_a_distributed_sampler_gives_the_shares_of_rank_and_world_size_and_its_s
                                                                world_size=2, as_dict=True))
 
 
+@pytest.mark.parametrize("sampler_drops, loader_drops", [(False, False), (True, False), (False, True), (True, True)])
+def test_a_distributed_samplers_drop_last_and_the_loaders_are_each_their_own(socket_path, sampler_drops,
+                                                                            loader_drops):
+    # The ImageNet example's validation: DistributedSampler(shuffle=False, drop_last=True) in a DataLoader with
+    # drop_last=False reads floor(n / w) samples per rank, the last batch short. The batches must be DataLoader's.
+    sampler = DistributedSampler(range(N), num_replicas=3, rank=2, shuffle=False, drop_last=sampler_drops)
+    expected = [b.tolist() for b in torch.utils.data.DataLoader(range(N), batch_size=128, sampler=sampler,
+                                                                drop_last=loader_drops)]
+    loader = make(socket_path, 128, sampler=sampler, drop_last=loader_drops, as_dict=True)
+    assert [b["index"].tolist() for b in loader] == expected
+    assert len(loader) == len(expected) and loader.drop_last == loader_drops
+
+
 def test_random_and_sequential_samplers_map_to_shuffle(socket_path):
     assert order(make(socket_path, 100, sampler=SequentialSampler(range(N)), as_dict=True)) == list(range(300))
     shuffled = order(make(socket_path, 100, sampler=RandomSampler(range(N)), as_dict=True))
     assert shuffled != list(range(300)) and len(set(shuffled)) == 300
     with pytest.raises(ValueError, match="sampler option is mutually exclusive with shuffle"):
-        make(socket_path, sampler=SequentialSampler(range(N)), shuffle=False)
+        make(socket_path, sampler=SequentialSampler(range(N)), shuffle=True)
+    # shuffle=False beside a sampler is DataLoader's no-op (the ImageNet example passes shuffle=(sampler is None)).
+    torch.utils.data.DataLoader(range(N), sampler=SequentialSampler(range(N)), shuffle=False)
+    sampler = DistributedSampler(range(N), num_replicas=2, rank=1, shuffle=True, seed=5)
+    assert order(make(socket_path, 100, sampler=sampler, shuffle=False, as_dict=True)) == \
+        order(make(socket_path, 100, shuffle=True, seed=5, rank=1, world_size=2, as_dict=True))
 
 
 class RASampler(torch.utils.data.Sampler):  # the references' repeated-augmentation sampler, by name

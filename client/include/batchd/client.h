@@ -84,7 +84,8 @@ struct VisionOptions {
 // What to read. The sampler follows torch.utils.data's RandomSampler / DistributedSampler + BatchSampler:
 // with `shuffle` a permutation of the dataset fixed by (seed, epoch); rank/world_size shard it so every index is
 // read exactly once per epoch across ranks (padded by repeating the head, or with drop_last truncated);
-// drop_last also drops the last incomplete batch.
+// drop_last also drops the last incomplete batch, unless drop_last_batch says otherwise (DataLoader's drop_last
+// beside a DistributedSampler's: each its own).
 struct StreamOptions {
   std::string dataset;          // a name from the daemon's config, e.g. "fashion-mnist" ("" when `folder` is set)
   // Or the dataset named by a torchvision ImageFolder the trainer built (batchd/folder.h: what the daemon checks,
@@ -109,6 +110,9 @@ struct StreamOptions {
   uint32_t rank = 0;            // 0 <= rank < world_size
   uint32_t world_size = 1;
   bool drop_last = false;
+  // Whether the last, shorter batch of each epoch is dropped; nullopt = drop_last (which then says both). Set, it
+  // leaves drop_last to the uneven tail across ranks alone. Daemons before it ignore it (drop_last says both).
+  std::optional<bool> drop_last_batch;
   uint32_t depth = 0;           // slots = prefetch depth (batches made ahead + leased); 0 = daemon default (4)
   uint64_t start_batch = 0;     // resume mid-epoch: skip this many batches of the first epoch
   SharingStrategy strategy = SharingStrategy::kDefault;
@@ -153,6 +157,11 @@ struct StreamInfo {
   // The stream's pipeline in the daemon's canonical form (every parameter with its default, keys sorted); empty for
   // fmnist, fmnist_u8 and lm.
   PipelineSpec spec;
+  // An imagefolder dataset's classes, as torchvision's ImageFolder.classes (sorted; label i is classes[i]): their
+  // count, and their names unless those take over 512 KiB (then classes is empty while num_classes is not). 0 and
+  // empty for datasets without class names (idx, tokens, webdataset).
+  uint32_t num_classes = 0;
+  std::vector<std::string> classes;
 };
 
 // A stream's shared-memory segment as this process maps it: every Tensor::data of the stream's batches lies in

@@ -46,16 +46,20 @@ def refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator):
 
 
 def from_sampler(sampler, shuffle, drop_last, seed, rank, world_size):
-    """The sampler fields of the stream: {"shuffle", "drop_last", "seed", "rank", "world_size", "epoch_source"}.
+    """The sampler fields of the stream: {"shuffle", "drop_last", "drop_last_batch", "seed", "rank", "world_size",
+    "epoch_source"}.
 
+    drop_last_batch is DataLoader's drop_last (the last, shorter batch); drop_last the uneven tail across ranks: a
+    DistributedSampler's own drop_last, else DataLoader's too (batchd's implicit sharding drops both or neither).
     rank/world_size None mean "from torch.distributed when iteration starts". epoch_source is the DistributedSampler
     whose .epoch is read at each pass (scripts call set_epoch on their own sampler), else None."""
-    out = {"shuffle": bool(shuffle) if shuffle is not None else False, "drop_last": bool(drop_last), "seed": seed,
-           "rank": rank, "world_size": world_size, "epoch_source": None}
+    out = {"shuffle": bool(shuffle) if shuffle is not None else False, "drop_last": bool(drop_last),
+           "drop_last_batch": bool(drop_last), "seed": seed, "rank": rank, "world_size": world_size,
+           "epoch_source": None}
     if sampler is None:
         return out
-    if shuffle is not None:  # DataLoader's own check and words
-        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if shuffle:  # DataLoader's own check and words: shuffle=False beside a sampler is accepted (the ImageNet example
+        raise ValueError("sampler option is mutually exclusive with shuffle")  # passes shuffle=(sampler is None))
     name = type(sampler).__name__
     if name in _REPEATED_AUG:
         raise ValueError(f"batchd.Loader: sampler={name} (repeated augmentation) is not served yet; use "
@@ -64,7 +68,7 @@ def from_sampler(sampler, shuffle, drop_last, seed, rank, world_size):
         if rank is not None or world_size is not None:
             raise ValueError("batchd.Loader: give the ranks once: in the DistributedSampler or as rank=/world_size=")
         out.update(shuffle=sampler.shuffle, seed=sampler.seed, rank=sampler.rank, world_size=sampler.num_replicas,
-                   drop_last=sampler.drop_last or bool(drop_last), epoch_source=sampler)
+                   drop_last=sampler.drop_last, epoch_source=sampler)
         return out
     if type(sampler) is RandomSampler:
         if sampler.replacement or sampler._num_samples is not None or sampler.generator is not None:

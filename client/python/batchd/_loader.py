@@ -10,7 +10,7 @@ from ._source import resolve_source
 from ._spec import pipeline_spec
 from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable
 from ._support import _rank_and_world_size, _while_indexing
-from ._views import DaemonDataset, StreamSampler
+from ._views import DaemonDataset, StreamBatchSampler, StreamSampler
 
 _MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsewhere or is closed
 
@@ -21,7 +21,7 @@ class Loader(StreamPasses):
     DataLoader's arguments keep their meaning (torch 1.13's signature, batch_size positional); the table of what
     each one does here is docs/python.md, "DataLoader's arguments" (_dataloader_args.py). Like DataLoader, a Loader
     yields (image, label) for image pipelines and (input_ids, targets) for "lm", does not shuffle unless asked, and
-    has .dataset, .sampler, .batch_size, .drop_last, .num_workers, .pin_memory and len().
+    has .dataset, .sampler, .batch_sampler, .batch_size, .drop_last, .num_workers, .pin_memory and len().
 
     Args (DataLoader's):
         dataset: a dataset name from the daemon's config ("fashion-mnist", ...; .dataset is then a DaemonDataset,
@@ -154,6 +154,7 @@ class Loader(StreamPasses):
         self.pin_memory, self.pin_memory_device, self.timeout = bool(pin_memory), pin_memory_device, float(timeout)
         self.dataset = DaemonDataset(self, dataset) if isinstance(dataset, str) else dataset
         self.sampler = sampler if sampler is not None else StreamSampler(self)
+        self.batch_sampler = StreamBatchSampler(self)
         self._epoch_source = sampling["epoch_source"]
         self._given_ranks = (sampling["rank"], sampling["world_size"])
         if None not in self._given_ranks:
@@ -164,6 +165,7 @@ class Loader(StreamPasses):
         self._share = share
         self._options = dict(source, pipeline=pipeline or "", batch_size=batch_size,
                              shuffle=sampling["shuffle"], seed=sampling["seed"], drop_last=sampling["drop_last"],
+                             drop_last_batch=sampling["drop_last_batch"],
                              on_error=on_error, writable=share is None)
         if share is not None:
             self._options["share"] = share
@@ -192,7 +194,7 @@ class Loader(StreamPasses):
 
     @property
     def drop_last(self):
-        return self._options["drop_last"]
+        return self._options["drop_last_batch"]  # DataLoader's (the sampler's is .sampler.drop_last)
 
     @property
     def rank(self):

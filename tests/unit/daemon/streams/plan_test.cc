@@ -69,6 +69,21 @@ TEST_F(PlanTest, ValidRequestIsSizedAndDescribedOnceForClientAndWorkers) {
   EXPECT_FALSE(a.pipeline_options().has_vision()) << "fmnist takes no vision options";
 }
 
+TEST_F(PlanTest, DropLastBatchSetApartFromDropLastKeepsTheShortBatch) {
+  auto r = request();  // 10,000 samples, batches of 100, rank 0 of 3: 3,333 samples with drop_last
+  r.set_world_size(3);
+  r.set_drop_last(true);
+  auto both = plan(r, context_, *datasets_);  // drop_last_batch unset: drop_last drops the short batch too
+  ASSERT_TRUE(both.ok()) << both.error().message();
+  EXPECT_EQ(both->opened.samples_per_epoch(), 3333u);
+  EXPECT_EQ(both->opened.batches_per_epoch(), 33u);
+  r.set_drop_last_batch(false);  // a DataLoader(drop_last=False) over DistributedSampler(drop_last=True)
+  auto kept = plan(r, context_, *datasets_);
+  ASSERT_TRUE(kept.ok()) << kept.error().message();
+  EXPECT_EQ(kept->opened.samples_per_epoch(), 3333u);
+  EXPECT_EQ(kept->opened.batches_per_epoch(), 34u);
+}
+
 TEST_F(PlanTest, DefaultStrategyDepthAndEpochsComeFromTheContext) {
   context_.default_strategy = wire::FILE_SYSTEM;
   context_.limits.default_depth = 7;

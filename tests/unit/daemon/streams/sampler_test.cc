@@ -12,7 +12,7 @@ namespace {
 
 Sampler make(uint64_t n, uint32_t batch, bool shuffle, uint32_t rank, uint32_t world, bool drop_last,
              uint64_t seed = 0) {
-  auto s = Sampler::make({n, batch, shuffle, seed, rank, world, drop_last});
+  auto s = Sampler::make({n, batch, shuffle, seed, rank, world, drop_last, nullptr, drop_last});  // both, as before
   EXPECT_TRUE(s.ok()) << s.error().message();
   return std::move(s).value();
 }
@@ -107,13 +107,29 @@ TEST(SamplerTest, SameSeedAndEpochGiveTheSameOrderOnEveryRankAndInstance) {
   EXPECT_EQ(r0.size(), 50u);
 }
 
+TEST(SamplerTest, TheRanksTailAndTheLastBatchAreDroppedEachByItsOwnSwitch) {
+  // 10 samples, 3 ranks, batches of 2: DistributedSampler gives ceil(10/3) = 4 (padded) or floor = 3 (drop_last)
+  // per rank; DataLoader then cuts 4 into [2, 2] and 3 into [2, 1], or [2] with its own drop_last.
+  struct Case { bool ranks_tail, last_batch; uint64_t samples, batches; };
+  for (const Case c : {Case{false, false, 4, 2}, Case{true, false, 3, 2}, Case{false, true, 4, 2},
+                       Case{true, true, 3, 1}}) {
+    auto sut = Sampler::make({10, 2, false, 0, 1, 3, c.ranks_tail, nullptr, c.last_batch});
+    ASSERT_TRUE(sut.ok()) << sut.error().message();
+    EXPECT_EQ(sut->samples_per_epoch(), c.samples) << c.ranks_tail << c.last_batch;
+    EXPECT_EQ(sut->batches_per_epoch(), c.batches) << c.ranks_tail << c.last_batch;
+    EXPECT_EQ(sut->epoch_indices(0).size(), c.samples);
+  }
+  auto kept = Sampler::make({10, 2, false, 0, 1, 3, true, nullptr, false});
+  EXPECT_EQ(kept->batch_range(1), (std::pair<uint64_t, uint64_t>{2, 3})) << "the short batch is delivered";
+}
+
 TEST(SamplerTest, RejectsBadOptionsWithReasons) {
   auto bad_rank = Sampler::make({10, 1, false, 0, 3, 3, false});
   ASSERT_FALSE(bad_rank.ok());
   EXPECT_NE(bad_rank.error().message().find("rank 3"), std::string::npos);
   EXPECT_FALSE(Sampler::make({0, 1, false, 0, 0, 1, false}).ok());
   EXPECT_FALSE(Sampler::make({10, 0, false, 0, 0, 1, false}).ok());
-  auto empty = Sampler::make({10, 20, false, 0, 0, 1, true});
+  auto empty = Sampler::make({10, 20, false, 0, 0, 1, false, nullptr, true});
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.error().message().find("no batches"), std::string::npos);
 }
