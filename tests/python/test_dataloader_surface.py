@@ -89,6 +89,22 @@ def test_a_distributed_samplers_drop_last_and_the_loaders_are_each_their_own(soc
     assert len(loader) == len(expected) and loader.drop_last == loader_drops
 
 
+def test_an_explicit_non_distributed_sampler_reads_everything_on_every_rank(socket_path, monkeypatch):
+    """DataLoader with a SequentialSampler/RandomSampler reads the whole dataset on each rank of a process group (the
+    ImageNet example's leftover-samples loader relies on it); with no sampler, batchd shards by the group (rank 1 of
+    2 here: torch.distributed's answers replaced, the daemon and stream real)."""
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda *a, **k: 1)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda *a, **k: 2)
+    sharded = make(socket_path, 100, as_dict=True)
+    assert len(sharded) == N // 2 // 100 and order(sharded) == list(range(1, 600, 2))
+    whole = make(socket_path, 100, sampler=SequentialSampler(range(N)), as_dict=True)
+    assert len(whole) == N // 100 and order(whole) == list(range(300))
+    assert len(make(socket_path, 100, sampler=RandomSampler(range(N)))) == N // 100
+    given = make(socket_path, 100, sampler=SequentialSampler(range(N)), rank=1, world_size=2, as_dict=True)
+    assert len(given) == N // 2 // 100 and order(given) == list(range(1, 600, 2))
+
+
 def test_random_and_sequential_samplers_map_to_shuffle(socket_path):
     assert order(make(socket_path, 100, sampler=SequentialSampler(range(N)), as_dict=True)) == list(range(300))
     shuffled = order(make(socket_path, 100, sampler=RandomSampler(range(N)), as_dict=True))

@@ -70,6 +70,10 @@ def from_sampler(sampler, shuffle, drop_last, seed, rank, world_size):
         out.update(shuffle=sampler.shuffle, seed=sampler.seed, rank=sampler.rank, world_size=sampler.num_replicas,
                    drop_last=sampler.drop_last, epoch_source=sampler)
         return out
+    # A sampler that is not a DistributedSampler reads the whole dataset on every rank, as in DataLoader: given
+    # explicitly, it is not sharded by the process group (rank=/world_size= still shard it when given).
+    if type(sampler) in (RandomSampler, SequentialSampler) and rank is None and world_size is None:
+        out.update(rank=0, world_size=1)
     if type(sampler) is RandomSampler:
         if sampler.replacement or sampler._num_samples is not None or sampler.generator is not None:
             raise ValueError("batchd.Loader: RandomSampler with replacement, num_samples or a generator is not "
