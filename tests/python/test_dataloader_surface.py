@@ -79,7 +79,7 @@ def test_random_and_sequential_samplers_map_to_shuffle(socket_path):
         make(socket_path, sampler=SequentialSampler(range(N)), shuffle=False)
 
 
-class RASampler(torch.utils.data.Sampler):  # the references' repeated-augmentation sampler, by name
+class RASampler(torch.utils.data.Sampler):  # named as the references' sampler, without its attributes
     pass
 
 
@@ -89,7 +89,7 @@ class RASampler(torch.utils.data.Sampler):  # the references' repeated-augmentat
     ({"batch_sampler": [[0, 1]]}, "batch_sampler= is not supported"),
     ({"generator": torch.Generator()}, "generator= is not supported: .*seed="),
     ({"sampler": SubsetRandomSampler([1, 2])}, "sampler=SubsetRandomSampler is not supported"),
-    ({"sampler": RASampler(None)}, "sampler=RASampler .*repeated augmentation"),
+    ({"sampler": RASampler(None)}, "sampler=RASampler has no num_replicas, rank, shuffle, epoch"),
     ({"sampler": RandomSampler(range(N), replacement=True)}, "RandomSampler with replacement"),
     ({"num_workers": -1}, "num_workers option should be non-negative"),
 ])
