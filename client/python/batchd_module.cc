@@ -54,6 +54,8 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
     else if (k == "world_size") o.world_size = v.cast<uint32_t>();
     else if (k == "drop_last") o.drop_last = v.cast<bool>();
     else if (k == "drop_last_batch") o.drop_last_batch = v.cast<bool>();
+    else if (k == "repeated_aug") o.repeated_aug = v.cast<uint32_t>();
+    else if (k == "selected_samples") o.selected_samples = v.cast<uint64_t>();
     else if (k == "depth") o.depth = v.cast<uint32_t>();
     else if (k == "start_batch") o.start_batch = v.cast<uint64_t>();
     else if (k == "crop_size") o.vision.crop_size = v.cast<uint32_t>();

@@ -82,6 +82,10 @@ wire::Request open_request(const StreamOptions& o) {
   open->set_world_size(o.world_size);
   open->set_drop_last(o.drop_last);
   if (o.drop_last_batch) open->set_drop_last_batch(*o.drop_last_batch);
+  if (o.repeated_aug != 1 || o.selected_samples != 0) {  // unset otherwise: the request is as before
+    open->mutable_repeated_aug()->set_repeats(o.repeated_aug);
+    open->mutable_repeated_aug()->set_selected_samples(o.selected_samples);
+  }
   open->set_depth(o.depth);
   open->set_start_batch(o.start_batch);
   open->set_strategy(to_wire(o.strategy));

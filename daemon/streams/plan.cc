@@ -217,7 +217,8 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   }
   auto sampler = Sampler::make({subset ? subset->size() : (*dataset)->size(), req.batch_size(), req.shuffle(),
                                 req.seed(), req.rank(), req.world_size() == 0 ? 1u : req.world_size(),
-                                req.drop_last(), subset, drops_last_batch(req)});
+                                req.drop_last(), subset, drops_last_batch(req), std::max(req.repeated_aug().repeats(), 1u),
+                                req.repeated_aug().selected_samples()});
   if (!sampler.ok()) return sampler.error().with_context("dataset '" + *name + "'");
   if (req.start_batch() >= sampler->batches_per_epoch()) {
     return invalid("start_batch " + std::to_string(req.start_batch()) + " is past the end of the epoch (" +

@@ -69,7 +69,9 @@ inline constexpr size_t kMaxClassNamesBytes = wire::kDefaultMaxFrameBytes / 2;
 // (streams/folder_match.h: kNotFound / kInvalidArgument naming the cause and the fixes otherwise); the reply's
 // `dataset` names it. A request with `subset` reads only those dataset indices (streams/sample_subset.h); the reply's
 // subset_size counts them. An imagefolder dataset's classes go into num_classes and (within kMaxClassNamesBytes)
-// classes, in label order.
+// classes, in label order. A request with `repeated_aug` reads each index `repeats` times per epoch (0 = 1 = off;
+// over kMaxRepeatedAug: kInvalidArgument), cut to `selected_samples` per rank when set (streams/sampler.h); the
+// reply's samples_per_epoch and batches_per_epoch count the repeated epoch.
 // Legacy top-level vision fields (crop_size, resize_size, exact_decode) are mapped into
 // pipeline_options.vision; setting both is refused.
 Result<StreamPlan> plan(const wire::OpenStream& request, const PlanContext& context, const DatasetRegistry& datasets);

@@ -1,5 +1,6 @@
 #include "streams/sampler.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -30,13 +31,18 @@ struct SplitMix64 {
 }  // namespace
 
 Sampler::Sampler(const SamplerOptions& options) : options_(options) {
-  const uint64_t n = options.dataset_size, w = options.world_size;
-  // DistributedSampler: num_samples = ceil((n - w) / w) if drop_last and n % w != 0, else ceil(n / w).
-  if (options.drop_last && n % w != 0) {
-    samples_per_epoch_ = n >= w ? (n - w + w - 1) / w : 0;
+  // The list that is padded and sharded: n entries, or n * K with repeated augmentation (RASampler's
+  // num_samples = ceil(n * K / w) is DistributedSampler's rule applied to it). make() bounds n and K first.
+  const uint64_t m = options.dataset_size * options.repeated_aug, w = options.world_size;
+  entries_ = m;
+  // DistributedSampler: num_samples = ceil((m - w) / w) if drop_last and m % w != 0, else ceil(m / w).
+  if (options.drop_last && m % w != 0) {
+    samples_per_epoch_ = m >= w ? (m - w + w - 1) / w : 0;
   } else {
-    samples_per_epoch_ = (n + w - 1) / w;
+    samples_per_epoch_ = (m + w - 1) / w;
   }
+  // RASampler / RepeatAugSampler: iter(indices[:num_selected_samples]).
+  if (options.selected_samples != 0) samples_per_epoch_ = std::min(samples_per_epoch_, options.selected_samples);
   const uint64_t b = options.batch_size;
   batches_per_epoch_ = options.drop_last_batch ? samples_per_epoch_ / b : (samples_per_epoch_ + b - 1) / b;
 }
@@ -52,6 +58,14 @@ Result<Sampler> Sampler::make(const SamplerOptions& options) {
     return Error(ErrorCode::kInvalidArgument, "rank " + std::to_string(options.rank) +
                                                   " is out of range for world_size " +
                                                   std::to_string(options.world_size) + " (ranks are 0-based)");
+  }
+  if (options.repeated_aug == 0 || options.repeated_aug > kMaxRepeatedAug) {
+    return Error(ErrorCode::kInvalidArgument, "repeated_aug " + std::to_string(options.repeated_aug) +
+                                                  " is out of range [1, " + std::to_string(kMaxRepeatedAug) +
+                                                  "] (copies of each sample per epoch; 1 = off)");
+  }
+  if (options.dataset_size > (uint64_t{1} << 58)) {  // n * K * 2 stays below 2^64 (positions + rank)
+    return Error(ErrorCode::kInvalidArgument, "the dataset is too large to sample (over 2^58 samples)");
   }
   Sampler s(options);
   if (s.batches_per_epoch_ == 0) {
@@ -82,13 +96,19 @@ std::vector<int64_t> Sampler::epoch_indices(uint64_t epoch) const {
   }
   // DistributedSampler pads the list to samples_per_epoch * w by repeating its head (cyclically, for tiny
   // datasets) or truncates it (drop_last), then rank r takes positions r, r + w, ...: position j of the padded
-  // list is all[j % n]. Computed per rank, so memory is O(n + samples_per_epoch), whatever w is.
+  // list is entry j % m of the repeated list, and entry e of that is all[e / K] (K = 1: all[j % n], as before).
+  // Computed per rank, so memory is O(n + samples_per_epoch), whatever w is.
+  const uint64_t k = options_.repeated_aug;
   std::vector<int64_t> mine(samples_per_epoch_);
-  for (uint64_t k = 0; k < samples_per_epoch_; ++k) mine[k] = all[(options_.rank + k * w) % n];
+  for (uint64_t p = 0; p < samples_per_epoch_; ++p) mine[p] = all[((options_.rank + p * w) % entries_) / k];
   if (options_.subset) {
     for (int64_t& position : mine) position = options_.subset->at(static_cast<uint64_t>(position));
   }
   return mine;
+}
+
+uint32_t Sampler::copy_at(uint64_t position) const {
+  return static_cast<uint32_t>(((options_.rank + position * options_.world_size) % entries_) % options_.repeated_aug);
 }
 
 std::pair<uint64_t, uint64_t> Sampler::batch_range(uint64_t batch) const {

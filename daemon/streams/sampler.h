@@ -13,6 +13,22 @@
 //     delivered short.
 //   * subset (OpenStream.subset): all of the above works over positions 0 .. subset size - 1, and each position is
 //     mapped to its dataset index (sample_subset.h), so epoch_indices() are dataset indices either way.
+//   * repeated augmentation (repeated_aug = K > 1; the torchvision references' RASampler and timm's
+//     RepeatAugSampler, from DeiT): each entry of the (shuffled or not) list is repeated K times consecutively
+//     ([a, a, a, b, b, b, ...]) before the padding / truncation and sharding above, which then work on n*K entries.
+//     The K copies of an index are K consecutive positions, so with world_size >= K they land on K different ranks;
+//     every index is read exactly K times per epoch across ranks when n*K divides by world_size (padding repeats
+//     the head as above otherwise). copy_at() numbers the copies 0..K-1 so that each draws its own augmentation
+//     (workers seed a sample's SampleRng with (seed, epoch, index, copy); copy 0 is the stream without
+//     repeated_aug, and a padded duplicate keeps the copy number of the entry it repeats, as without repeated_aug).
+//     An epoch is therefore K times as long as without it: the whole repeated list (issue 25's acceptance: "every
+//     index K times per epoch across ranks").
+//   * selected_samples = M > 0: each rank reads only the first M of its samples each epoch (min(M, its share)),
+//     as RASampler / RepeatAugSampler do with their num_selected_samples (floor(n // 256 * 256 / world_size) by
+//     default), reading about n/K distinct samples, K times each, per epoch. batchd.Loader sets it only for their
+//     objects given as sampler=: a script written for them sizes its epochs, and its schedule, by that length
+//     (timm's train script takes its updates per epoch from len(loader)), so the one-word switch keeps it; the
+//     repeated_aug keyword alone gives the whole repeated list. The batches are cut from those M samples.
 // Thread-compatible value type.
 #pragma once
 
@@ -35,20 +51,32 @@ struct SamplerOptions {
   bool drop_last = false;  // DistributedSampler's: the uneven tail across ranks
   std::shared_ptr<const SampleSubset> subset;  // null: the whole dataset (position i is dataset index i)
   bool drop_last_batch = false;  // DataLoader's: the last, shorter batch of each epoch
+  uint32_t repeated_aug = 1;      // K: copies of each index per epoch, 1..kMaxRepeatedAug; 1 = off
+  uint64_t selected_samples = 0;  // cap on this rank's samples per epoch (RASampler's num_selected_samples); 0 = none
 };
+
+// The most copies per index repeated_aug allows (the references use 3; DeiT recipes at most 4 or so).
+inline constexpr uint32_t kMaxRepeatedAug = 16;
 
 class Sampler final {
  public:
-  // Validates the options (dataset_size >= 1 and equal to subset->size() when there is a subset, batch_size >= 1, rank < world_size, at least one batch per epoch).
+  // Validates the options (dataset_size >= 1 and equal to subset->size() when there is a subset, batch_size >= 1,
+  // rank < world_size, 1 <= repeated_aug <= kMaxRepeatedAug, at least one batch per epoch); kInvalidArgument naming
+  // the option and its range otherwise.
   static Result<Sampler> make(const SamplerOptions& options);
 
   uint64_t samples_per_epoch() const { return samples_per_epoch_; }  // this rank's samples in one epoch
   uint64_t batches_per_epoch() const { return batches_per_epoch_; }
   uint32_t batch_size() const { return options_.batch_size; }
+  uint32_t repeated_aug() const { return options_.repeated_aug; }
 
   // This rank's sample indices for `epoch`, in order; size() == samples_per_epoch() (before dropping the last
   // incomplete batch).
   std::vector<int64_t> epoch_indices(uint64_t epoch) const;
+
+  // Which copy (0 .. repeated_aug - 1) of its index position `position` of epoch_indices() is, whatever the epoch:
+  // 0 without repeated_aug. position < samples_per_epoch().
+  uint32_t copy_at(uint64_t position) const;
 
   // The [begin, end) positions of batch `batch` within epoch_indices(). batch < batches_per_epoch().
   std::pair<uint64_t, uint64_t> batch_range(uint64_t batch) const;
@@ -59,6 +87,7 @@ class Sampler final {
  private:
   explicit Sampler(const SamplerOptions& options);
   SamplerOptions options_;
+  uint64_t entries_ = 0;  // dataset_size * repeated_aug: the repeated list that is padded and sharded
   uint64_t samples_per_epoch_ = 0;
   uint64_t batches_per_epoch_ = 0;
 };

@@ -2,6 +2,8 @@
 // StreamManager looks shares up by (uid, name)).
 #include "streams/share.h"
 
+#include <algorithm>
+
 #include "config.h"
 
 namespace batchd::daemon {
@@ -58,6 +60,12 @@ Status Share::check_join(const wire::OpenStream& req, const StreamPlan& plan, co
   if (req.drop_last() != creator_.drop_last()) return differs("drop_last", flag(creator_.drop_last()), flag(req.drop_last()));
   if (drops_last_batch(req) != drops_last_batch(creator_)) {
     return differs("drop_last_batch", flag(drops_last_batch(creator_)), flag(drops_last_batch(req)));
+  }
+  const auto repeats = [](const wire::OpenStream& r) { return std::max(r.repeated_aug().repeats(), 1u); };
+  if (repeats(req) != repeats(creator_)) return differs("repeated_aug", text(repeats(creator_)), text(repeats(req)));
+  if (req.repeated_aug().selected_samples() != creator_.repeated_aug().selected_samples()) {
+    return differs("repeated_aug.selected_samples", text(creator_.repeated_aug().selected_samples()),
+                   text(req.repeated_aug().selected_samples()));
   }
   if (plan.opened.strategy() != mine.strategy()) {
     return differs("strategy", strategy_name(mine.strategy()), strategy_name(plan.opened.strategy()));

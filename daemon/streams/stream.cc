@@ -95,6 +95,11 @@ void Stream::claim_next_batch() {
 
 void Stream::fill_indices(Task* task, uint32_t end) {
   policy_.substitute(sampler_indices(task->work.epoch(), task->work.batch(), task->begin(), end), &task->work);
+  if (plan_.sampler.repeated_aug() > 1) {  // each copy of a repeated index draws its own augmentation
+    const uint64_t first = plan_.sampler.batch_range(task->work.batch()).first + task->begin();
+    task->work.clear_copies();
+    for (int i = 0; i < task->work.indices_size(); ++i) task->work.add_copies(plan_.sampler.copy_at(first + i));
+  }
   ring_.set_skipped(task->work.slot(), task->begin(), task->work.skipped());
 }
 

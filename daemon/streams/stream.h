@@ -117,7 +117,8 @@ class Stream final {
   // Claims a slot for the next batch and queues its chunks in chunks_.
   void claim_next_batch();
   // Sets task's indices for positions [begin, end) from the sampler, bad samples substituted (except the positions
-  // made already), and records the chunk's skipped count in its slot.
+  // made already), with repeated_aug each position's copy number (WorkerTask.copies), and records the chunk's
+  // skipped count in its slot.
   void fill_indices(Task* task, uint32_t end);
   Result<Task> redo(Task task, Status decision);
   void observe();

@@ -71,12 +71,16 @@ class SampleProgress {
   FaultInjection faults_;
 };
 
-// What a batch is made for: the stream's seed and the batch's epoch seed the per-sample random transforms.
+// What a batch is made for: the stream's seed, the batch's epoch and (with repeated_aug) each sample's copy number
+// seed the per-sample random transforms.
 struct BatchContext {
   uint64_t seed = 0;
   uint64_t epoch = 0;
   SampleProgress progress;
   uint64_t batch = 0;  // the batch's index within its epoch (seeds the batch ops)
+  // Repeated augmentation: the copy number of each index given to run() (WorkerTask.copies), which seeds the
+  // sample's draws with it; empty = every copy 0 (no repeated_aug). Points into the task; valid during the call.
+  std::span<const uint32_t> copies;
 };
 
 // Nanoseconds spent per stage since the last take_stage_times() (for the per-stage breakdown in batchctl status).

@@ -85,8 +85,9 @@ class SpecPipeline final : public Pipeline {
       }
       context.progress.at(idx);
       int64_t label = 0;
-      BATCHD_RETURN_IF_ERROR(make_sample(static_cast<uint64_t>(idx), context, slot + offsets[0] + i * image_bytes,
-                                         &label));
+      const uint32_t copy = i < context.copies.size() ? context.copies[i] : 0;
+      BATCHD_RETURN_IF_ERROR(make_sample(static_cast<uint64_t>(idx), copy, context,
+                                         slot + offsets[0] + i * image_bytes, &label));
       BATCHD_RETURN_IF_ERROR(write_label(label, slot + offsets[1] + i * label_bytes));
     }
     return ok_status();
@@ -131,14 +132,15 @@ class SpecPipeline final : public Pipeline {
     return def->compile_batch(op, planned_.image);
   }
 
-  Status make_sample(uint64_t idx, const BatchContext& context, char* dst, int64_t* label) {
+  // `copy`: which repeated_aug copy of idx this is (0 without repeated_aug); it seeds the draws with idx.
+  Status make_sample(uint64_t idx, uint32_t copy, const BatchContext& context, char* dst, int64_t* label) {
     auto t = Clock::now();
     BATCHD_RETURN_IF_ERROR(images_.read_image(idx, &bytes_, label));
     times_.read_ns += stage_ns(t);
     images_.sample_name(idx, &name_);
     sample_.bytes = bytes_;
     sample_.name = &name_;
-    SampleRng rng(context.seed, context.epoch, static_cast<int64_t>(idx));
+    SampleRng rng(context.seed, context.epoch, static_cast<int64_t>(idx), copy);
     if (head_) {
       BATCHD_RETURN_IF_ERROR(head_->run(sample_, rng));  // times itself (decode, resize)
       t = Clock::now();

@@ -1,8 +1,9 @@
 // spec_pipeline.h — the Pipeline that runs a canonical PipelineSpec (ops/spec_plan.h), compiled once per worker
 // and stream.
 //
-// Per sample: read the file, then the ops' kernels in order with one SampleRng seeded by (seed, epoch, index), then
-// collate into the slot. Two fusions keep the presets' speed (and their bytes: PresetGoldenTest):
+// Per sample: read the file, then the ops' kernels in order with one SampleRng seeded by (seed, epoch, index, copy:
+// BatchContext::copies), then collate into the slot. Two fusions keep the presets' speed (and their bytes:
+// PresetGoldenTest):
 //   head  decode + random_resized_crop, or decode + resize + center_crop, as one CropResizer step (fused_head.h);
 //   tail  the flips before the tensor conversion, the conversion and the pointwise ops after it, as one pass
 //         through a per-channel table (fused_tail.h).

@@ -5,11 +5,12 @@
 
 namespace batchd::daemon {
 
-SampleRng::SampleRng(uint64_t seed, uint64_t epoch, int64_t index) {
-  // Mix the three keys through SplitMix64 steps so nearby (epoch, index) pairs get unrelated streams.
+SampleRng::SampleRng(uint64_t seed, uint64_t epoch, int64_t index, uint32_t copy) {
+  // Mix the keys through SplitMix64 steps so nearby (epoch, index, copy) keys get unrelated streams.
   state_ = seed;
   state_ = next() ^ (epoch * 0xd1b54a32d192ed03ull);
   state_ = next() ^ (static_cast<uint64_t>(index) * 0xabc98388fb8fac03ull);
+  if (copy != 0) state_ = next() ^ (uint64_t{copy} * 0x8cb92ba72f3d8dd7ull);  // copy 0: the stream as before
   next();
 }
 

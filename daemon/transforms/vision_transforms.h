@@ -8,10 +8,12 @@
 
 namespace batchd::daemon {
 
-// SplitMix64 seeded from (seed, epoch, index); uniform doubles in [0, 1) and integers in [lo, hi].
+// SplitMix64 seeded from (seed, epoch, index, copy); uniform doubles in [0, 1) and integers in [lo, hi].
+// `copy` numbers the copies of one index in an epoch under repeated augmentation (streams/sampler.h): copy 0 is
+// the stream of draws (seed, epoch, index) has always had, so streams without repeated_aug draw as before.
 class SampleRng {
  public:
-  SampleRng(uint64_t seed, uint64_t epoch, int64_t index);
+  SampleRng(uint64_t seed, uint64_t epoch, int64_t index, uint32_t copy = 0);
   uint64_t next();
   double uniform(double lo, double hi);    // [lo, hi)
   int64_t randint(int64_t lo, int64_t hi);  // [lo, hi], like Python's random.randint / torch.randint(lo, hi + 1)

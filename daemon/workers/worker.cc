@@ -139,7 +139,11 @@ class Worker {
     progress_->stream_id.store(task.stream_id(), std::memory_order_relaxed);
     progress_->sequence.store(task.sequence(), std::memory_order_relaxed);
     progress_->begin.store(task.begin(), std::memory_order_relaxed);
-    const BatchContext context{s.seed, task.epoch(), sample_progress_, task.batch()};
+    std::span<const uint32_t> copies;  // repeated_aug: one per index, else none (all copy 0)
+    if (static_cast<size_t>(task.copies_size()) == n) {
+      copies = std::span<const uint32_t>(task.copies().data(), n).subspan(made);
+    }
+    const BatchContext context{s.seed, task.epoch(), sample_progress_, task.batch(), copies};
     Status st = s.pipeline->run(indices.subspan(made), slot, chunk_offsets_, context);
     // Batch ops (mixup, cutmix) once the whole batch is in the slot: such streams send one task per batch.
     if (st.ok() && s.pipeline->whole_batches() && task.begin() == 0 && n == batch_samples) {

@@ -118,7 +118,7 @@ def test_random_and_sequential_samplers_map_to_shuffle(socket_path):
         order(make(socket_path, 100, shuffle=True, seed=5, rank=1, world_size=2, as_dict=True))
 
 
-class RASampler(torch.utils.data.Sampler):  # the references' repeated-augmentation sampler, by name
+class RASampler(torch.utils.data.Sampler):  # named as the references' sampler, without its attributes
     pass
 
 
@@ -128,7 +128,7 @@ class RASampler(torch.utils.data.Sampler):  # the references' repeated-augmentat
     ({"batch_sampler": [[0, 1]]}, "batch_sampler= is not supported"),
     ({"generator": torch.Generator()}, "generator= is not supported: .*seed="),
     ({"sampler": SubsetRandomSampler([1, 2])}, "sampler=SubsetRandomSampler is not supported"),
-    ({"sampler": RASampler(None)}, "sampler=RASampler .*repeated augmentation"),
+    ({"sampler": RASampler(None)}, "sampler=RASampler has no num_replicas, rank, shuffle, epoch"),
     ({"sampler": RandomSampler(range(N), replacement=True)}, "RandomSampler with replacement"),
     ({"num_workers": -1}, "num_workers option should be non-negative"),
 ])

@@ -113,6 +113,15 @@ struct StreamOptions {
   // Whether the last, shorter batch of each epoch is dropped; nullopt = drop_last (which then says both). Set, it
   // leaves drop_last to the uneven tail across ranks alone. Daemons before it ignore it (drop_last says both).
   std::optional<bool> drop_last_batch;
+  // Repeated augmentation (the torchvision references' RASampler, timm's RepeatAugSampler): each index is read
+  // repeated_aug times per epoch across ranks, its copies on consecutive positions of the list before sharding (so
+  // on different ranks when world_size >= repeated_aug), each copy with its own random draws; an epoch is
+  // repeated_aug times as long. 0 or 1 = off; at most 16 (kInvalidArgument). A daemon older than the option
+  // ignores it (each index once).
+  uint32_t repeated_aug = 1;
+  // > 0: each rank reads only the first selected_samples of its samples per epoch, as RASampler's
+  // num_selected_samples cuts it (batchd.Loader sets it for those samplers' objects); 0 = the whole share.
+  uint64_t selected_samples = 0;
   uint32_t depth = 0;           // slots = prefetch depth (batches made ahead + leased); 0 = daemon default (4)
   uint64_t start_batch = 0;     // resume mid-epoch: skip this many batches of the first epoch
   SharingStrategy strategy = SharingStrategy::kDefault;

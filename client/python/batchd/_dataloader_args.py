@@ -2,8 +2,9 @@
 
 Each argument has one decided meaning (the table is docs/python.md's "DataLoader's arguments"):
 
-  mapped    batch_size, shuffle, drop_last, sampler (DistributedSampler, RandomSampler, SequentialSampler),
-            num_workers + prefetch_factor (-> the prefetch depth), timeout, pin_memory, pin_memory_device
+  mapped    batch_size, shuffle, drop_last, sampler (DistributedSampler, RandomSampler, SequentialSampler, the
+            references' RASampler and timm's RepeatAugSampler), num_workers + prefetch_factor (-> the prefetch
+            depth), timeout, pin_memory, pin_memory_device
   ignored   persistent_workers, multiprocessing_context: the daemon's workers are persistent and forked by the
             daemon, whatever these say (the data are the same)
   refused   collate_fn (other than default_collate), worker_init_fn, batch_sampler, generator, any other sampler:
@@ -30,8 +31,11 @@ _REFUSED = {
                  "(seed, epoch), the same on every rank)",
 }
 
-# The references' RASampler and timm's RepeatAugSampler (repeated augmentation) by class name: not served yet.
-_REPEATED_AUG = {"RASampler", "RepeatAugSampler"}
+# Repeated augmentation's samplers, matched by class name (neither is an installable package: the torchvision
+# references' RASampler, references/classification/sampler.py, from DeiT; timm's RepeatAugSampler,
+# timm/data/distributed_sampler.py): the attribute holding the repeats (DeiT's own RASampler calls it num_repeats).
+_REPEATED_AUG = {"RASampler": ("repetitions", "num_repeats"), "RepeatAugSampler": ("num_repeats",)}
+_REPEATED_AUG_ATTRS = ("num_replicas", "rank", "shuffle", "epoch", "num_selected_samples")
 
 _pin_warned = False
 
@@ -45,16 +49,23 @@ def refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator):
             raise ValueError(f"batchd.Loader: {name}= is not supported: {_REFUSED[name]}")
 
 
-def from_sampler(sampler, shuffle, drop_last, seed, rank, world_size):
+def from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug=None):
     """The sampler fields of the stream: {"shuffle", "drop_last", "drop_last_batch", "seed", "rank", "world_size",
-    "epoch_source"}.
+    "repeated_aug", "selected_samples", "epoch_source"}.
 
     drop_last_batch is DataLoader's drop_last (the last, shorter batch); drop_last the uneven tail across ranks: a
     DistributedSampler's own drop_last, else DataLoader's too (batchd's implicit sharding drops both or neither).
-    rank/world_size None mean "from torch.distributed when iteration starts". epoch_source is the DistributedSampler
-    whose .epoch is read at each pass (scripts call set_epoch on their own sampler), else None."""
+    rank/world_size None mean "from torch.distributed when iteration starts". repeated_aug: copies of each sample
+    per epoch (1 = off); selected_samples: each rank's samples per epoch cut to this (0 = no cut; set for the
+    repeated-augmentation samplers only). epoch_source is the sampler object whose .epoch is read at each pass
+    (scripts call set_epoch on their own sampler), else None."""
+    if repeated_aug is not None and (isinstance(repeated_aug, bool) or not isinstance(repeated_aug, int)
+                                     or repeated_aug < 1):
+        raise ValueError(f"batchd.Loader: repeated_aug must be an int >= 1 (copies of each sample per epoch; "
+                         f"1 = off), not {repeated_aug!r}")
     out = {"shuffle": bool(shuffle) if shuffle is not None else False, "drop_last": bool(drop_last),
            "drop_last_batch": bool(drop_last), "seed": seed, "rank": rank, "world_size": world_size,
+           "repeated_aug": repeated_aug or 1, "selected_samples": 0,
            "epoch_source": None}
     if sampler is None:
         return out
@@ -62,8 +73,7 @@ def from_sampler(sampler, shuffle, drop_last, seed, rank, world_size):
         raise ValueError("sampler option is mutually exclusive with shuffle")  # passes shuffle=(sampler is None))
     name = type(sampler).__name__
     if name in _REPEATED_AUG:
-        raise ValueError(f"batchd.Loader: sampler={name} (repeated augmentation) is not served yet; use "
-                         "DistributedSampler, or torch.utils.data.DataLoader for this recipe")
+        return _from_repeated_aug_sampler(sampler, name, out, repeated_aug)
     if type(sampler) is DistributedSampler:
         if rank is not None or world_size is not None:
             raise ValueError("batchd.Loader: give the ranks once: in the DistributedSampler or as rank=/world_size=")
@@ -85,6 +95,34 @@ def from_sampler(sampler, shuffle, drop_last, seed, rank, world_size):
     raise ValueError(f"batchd.Loader: sampler={name} is not supported: the daemon samples (DistributedSampler, "
                      "RandomSampler and SequentialSampler are mapped to its sampler); for another order, use "
                      "torch.utils.data.DataLoader")
+
+
+def _from_repeated_aug_sampler(sampler, name, out, repeated_aug):
+    """RASampler / RepeatAugSampler: their repeats, num_replicas, rank, shuffle, seed (RASampler's; timm's has none:
+    the Loader's seed=) and .epoch at each pass (set_epoch), and their epoch length: each rank reads the first
+    num_selected_samples of its share, as they do, so len(loader) and a schedule built on it are DataLoader's. The
+    order within the epoch is the daemon's permutation (fixed by seed and epoch), not torch.randperm's."""
+    if out["rank"] is not None or out["world_size"] is not None:
+        raise ValueError(f"batchd.Loader: give the ranks once: in the {name} or as rank=/world_size=")
+    if repeated_aug is not None:
+        raise ValueError(f"batchd.Loader: give the repeats once: in the {name} or as repeated_aug=")
+    repeats = next((getattr(sampler, a) for a in _REPEATED_AUG[name] if hasattr(sampler, a)), None)
+    missing = [a for a in _REPEATED_AUG_ATTRS if not hasattr(sampler, a)] + ([] if repeats is not None else
+                                                                             ["/".join(_REPEATED_AUG[name])])
+    if missing:
+        raise ValueError(f"batchd.Loader: sampler={name} has no {', '.join(missing)}: batchd reads the "
+                         "references' RASampler and timm's RepeatAugSampler by these attributes; give "
+                         "repeated_aug=K with shuffle=, rank= and world_size= instead")
+    selected = int(sampler.num_selected_samples)
+    if selected <= 0:
+        raise ValueError(f"batchd.Loader: sampler={name} selects no samples per epoch (num_selected_samples is 0: "
+                         "its dataset is smaller than its rounding, 256 by default), so DataLoader would read nothing; "
+                         f"give repeated_aug={repeats} with shuffle=, rank= and world_size= to read every sample "
+                         f"{repeats} times per epoch")
+    out.update(shuffle=bool(sampler.shuffle), seed=getattr(sampler, "seed", out["seed"]), rank=int(sampler.rank),
+               world_size=int(sampler.num_replicas), repeated_aug=int(repeats), selected_samples=selected,
+               epoch_source=sampler)
+    return out
 
 
 def prefetch_depth(num_workers, prefetch_factor, depth):

@@ -34,12 +34,12 @@ class Loader(StreamPasses):
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
         sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, and the others:
-            as docs/python.md's table says (DistributedSampler / RandomSampler / SequentialSampler mapped, the
-            DistributedSampler's .epoch read at each pass; num_workers * prefetch_factor + 1 slots, depth= wins;
-            timeout > 0: BatchdError code "deadline exceeded", a RuntimeError; pin_memory=True: the tensors are
-            page-locked where the workers wrote them (is_pinned(); without CUDA, a warning); persistent_workers,
-            multiprocessing_context ignored; collate_fn, worker_init_fn,
-            batch_sampler, generator refused with ValueError saying what to do instead).
+            as docs/python.md's table says (DistributedSampler, RandomSampler, SequentialSampler, RASampler and
+            RepeatAugSampler mapped, a sampler's .epoch read at each pass; num_workers * prefetch_factor + 1 slots,
+            depth= wins; timeout > 0: BatchdError code "deadline exceeded", a RuntimeError; pin_memory=True: the
+            tensors are page-locked where the workers wrote them (is_pinned(); without CUDA, a warning);
+            persistent_workers, multiprocessing_context ignored; collate_fn, worker_init_fn, batch_sampler,
+            generator refused with ValueError saying what to do instead).
 
     Args (batchd's, keyword only):
         private: None = a private daemon for a dataset object when no daemon answers; True = always; False = never.
@@ -47,10 +47,12 @@ class Loader(StreamPasses):
             instead of the tuple.
         rank, world_size: which share of each epoch this process reads (DistributedSampler semantics); None = from
             torch.distributed when iteration starts (see below).
+        repeated_aug: K >= 2: every sample K times per epoch across ranks (an epoch K times as long), each copy
+            with its own augmentation, on K ranks when world_size >= K; None = off (docs/operations.md).
         pipeline: a pipeline by name: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224", "val224_u8" (image
-            datasets),
-            "lm" (token datasets; see the batchd README) or a [pipelines.NAME] of the daemon's config. Give exactly
-            one of pipeline= and transform= (BatchdError otherwise). The tensors of a batch (as_dict=True adds "index" int64 [B]):
+            datasets), "lm" (token datasets; see the batchd README) or a [pipelines.NAME] of the daemon's config.
+            Give exactly one of pipeline= and transform= (BatchdError otherwise). The tensors of a batch
+            (as_dict=True adds "index" int64 [B]):
               fmnist            "image" float32 [B,1,28,28], "label" int64 [B]
               fmnist_u8         "image" uint8 [B,1,28,28], "label" int64 [B]
               train224, val224  "image" float32 [B,3,C,C], "label" int64 [B]
@@ -122,17 +124,16 @@ class Loader(StreamPasses):
     Errors from the daemon are raised as batchd.BatchdError with its message.
     """
 
-
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
                  multiprocessing_context=None, generator=None, *, prefetch_factor=2, persistent_workers=False,
                  pin_memory_device="", pipeline=None, transform=None, batch_transform=None, seed=0, rank=None,
-                 world_size=None, depth=None, socket=None, as_dict=False, as_tuple=None, device="cpu",
-                 on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
+                 world_size=None, repeated_aug=None, depth=None, socket=None, as_dict=False, as_tuple=None,
+                 device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
                  index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None):
         refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator)
         del persistent_workers, multiprocessing_context  # moot: the daemon's workers persist (docstring)
-        sampling = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size)
+        sampling = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
         depth = prefetch_depth(num_workers, prefetch_factor, depth)
         check_pin_memory(pin_memory, pin_memory_device)
         if as_tuple is not None:
@@ -169,6 +170,8 @@ class Loader(StreamPasses):
                              on_error=on_error, writable=share is None)
         if share is not None:
             self._options["share"] = share
+        if sampling["repeated_aug"] != 1 or sampling["selected_samples"]:
+            self._options.update(repeated_aug=sampling["repeated_aug"], selected_samples=sampling["selected_samples"])
         if spec is not None:
             self._options["spec"] = spec
         else:

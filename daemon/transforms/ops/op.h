@@ -8,9 +8,10 @@
 // per sample, and must not allocate once its buffers have grown to the stream's sizes (the Sample's buffers and the
 // kernel's own members are reused from sample to sample).
 //
-// Randomness: a sample's random draws come from one SampleRng seeded by (stream seed, epoch, sample index), passed
-// from op to op in spec order (vision_transforms.h); a kernel draws what it needs, in the order torchvision draws
-// it, so a sample is the same whichever worker makes it. A deterministic op draws nothing.
+// Randomness: a sample's random draws come from one SampleRng seeded by (stream seed, epoch, sample index, and its
+// copy number under repeated_aug), passed from op to op in spec order (vision_transforms.h); a kernel draws what it
+// needs, in the order torchvision draws it, so a sample is the same whichever worker makes it. A deterministic op
+// draws nothing.
 #pragma once
 
 #include <cstdint>
