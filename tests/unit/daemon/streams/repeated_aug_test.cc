@@ -18,7 +18,7 @@ namespace {
 
 Sampler make(uint64_t n, uint32_t k, uint32_t rank, uint32_t world, bool shuffle = false, bool drop_last = false,
              uint64_t selected = 0, uint32_t batch = 1) {
-  auto s = Sampler::make({n, batch, shuffle, 5, rank, world, drop_last, nullptr, k, selected});
+  auto s = Sampler::make({n, batch, shuffle, 5, rank, world, drop_last, nullptr, drop_last, k, selected});
   EXPECT_TRUE(s.ok()) << s.error().message();
   return std::move(s).value();
 }
@@ -110,7 +110,7 @@ TEST(RepeatedAugSamplerTest, OneIsOffAndTheSamplerIsAsBefore) {
 
 TEST(RepeatedAugSamplerTest, RepeatsOutOfRangeAreRefusedNamingTheRange) {
   for (uint32_t k : {0u, kMaxRepeatedAug + 1}) {
-    auto s = Sampler::make({10, 1, false, 0, 0, 1, false, nullptr, k});
+    auto s = Sampler::make({10, 1, false, 0, 0, 1, false, nullptr, false, k});
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(s.error().message().find("repeated_aug " + std::to_string(k) + " is out of range [1, 16]"),
