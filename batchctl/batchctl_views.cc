@@ -4,11 +4,18 @@
 #include <map>
 #include <string>
 
+#include "batchd/wire/convert.h"
+
 namespace batchd::ctl {
 
 namespace {
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+
+// A stream's total for the BATCHES column: "endless" for an endless stream (OpenStream.endless).
+std::string total_text(uint64_t total) {
+  return total >= wire::kEndlessBatches ? "endless" : std::to_string(total);
+}
 
 // "N streams of other users ..." for a non-admin's view, or nothing.
 void print_others(const DaemonStatus& st) {
@@ -50,10 +57,10 @@ void print_streams(const DaemonStatus& st) {
   std::printf("%-6s %-20s %-12s %6s %8s %-8s %-6s %13s %8s\n", "STREAM", "DATASET", "PIPELINE", "BATCH", "CLIENT",
               "STATE", "ERRORS", "BATCHES", "SKIPPED");
   for (const auto& s : st.streams) {
-    std::printf("%-6llu %-20s %-12s %6u %8d %-8s %-6s %6llu/%-6llu %8llu\n",
+    std::printf("%-6llu %-20s %-12s %6u %8d %-8s %-6s %6llu/%-6s %8llu\n",
                 static_cast<unsigned long long>(s.stream_id), s.dataset.c_str(), s.pipeline.c_str(), s.batch_size,
                 s.client_pid, s.state.c_str(), s.on_error.c_str(),
-                static_cast<unsigned long long>(s.batches_delivered), static_cast<unsigned long long>(s.batches_total),
+                static_cast<unsigned long long>(s.batches_delivered), total_text(s.batches_total).c_str(),
                 static_cast<unsigned long long>(s.samples_skipped));
     if (s.share.empty()) continue;
     // A shared production: listed once, its subscribers under it (BATCHES above: made and announced, once each).

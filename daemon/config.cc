@@ -158,7 +158,7 @@ Status parse_dataset(const std::string& name, const toml::node& node, const std:
     if (t->get("seq_len") == nullptr) {
       return bad(source, node, p + "seq_len", "is required for format \"tokens\" (T: tokens per sample)");
     }
-    BATCHD_RETURN_IF_ERROR(read_int(*t, "seq_len", p, source, 1, 1 << 24, &d.seq_len));
+    BATCHD_RETURN_IF_ERROR(read_int(*t, "seq_len", p, source, 1, kMaxSeqLen, &d.seq_len));
   } else {
     return bad(source, t->get("format") ? *t->get("format") : node, p + "format",
                "'" + d.format + "' is not a supported dataset format (supported: idx, imagefolder, webdataset, "

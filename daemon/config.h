@@ -38,6 +38,9 @@ struct DatasetConfig {
   bool operator==(const DatasetConfig&) const = default;
 };
 
+// The largest T of a token dataset (datasets.NAME.seq_len) and of a stream (OpenStream.seq_len).
+inline constexpr uint32_t kMaxSeqLen = 1u << 24;
+
 // daemon.cache_dir's default: where dataset indexes (webdataset shard indexes) are kept between runs.
 inline constexpr const char* kDefaultCacheDir = "/var/cache/batchd";
 

@@ -50,6 +50,8 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
     else if (k == "seed") o.seed = v.cast<uint64_t>();
     else if (k == "epoch") o.epoch = v.cast<uint64_t>();
     else if (k == "num_epochs") o.num_epochs = v.cast<uint32_t>();
+    else if (k == "endless") o.endless = v.cast<bool>();
+    else if (k == "seq_len") o.lm.seq_len = v.is_none() ? 0 : v.cast<uint32_t>();
     else if (k == "rank") o.rank = v.cast<uint32_t>();
     else if (k == "world_size") o.world_size = v.cast<uint32_t>();
     else if (k == "drop_last") o.drop_last = v.cast<bool>();
@@ -72,6 +74,13 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
       const auto s = v.cast<std::string>();
       if (s != "fail" && s != "skip") throw py::value_error("on_error must be 'fail' or 'skip', not '" + s + "'");
       o.on_error = s == "skip" ? batchd::OnError::kSkip : batchd::OnError::kFail;
+    } else if (k == "sampling") {
+      const auto s = v.is_none() ? std::string("tiled") : v.cast<std::string>();
+      if (s != "tiled" && s != "random") {
+        throw py::value_error("sampling must be 'tiled' (the file cut into windows, each read once per epoch) or "
+                              "'random' (nanoGPT's random windows), not '" + s + "'");
+      }
+      o.lm.sampling = s == "random" ? batchd::LmSampling::kRandomWindows : batchd::LmSampling::kTiledWindows;
     } else if (k == "strategy") {
       const auto s = v.cast<std::string>();
       if (s == "file_descriptor") o.strategy = batchd::SharingStrategy::kFileDescriptor;
@@ -97,6 +106,7 @@ py::dict batchd_py::info_dict(const batchd::StreamInfo& i) {
   d["samples_per_epoch"] = i.samples_per_epoch;
   d["batches_per_epoch"] = i.batches_per_epoch;
   d["total_batches"] = i.total_batches;
+  d["endless"] = i.endless;
   d["first_epoch"] = i.first_epoch;
   d["share"] = i.share;
   d["joined_at_batch"] = i.joined_at_batch;

@@ -77,7 +77,8 @@ wire::Request open_request(const StreamOptions& o) {
   open->set_shuffle(o.shuffle);
   open->set_seed(o.seed);
   open->set_epoch(o.epoch);
-  open->set_num_epochs(o.num_epochs);
+  open->set_num_epochs(o.endless ? 0 : o.num_epochs);
+  open->set_endless(o.endless);
   open->set_rank(o.rank);
   open->set_world_size(o.world_size);
   open->set_drop_last(o.drop_last);
@@ -100,6 +101,8 @@ wire::Request open_request(const StreamOptions& o) {
     open->set_resize_size(o.vision.resize_size);
     open->set_exact_decode(o.vision.exact_decode);
   }
+  open->set_seq_len(o.lm.seq_len);
+  open->set_sampling(o.lm.sampling == LmSampling::kRandomWindows ? wire::RANDOM_WINDOWS : wire::TILED_WINDOWS);
   open->set_writable(o.writable);
   open->set_share(o.share);
   if (!o.spec.empty()) *open->mutable_spec() = to_wire(o.spec);
@@ -138,6 +141,7 @@ StreamInfo stream_info(const wire::StreamOpened& o) {
   info.samples_per_epoch = o.samples_per_epoch();
   info.batches_per_epoch = o.batches_per_epoch();
   info.total_batches = wire::total_batches(o);
+  info.endless = o.num_epochs() == 0;
   info.first_epoch = o.first_epoch();
   info.share = o.share();
   info.joined_at_batch = o.joined_at_batch();

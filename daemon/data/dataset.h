@@ -48,24 +48,28 @@ class ImageSamples {
   }
 };
 
-// The lm pipeline's view of a dataset: a flat array of little-endian token ids and windows over it. Sample i is the
-// window tokens[i*T : i*T + T + 1] (T + 1 tokens: the inputs, and shifted by one the targets). A token file
+// The lm pipeline's view of a dataset: a flat array of N little-endian token ids, read as windows of T + 1 tokens
+// (the inputs, and shifted by one the targets). Which windows a stream reads, and its T, are the stream's
+// (transforms/lm_pipeline.h); the dataset's own seq_len is the default T and sets size(). A token file
 // (data/token_dataset.h) provides it, mapped read-only, so every reader shares the page cache's copy.
 class TokenWindows {
  public:
   enum class Dtype : uint8_t { kUint16 = 2, kUint32 = 4 };  // the value is the bytes per token
   virtual ~TokenWindows() = default;
   virtual Dtype dtype() const = 0;
-  virtual uint32_t seq_len() const = 0;  // T
-  // The first of window i's T + 1 tokens (of dtype()), i < size(); valid as long as the dataset.
-  virtual const void* window(uint64_t i) const = 0;
-  // How many windows the file holds now: size(), unless it was truncated after it was opened (touching a mapped page
-  // past its end kills the reader with SIGBUS). One stat: readers check it once per batch, not per token.
-  virtual uint64_t windows_present() const = 0;
-  // The kDataError for window i once it is no longer in the file (i >= windows_present()), naming the file and fix.
-  virtual Error window_missing(uint64_t i) const = 0;
-  // How errors name sample i: "path: tokens [a, b)".
-  virtual std::string sample_name(uint64_t i) const = 0;
+  virtual uint32_t seq_len() const = 0;       // the configured T (datasets.NAME.seq_len): a stream's default
+  virtual uint64_t token_count() const = 0;   // N, as opened
+  // The address of token `offset` (of dtype()), offset < token_count(); valid as long as the dataset. Reading past
+  // tokens_present() raises SIGBUS (a file truncated since it was opened): check that first.
+  virtual const void* token(uint64_t offset) const = 0;
+  // How many tokens the file holds now: token_count(), unless it was truncated after it was opened. One stat:
+  // readers check it once per batch, not per token.
+  virtual uint64_t tokens_present() const = 0;
+  // The kDataError for the window of `length` tokens at `offset` once it is no longer whole in the file (offset +
+  // length > tokens_present()), naming the file and the fix.
+  virtual Error window_missing(uint64_t offset, uint64_t length) const = 0;
+  // How errors name that window: "path: tokens [offset, offset + length)".
+  virtual std::string window_name(uint64_t offset, uint64_t length) const = 0;
 };
 
 class Dataset {

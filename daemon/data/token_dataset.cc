@@ -56,7 +56,7 @@ Result<std::shared_ptr<TokenDataset>> TokenDataset::open(const DatasetConfig& co
                      std::to_string(ds->tokens_) + " tokens in " + path + ": a sample is seq_len + 1 tokens; " +
                      "lower seq_len or use a larger file");
   }
-  ds->windows_ = ds->windows_in(bytes);
+  ds->windows_ = (ds->tokens_ - 1) / ds->seq_len_;
   auto mapping = wire::Mapping::map(fd->get(), bytes, /*writable=*/false, /*populate=*/false);
   if (!mapping.ok()) {
     return Error(mapping.error().code(), "cannot map " + path + " read-only (" + mapping.error().message() +
@@ -67,11 +67,6 @@ Result<std::shared_ptr<TokenDataset>> TokenDataset::open(const DatasetConfig& co
   ds->dev_ = st.st_dev;
   ds->ino_ = st.st_ino;
   return ds;  // the fd closes; the mapping keeps the file
-}
-
-uint64_t TokenDataset::windows_in(uint64_t bytes) const {
-  const uint64_t n = bytes / static_cast<uint64_t>(dtype_);
-  return n == 0 ? 0 : (n - 1) / seq_len_;
 }
 
 bool TokenDataset::stat_mapped_file(uint64_t* bytes) const {
@@ -104,25 +99,24 @@ Result<Fingerprint> TokenDataset::fingerprint(const std::atomic<bool>* cancel) c
   return builder.finish(cancel);
 }
 
-uint64_t TokenDataset::windows_present() const {
+uint64_t TokenDataset::tokens_present() const {
   uint64_t bytes = 0;
-  if (!stat_mapped_file(&bytes)) return windows_;  // unlinked or replaced: the mapped file is out of others' reach
-  const uint64_t present = windows_in(bytes);
-  return present < windows_ ? present : windows_;
+  if (!stat_mapped_file(&bytes)) return tokens_;  // unlinked or replaced: the mapped file is out of others' reach
+  const uint64_t present = bytes / static_cast<uint64_t>(dtype_);
+  return present < tokens_ ? present : tokens_;
 }
 
-Error TokenDataset::window_missing(uint64_t i) const {
+Error TokenDataset::window_missing(uint64_t offset, uint64_t length) const {
   uint64_t bytes = 0;
   const std::string now = stat_mapped_file(&bytes) ? std::to_string(bytes) + " bytes" : "an unknown size";
-  return Error(ErrorCode::kDataError, sample_name(i) + " is no longer in the file: it was truncated to " + now +
-                                          " after the daemon opened it (" + std::to_string(mapping_.size()) +
-                                          " bytes); restore the file, or reload the daemon (systemctl reload batchd) "
-                                          "to serve it as it is now");
+  return Error(ErrorCode::kDataError,
+               window_name(offset, length) + " is no longer in the file: it was truncated to " + now +
+                   " after the daemon opened it (" + std::to_string(mapping_.size()) +
+                   " bytes); restore the file, or reload the daemon (systemctl reload batchd) to serve it as it is now");
 }
 
-std::string TokenDataset::sample_name(uint64_t i) const {
-  return path_ + ": tokens [" + std::to_string(i * seq_len_) + ", " + std::to_string(i * seq_len_ + seq_len_ + 1) +
-         ")";
+std::string TokenDataset::window_name(uint64_t offset, uint64_t length) const {
+  return path_ + ": tokens [" + std::to_string(offset) + ", " + std::to_string(offset + length) + ")";
 }
 
 }  // namespace batchd::daemon

@@ -3,7 +3,9 @@
 //
 // With N = file size / dtype size tokens and T = seq_len, sample i is the window tokens[i*T : i*T + T + 1]
 // (consecutive windows overlap by one token: the last target of one is the first input of the next), and there
-// are floor((N - 1) / T) samples; the tail that does not fill a window is never read.
+// are floor((N - 1) / T) samples (size(), what `batchctl datasets` shows); the tail that does not fill a window is
+// never read. A stream may choose another T and random windows (transforms/lm_pipeline.h): it reads tokens by
+// offset (token()), and this seq_len is only its default.
 //
 // The file is mapped once, read-only and shared (PROT_READ, MAP_SHARED), when the daemon opens the dataset (start-up,
 // SIGHUP). Workers are forked from the daemon and inherit the mapping: every process reads the page cache's one copy
@@ -11,9 +13,9 @@
 // random faults by itself (it stops reading around after repeated misses), MADV_RANDOM would slow down unshuffled,
 // sequential reads, and MADV_WILLNEED would read a file that may be larger than memory.
 //
-// A file truncated while mapped: a read of a page past its new end raises SIGBUS. Readers call windows_present()
+// A file truncated while mapped: a read of a page past its new end raises SIGBUS. Readers call tokens_present()
 // once per batch (one stat of the path; workers hold no fd: they close every inherited one) and get a per-sample
-// kDataError for windows that are gone, which obeys the stream's on_error; only a truncation between that check and
+// kDataError for windows that are gone (window_missing), which obeys the stream's on_error; only a truncation between that check and
 // the read kills the worker, which the daemon counts as a crash on that sample (two such crashes make it a bad
 // sample, see docs/reliability.md). A file replaced by rename or unlinked is not noticed by the workers, and need
 // not be: the mapping keeps the old file's pages until the dataset is opened again (a reload does that when the
@@ -49,12 +51,13 @@ class TokenDataset final : public Dataset, public TokenWindows {
 
   Dtype dtype() const override { return dtype_; }
   uint32_t seq_len() const override { return seq_len_; }
-  const void* window(uint64_t i) const override {
-    return mapping_.data() + i * seq_len_ * static_cast<uint64_t>(dtype_);
+  uint64_t token_count() const override { return tokens_; }  // N
+  const void* token(uint64_t offset) const override {
+    return mapping_.data() + offset * static_cast<uint64_t>(dtype_);
   }
-  uint64_t windows_present() const override;
-  Error window_missing(uint64_t i) const override;
-  std::string sample_name(uint64_t i) const override;
+  uint64_t tokens_present() const override;
+  Error window_missing(uint64_t offset, uint64_t length) const override;
+  std::string window_name(uint64_t offset, uint64_t length) const override;
   // The path names another file (replaced, e.g. renamed over) or the mapped file's size changed.
   std::string changed_on_disk() const override;
   // dtype, seq_len, the file's size and content as data/fingerprint.h samples it (read with pread from the mapped
@@ -63,12 +66,9 @@ class TokenDataset final : public Dataset, public TokenWindows {
   Result<Fingerprint> fingerprint(const std::atomic<bool>* cancel) const override;
 
   const std::string& path() const { return path_; }
-  uint64_t token_count() const { return tokens_; }  // N
 
  private:
   TokenDataset() = default;
-  // Windows in a file of `bytes` bytes.
-  uint64_t windows_in(uint64_t bytes) const;
   // The size of the mapped file, if the path still names it (same device and inode); false otherwise.
   bool stat_mapped_file(uint64_t* bytes) const;
 

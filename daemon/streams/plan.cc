@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "batchd/wire/segment_layout.h"
 #include "config.h"
 #include "streams/folder_match.h"
+#include "streams/lm_plan.h"
 #include "streams/sample_subset.h"
 #include "transforms/ops/spec_plan.h"
 #include "transforms/pipeline.h"
@@ -27,7 +29,7 @@ Error exhausted(const std::string& what) { return Error(ErrorCode::kResourceExha
 Result<wire::PipelineOptions> requested_pipeline_options(const wire::OpenStream& req) {
   const bool legacy = (req.crop_size() != 0 && req.crop_size() != kDefaultCropSize) ||
                       (req.resize_size() != 0 && req.resize_size() != kDefaultResizeSize) || req.exact_decode();
-  if (!legacy) return req.pipeline_options();
+  if (!legacy) return with_lm_fields(req, req.pipeline_options());
   wire::VisionOptions mapped;
   mapped.set_crop_size(req.crop_size());
   mapped.set_resize_size(req.resize_size());
@@ -42,7 +44,7 @@ Result<wire::PipelineOptions> requested_pipeline_options(const wire::OpenStream&
   }
   wire::PipelineOptions options = req.pipeline_options();
   *options.mutable_vision() = mapped;
-  return options;
+  return with_lm_fields(req, std::move(options));
 }
 
 void set_layout(const std::vector<TensorDesc>& tensors, const std::vector<uint64_t>& sample_bytes,
@@ -87,6 +89,7 @@ Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanCo
       return invalid("pipeline name '" + chosen.name.substr(0, 80) + "' (the spec's display name) is not 1 to 64 "
                      "characters of A-Z a-z 0-9 . _ -");
     }
+    BATCHD_RETURN_IF_ERROR(refuse_lm_fields(req, chosen.name));
     if (req.has_pipeline_options() || req.crop_size() != 0 || req.resize_size() != 0 || req.exact_decode()) {
       return invalid("pipeline_options (crop_size, resize_size, exact_decode) belong to the presets; a spec "
                      "carries its own parameters (e.g. decode's exact_decode, random_resized_crop's size)");
@@ -96,6 +99,7 @@ Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanCo
   }
   chosen.name = req.pipeline();
   if (configured) {
+    BATCHD_RETURN_IF_ERROR(refuse_lm_fields(req, req.pipeline()));
     if (req.has_pipeline_options() && req.pipeline_options().ByteSizeLong() > 0) {
       return invalid("pipeline '" + req.pipeline() + "' is the daemon's [pipelines." + req.pipeline() +
                      "]: it takes no pipeline_options (its ops carry their parameters)");
@@ -172,6 +176,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   auto chosen = choose_pipeline(req, context);
   if (!chosen.ok()) return chosen.error();
   std::vector<TensorDesc> pipeline_tensors;
+  std::optional<LmSamples> lm_samples;  // pipeline lm only
   if (chosen->spec.ops_size() > 0) {  // an op list: planned here, once (spec_plan.h)
     if ((*dataset)->images() == nullptr) {
       return invalid("pipeline '" + chosen->name + "' is a list of image ops: they need an image dataset "
@@ -183,6 +188,11 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     chosen->spec = std::move(planned->canonical);
     pipeline_tensors = std::move(planned->tensors);
   } else {
+    if (chosen->options.has_lm()) {  // pipeline lm: the stream's T and sampling decide its samples
+      auto lm = plan_lm(req, **dataset, chosen->options.mutable_lm());
+      if (!lm.ok()) return lm.error();
+      lm_samples = *lm;
+    }
     auto pipeline = make_pipeline(chosen->name, *dataset, chosen->options);
     if (!pipeline.ok()) return pipeline.error();
     pipeline_tensors = (*pipeline)->tensors();
@@ -199,6 +209,10 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   const bool shared = !req.share().empty();
   if (shared) {
     BATCHD_RETURN_IF_ERROR(check_share_name(req.share()));
+    if (req.endless()) {
+      return invalid("share '" + req.share() + "': each subscriber reads num_epochs epochs of a shared production, "
+                     "so an endless stream must be private; leave share empty, or give num_epochs");
+    }
     if (req.writable()) {
       return invalid("share '" + req.share() + "' is read by several trainers: its segment is mapped read-only by "
                      "every subscriber; open it with writable = false (copy a batch to modify it)");
@@ -215,10 +229,12 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     if (!made.ok()) return made.error().with_context("dataset '" + *name + "'");
     subset = std::move(made).value();
   }
-  auto sampler = Sampler::make({subset ? subset->size() : (*dataset)->size(), req.batch_size(), req.shuffle(),
-                                req.seed(), req.rank(), req.world_size() == 0 ? 1u : req.world_size(),
-                                req.drop_last(), subset, drops_last_batch(req), std::max(req.repeated_aug().repeats(), 1u),
-                                req.repeated_aug().selected_samples()});
+  const uint64_t samples = lm_samples ? lm_samples->samples : (*dataset)->size();  // lm: windows of its T
+  auto sampler = Sampler::make({subset ? subset->size() : samples, req.batch_size(), req.shuffle(), req.seed(),
+                                req.rank(), req.world_size() == 0 ? 1u : req.world_size(), req.drop_last(), subset,
+                                drops_last_batch(req), std::max(req.repeated_aug().repeats(), 1u),
+                                req.repeated_aug().selected_samples(),
+                                lm_samples ? lm_samples->random_epoch_windows : 0});
   if (!sampler.ok()) return sampler.error().with_context("dataset '" + *name + "'");
   if (req.start_batch() >= sampler->batches_per_epoch()) {
     return invalid("start_batch " + std::to_string(req.start_batch()) + " is past the end of the epoch (" +
@@ -243,7 +259,8 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     return exhausted("a segment of " + std::to_string(slots) + " slots" +
                      (shared ? " (depth + shares.max_lag)" : "") + " of " + std::to_string(req.batch_size()) +
                      " samples would exceed limits.max_segment_bytes (" + std::to_string(limits.max_segment_bytes) +
-                     " bytes); lower batch_size or depth" + (shared ? " or shares.max_lag" : ""));
+                     " bytes); lower batch_size or depth" + (shared ? " or shares.max_lag" : "") +
+                     (lm_samples ? " or seq_len" : ""));
   }
   const wire::SharingStrategy strategy =
       req.strategy() == wire::STRATEGY_DEFAULT ? context.default_strategy : req.strategy();
@@ -263,14 +280,14 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     opened.set_share(req.share());
   }
   opened.set_dataset(*name);
-  opened.set_dataset_size((*dataset)->size());
+  opened.set_dataset_size(samples);
   opened.set_subset_size(subset ? subset->size() : 0);
   set_classes(**dataset, &opened);
   opened.set_samples_per_epoch(sampler->samples_per_epoch());
   opened.set_batches_per_epoch(sampler->batches_per_epoch());
   opened.set_batch_size(req.batch_size());
   opened.set_first_epoch(req.epoch());
-  opened.set_num_epochs(req.num_epochs() == 0 ? 1 : req.num_epochs());
+  opened.set_num_epochs(req.endless() ? 0 : req.num_epochs() == 0 ? 1 : req.num_epochs());  // 0: endless
   opened.set_start_batch(req.start_batch());
 
   wire::WorkerAttach attach;

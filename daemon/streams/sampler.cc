@@ -4,33 +4,18 @@
 #include <numeric>
 #include <string>
 
+#include "streams/splitmix64.h"
+#include "streams/window_sampler.h"
+
 namespace batchd::daemon {
 
-namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014; the seeding generator recommended for xoshiro): a well-mixed 64-bit stream
-// from any seed.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, bound) without modulo bias (Lemire's multiply-shift with rejection).
-  uint64_t below(uint64_t bound) {
-    for (;;) {
-      const unsigned __int128 m = static_cast<unsigned __int128>(next()) * bound;
-      const auto low = static_cast<uint64_t>(m);
-      if (low >= bound || low >= (-bound) % bound) return static_cast<uint64_t>(m >> 64);
-    }
-  }
-};
-
-}  // namespace
-
 Sampler::Sampler(const SamplerOptions& options) : options_(options) {
+  if (options.random_epoch_windows > 0) {  // every batch full
+    batches_per_epoch_ = random_window_batches(options.random_epoch_windows, options.batch_size, options.world_size);
+    samples_per_epoch_ = batches_per_epoch_ * options.batch_size;
+    entries_ = options.dataset_size;
+    return;
+  }
   // The list that is padded and sharded: n entries, or n * K with repeated augmentation (RASampler's
   // num_samples = ceil(n * K / w) is DistributedSampler's rule applied to it). make() bounds n and K first.
   const uint64_t m = options.dataset_size * options.repeated_aug, w = options.world_size;
@@ -51,6 +36,11 @@ Result<Sampler> Sampler::make(const SamplerOptions& options) {
   if (options.dataset_size == 0) return Error(ErrorCode::kInvalidArgument, "the dataset has no samples");
   if (options.subset && options.subset->size() != options.dataset_size) {
     return Error(ErrorCode::kInternal, "the sampler's size is not its subset's");
+  }
+  if (options.random_epoch_windows > 0 &&
+      (options.subset || options.repeated_aug > 1 || options.selected_samples > 0)) {  // plan_lm refuses them
+    return Error(ErrorCode::kInternal, "random windows are drawn from the whole token file, never from a subset "
+                                       "nor with repeated augmentation");
   }
   if (options.batch_size == 0) return Error(ErrorCode::kInvalidArgument, "batch_size must be at least 1");
   if (options.world_size == 0) return Error(ErrorCode::kInvalidArgument, "world_size must be at least 1");
@@ -87,6 +77,14 @@ std::vector<int64_t> Sampler::permutation(uint64_t n, uint64_t seed, uint64_t ep
 
 std::vector<int64_t> Sampler::epoch_indices(uint64_t epoch) const {
   const uint64_t n = options_.dataset_size, w = options_.world_size;
+  if (random_windows()) {
+    std::vector<int64_t> draws(samples_per_epoch_);
+    const uint32_t b = options_.batch_size;
+    for (uint64_t batch = 0; batch < batches_per_epoch_; ++batch) {
+      batch_draws(epoch, batch, std::span<int64_t>(draws).subspan(batch * b, b));
+    }
+    return draws;
+  }
   std::vector<int64_t> all;
   if (options_.shuffle) {
     all = permutation(n, options_.seed, epoch);
@@ -115,6 +113,10 @@ std::pair<uint64_t, uint64_t> Sampler::batch_range(uint64_t batch) const {
   const uint64_t begin = batch * options_.batch_size;
   const uint64_t end = std::min<uint64_t>(begin + options_.batch_size, samples_per_epoch_);
   return {begin, end};
+}
+
+void Sampler::batch_draws(uint64_t epoch, uint64_t batch, std::span<int64_t> out) const {
+  draw_windows(options_.dataset_size, options_.seed, options_.rank, epoch * batches_per_epoch_ + batch, out);
 }
 
 }  // namespace batchd::daemon

@@ -29,11 +29,15 @@
 //     objects given as sampler=: a script written for them sizes its epochs, and its schedule, by that length
 //     (timm's train script takes its updates per epoch from len(loader)), so the one-word switch keeps it; the
 //     repeated_aug keyword alone gives the whole repeated list. The batches are cut from those M samples.
+//   * random windows (lm streams, LmSampling RANDOM_WINDOWS; window_sampler.h): none of the above; each batch is
+//     batch_size draws with replacement from [0, dataset_size), seeded by (seed, rank, step).
+// Any epoch may be asked for (an endless stream, OpenStream.endless, asks for ever more).
 // Thread-compatible value type.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "batchd/result.h"
@@ -53,6 +57,9 @@ struct SamplerOptions {
   bool drop_last_batch = false;  // DataLoader's: the last, shorter batch of each epoch
   uint32_t repeated_aug = 1;      // K: copies of each index per epoch, 1..kMaxRepeatedAug; 1 = off
   uint64_t selected_samples = 0;  // cap on this rank's samples per epoch (RASampler's num_selected_samples); 0 = none
+  // Random windows when > 0: floor((N - 1) / T), the windows an epoch's batches add up to over all ranks
+  // (window_sampler.h); dataset_size is then N - T, the offsets drawn from. No subset then.
+  uint64_t random_epoch_windows = 0;
 };
 
 // The most copies per index repeated_aug allows (the references use 3; DeiT recipes at most 4 or so).
@@ -61,8 +68,8 @@ inline constexpr uint32_t kMaxRepeatedAug = 16;
 class Sampler final {
  public:
   // Validates the options (dataset_size >= 1 and equal to subset->size() when there is a subset, batch_size >= 1,
-  // rank < world_size, 1 <= repeated_aug <= kMaxRepeatedAug, at least one batch per epoch); kInvalidArgument naming
-  // the option and its range otherwise.
+  // rank < world_size, 1 <= repeated_aug <= kMaxRepeatedAug, at least one batch per epoch, no subset or repeated_aug
+  // with random windows); kInvalidArgument naming the option and its range otherwise.
   static Result<Sampler> make(const SamplerOptions& options);
 
   uint64_t samples_per_epoch() const { return samples_per_epoch_; }  // this rank's samples in one epoch
@@ -80,6 +87,12 @@ class Sampler final {
 
   // The [begin, end) positions of batch `batch` within epoch_indices(). batch < batches_per_epoch().
   std::pair<uint64_t, uint64_t> batch_range(uint64_t batch) const;
+
+  // Random windows (window_sampler.h): a batch's indices depend on its step alone, so they are drawn per batch and
+  // an epoch's are never held at once. batch_draws() fills `out` (batch_size() of them) with batch `batch` of
+  // `epoch`, the same values epoch_indices(epoch) holds there.
+  bool random_windows() const { return options_.random_epoch_windows > 0; }
+  void batch_draws(uint64_t epoch, uint64_t batch, std::span<int64_t> out) const;
 
   // The permutation of [0, n) for (seed, epoch); exposed for tests.
   static std::vector<int64_t> permutation(uint64_t n, uint64_t seed, uint64_t epoch);

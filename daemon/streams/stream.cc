@@ -33,6 +33,11 @@ void Stream::observe() {
 }
 
 std::span<const int64_t> Stream::sampler_indices(uint64_t epoch, uint64_t batch, uint32_t begin, uint32_t end) {
+  if (plan_.sampler.random_windows()) {  // drawn per batch from its step: no epoch's worth to keep
+    draws_.resize(plan_.sampler.batch_size());
+    plan_.sampler.batch_draws(epoch, batch, draws_);
+    return std::span<const int64_t>(draws_).subspan(begin, end - begin);
+  }
   EpochIndices* cached = indices_[0].epoch == epoch ? &indices_[0] : indices_[1].epoch == epoch ? &indices_[1] : nullptr;
   if (cached == nullptr) {
     cached = &indices_[indices_next_];

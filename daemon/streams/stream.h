@@ -147,6 +147,7 @@ class Stream final {
   };
   EpochIndices indices_[2];
   size_t indices_next_ = 0;  // which of indices_ to replace next
+  std::vector<int64_t> draws_;  // random windows: the batch drawn last (sampler_indices)
 };
 
 }  // namespace batchd::daemon

@@ -50,11 +50,14 @@ StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segm
   auto stream = std::make_unique<Stream>(owner, std::move(planned), std::move(segment), chunks);
   const uint64_t id = stream->id();
   const wire::StreamOpened& o = stream->opened();
-  spdlog::info("stream {} opened: dataset={} pipeline={} batch_size={} slots={} strategy={} segment={} bytes{}{} "
+  const wire::PipelineOptions& options = stream->attach().pipeline_options();
+  spdlog::info("stream {} opened: dataset={} pipeline={}{}{} batch_size={} slots={} strategy={} segment={} bytes{}{}{} "
                "client pid={} uid={}",
-               id, stream->attach().dataset(), stream->attach().pipeline(), o.batch_size(), o.slot_count(),
-               strategy_name(o.strategy()), o.segment_bytes(), o.share().empty() ? "" : " share=", o.share(),
-               owner.pid, owner.uid);
+               id, stream->attach().dataset(), stream->attach().pipeline(),
+               options.has_lm() ? " seq_len=" + std::to_string(options.lm().seq_len()) : "",
+               options.lm().sampling() == wire::RANDOM_WINDOWS ? " sampling=random_windows" : "", o.batch_size(),
+               o.slot_count(), strategy_name(o.strategy()), o.segment_bytes(), o.share().empty() ? "" : " share=",
+               o.share(), o.num_epochs() == 0 ? " endless" : "", owner.pid, owner.uid);
   scheduler_.add(stream.get());
   Entry& entry = streams_[id];
   entry = Entry{std::move(stream), sink, nullptr};

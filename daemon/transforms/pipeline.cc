@@ -68,6 +68,10 @@ Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name,
   auto entry = find_entry(name);
   if (!entry.ok()) return entry.error();
   wire::PipelineOptions resolved;
+  if (requested.has_lm() && (*entry)->family != Family::kLm) {
+    return Error(ErrorCode::kInvalidArgument, "seq_len and sampling are options of pipeline 'lm' (token windows); "
+                                              "pipeline '" + name + "' takes none: leave them unset");
+  }
   switch ((*entry)->family) {
     case Family::kFmnist:
     case Family::kLm:
@@ -75,6 +79,8 @@ Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name,
         return Error(ErrorCode::kInvalidArgument, "pipeline '" + name + "' takes no vision options (crop_size, "
                                                   "resize_size, exact_decode); leave them unset");
       }
+      // lm: seq_len 0 stays "the dataset's" until the plan knows the dataset (resolve_lm_options).
+      if ((*entry)->family == Family::kLm) *resolved.mutable_lm() = requested.lm();
       break;
     case Family::kVision: {
       auto vision = resolve_vision_options((*entry)->mode, requested.vision());
@@ -145,7 +151,7 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::sh
       return make_spec_pipeline(*preset, std::move(dataset));
     }
     case Family::kLm:
-      return make_lm_pipeline(std::move(dataset));
+      return make_lm_pipeline(std::move(dataset), options.lm());
   }
   return Error(ErrorCode::kInternal, "pipeline '" + name + "' has no builder");
 }

@@ -19,7 +19,8 @@
 // The four vision presets are op lists (preset_spec below; docs/operations.md "Pipelines"), run by the spec
 // pipeline (spec_pipeline.h) as any client's or config's op list is.
 //   lm           language-model windows: input_ids int64 [B,T] = w[:-1], targets int64 [B,T] = w[1:] of the window
-//                w = tokens[i*T : i*T+T+1] of sample i (T = the dataset's seq_len). Needs a `tokens` dataset.
+//                w = tokens[i*T : i*T+T+1] of sample i, or tokens[i : i+T+1] for random windows (T = the stream's
+//                seq_len, by default the dataset's; lm_pipeline.h). Needs a `tokens` dataset.
 // `train`, `train_u8`, `val` and `val_u8` are the same pipelines by their size-free names.
 #pragma once
 
@@ -120,7 +121,8 @@ class Pipeline {
 // The options of pipeline `name` with every default applied and every range checked (OpenStream's plan calls this
 // once; workers receive the result in WorkerAttach). kNotFound for an unknown name (lists the known ones);
 // kInvalidArgument for an option out of range or options of another pipeline family (e.g. vision options for
-// fmnist or lm), naming the option.
+// fmnist or lm, lm options for any other), naming the option. lm's seq_len stays 0 (= the dataset's) here: the plan
+// fills it in with resolve_lm_options (lm_pipeline.h), which needs the dataset.
 Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name, const wire::PipelineOptions& requested);
 
 // True for the built-in pipelines' names (and aliases).

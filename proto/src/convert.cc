@@ -39,6 +39,7 @@ const char* dtype_name(wire::DType dtype) {
 }
 
 uint64_t total_batches(const wire::StreamOpened& opened) {
+  if (opened.num_epochs() == 0) return kEndlessBatches;
   return opened.batches_per_epoch() * opened.num_epochs() - opened.start_batch();
 }
 

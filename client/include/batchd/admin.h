@@ -74,7 +74,7 @@ struct StreamStatus {
   uint32_t batch_size = 0;
   pid_t client_pid = 0;
   uint64_t batches_delivered = 0;
-  uint64_t batches_total = 0;
+  uint64_t batches_total = 0;   // wire::kEndlessBatches (2^62, batchd/wire/convert.h) for an endless stream
   std::string state;            // "running", "ended" or "failed"
   uint64_t samples_skipped = 0; // replaced under OnError::kSkip
   uint64_t worker_deaths = 0;   // workers that died making this stream's batches (each batch was redone)

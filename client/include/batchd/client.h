@@ -81,6 +81,24 @@ struct VisionOptions {
   bool any_set() const { return crop_size != 0 || resize_size != 0 || exact_decode; }
 };
 
+// How a stream of pipeline lm picks its windows of T + 1 tokens from a token file of N tokens.
+enum class LmSampling {
+  kTiledWindows,  // the file cut into windows: sample i at token i*T, each read once per epoch in the sampler's order
+  // nanoGPT's get_batch: each batch draws batch_size offsets uniform in [0, N - T - 1] with replacement, from (seed,
+  // rank, step) (step = epoch * batches_per_epoch + batch): every rank its own, a resumed stream the same ones. An
+  // epoch is max(1, floor(floor((N - 1) / T) / (batch_size * world_size))) full batches; shuffle and drop_last do
+  // not apply; `index` holds the offsets.
+  kRandomWindows,
+};
+
+// Options of pipeline lm (token datasets). Setting one for another pipeline is refused at open (kInvalidArgument).
+struct LmOptions {
+  // T, the row length of input_ids and targets: 1 .. 16777216 with T + 1 <= the dataset's tokens (kInvalidArgument
+  // naming the bound otherwise), the segment within the daemon's limits.max_segment_bytes; 0 = the dataset's seq_len.
+  uint32_t seq_len = 0;
+  LmSampling sampling = LmSampling::kTiledWindows;
+};
+
 // What to read. The sampler follows torch.utils.data's RandomSampler / DistributedSampler + BatchSampler:
 // with `shuffle` a permutation of the dataset fixed by (seed, epoch); rank/world_size shard it so every index is
 // read exactly once per epoch across ranks (padded by repeating the head, or with drop_last truncated);
@@ -107,6 +125,9 @@ struct StreamOptions {
   uint64_t seed = 0;
   uint64_t epoch = 0;           // first epoch to read (as DistributedSampler.set_epoch)
   uint32_t num_epochs = 1;      // epochs to read back to back; batches are prefetched across epoch boundaries
+  // Read until the stream is closed (num_epochs ignored): epochs follow each other from `epoch` on, next() never
+  // returns nullopt. For iteration-based training. Refused with `share`.
+  bool endless = false;
   uint32_t rank = 0;            // 0 <= rank < world_size
   uint32_t world_size = 1;
   bool drop_last = false;
@@ -131,6 +152,7 @@ struct StreamOptions {
   bool writable = false;
   // Pipeline-specific options (each pipeline family has its own struct; set only your pipeline's).
   VisionOptions vision;         // train224, train224_u8, val224
+  LmOptions lm;                 // lm
   // Join (or create) the shared production of this name: one decode feeds every stream opened with the same name
   // and the same options (docs/operations.md, "Shared streams"): 1..64 characters of A-Z a-z 0-9 . _ -; "" = a
   // private stream. Every option above must equal the production's except epoch, start_batch and num_epochs (a
@@ -153,11 +175,12 @@ struct StreamInfo {
   uint32_t depth = 0;            // batches it may hold at once (slots; a shared stream: its window)
   uint32_t batch_size = 0;       // samples in a full batch (the last one of an epoch may be short)
   std::string dataset;           // the dataset served (the one StreamOptions::folder named, or StreamOptions::dataset)
-  uint64_t dataset_size = 0;     // samples in the dataset
+  uint64_t dataset_size = 0;     // samples in the dataset (lm: windows of the stream's T; see LmSampling)
   uint64_t subset_size = 0;      // StreamOptions::indices' size (0: no subset); samples_per_epoch shards these
   uint64_t samples_per_epoch = 0;  // this rank's samples per epoch
   uint64_t batches_per_epoch = 0;
   uint64_t total_batches = 0;    // batches this stream will deliver (all epochs, minus start_batch)
+  bool endless = false;          // StreamOptions::endless: total_batches is then wire::kEndlessBatches (2^62)
   uint64_t first_epoch = 0;      // the epoch of its first batch (a shared stream: where it joined)
   std::string share;             // the share joined; "" for a private stream
   // A shared stream that joined at batch j > 0 of first_epoch: that epoch delivers batches j .. end, then 0 .. j-1

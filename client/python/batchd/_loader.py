@@ -9,6 +9,7 @@ from ._passes import StreamPasses
 from ._source import resolve_source
 from ._spec import pipeline_spec
 from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable
+from ._lm_args import lm_options
 from ._support import _rank_and_world_size, _while_indexing
 from ._views import DaemonDataset, StreamBatchSampler, StreamSampler
 
@@ -50,15 +51,15 @@ class Loader(StreamPasses):
         repeated_aug: K >= 2: every sample K times per epoch across ranks (an epoch K times as long), each copy
             with its own augmentation, on K ranks when world_size >= K; None = off (docs/operations.md).
         pipeline: a pipeline by name: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224", "val224_u8" (image
-            datasets), "lm" (token datasets; see the batchd README) or a [pipelines.NAME] of the daemon's config.
-            Give exactly one of pipeline= and transform= (BatchdError otherwise). The tensors of a batch
-            (as_dict=True adds "index" int64 [B]):
+            datasets), "lm" (token datasets) or a [pipelines.NAME] of the daemon's config. Give exactly one of
+            pipeline= and transform= (BatchdError otherwise). A batch's tensors (as_dict=True adds "index" int64 [B]):
               fmnist            "image" float32 [B,1,28,28], "label" int64 [B]
               fmnist_u8         "image" uint8 [B,1,28,28], "label" int64 [B]
               train224, val224  "image" float32 [B,3,C,C], "label" int64 [B]
               train224_u8, val224_u8  "image" uint8 [B,3,C,C], "label" int64 [B]
               lm                "input_ids" int64 [B,T] = w[:-1], "targets" int64 [B,T] = w[1:], where
-                                w = tokens[i*T : i*T+T+1] is sample i's window and T the dataset's seq_len
+                                w = tokens[i*T : i*T+T+1] (tiled) or tokens[i : i+T+1] (random) is sample i's
+                                window and T the stream's seq_len
         transform: the per-sample recipe as data, run by the daemon's native ops (docs/operations.md,
             "Pipelines"): a list of op dicts ([{"op": "resize", "size": 232, "interpolation": "bicubic"}, ...]), or
             a torchvision.transforms.Compose of torchvision 0.14 classes, or an object whose .transforms is one (the
@@ -93,6 +94,10 @@ class Loader(StreamPasses):
             (batchd built without CUDA, or its runtime finds no usable driver), a warning says why and each batch
             is copied with .to(device, non_blocking=True) instead. Needs torch with CUDA and a GPU.
         on_error: "fail" (a bad sample raises BatchdError naming the file) or "skip" (it is replaced and counted).
+        seq_len, sampling, endless: token streams (docs/python.md, "Token files"): seq_len = T (None = the
+            dataset's); sampling = "tiled" (default) or "random" (nanoGPT's get_batch: B offsets per batch, uniform
+            in [0, N - T - 1], from (seed, rank, step)); endless=True: one iteration never ends (it = iter(loader);
+            x, y = next(it)) and state_dict() records "step" as well.
         crop_size, resize_size, exact_decode: options of the vision pipelines (train224, train224_u8, val224);
             None = the daemon's default (224, 256, False). Refused for the other pipelines. With transform=,
             exact_decode=True/False puts {"op": "decode", "exact_decode": ...} first (decode as PIL does: with it
@@ -130,10 +135,11 @@ class Loader(StreamPasses):
                  pin_memory_device="", pipeline=None, transform=None, batch_transform=None, seed=0, rank=None,
                  world_size=None, repeated_aug=None, depth=None, socket=None, as_dict=False, as_tuple=None,
                  device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
-                 index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None):
+                 index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None,
+                 seq_len=None, sampling=None, endless=False):
         refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator)
         del persistent_workers, multiprocessing_context  # moot: the daemon's workers persist (docstring)
-        sampling = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
+        sampler_fields = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
         depth = prefetch_depth(num_workers, prefetch_factor, depth)
         check_pin_memory(pin_memory, pin_memory_device)
         if as_tuple is not None:
@@ -156,8 +162,8 @@ class Loader(StreamPasses):
         self.dataset = DaemonDataset(self, dataset) if isinstance(dataset, str) else dataset
         self.sampler = sampler if sampler is not None else StreamSampler(self)
         self.batch_sampler = StreamBatchSampler(self)
-        self._epoch_source = sampling["epoch_source"]
-        self._given_ranks = (sampling["rank"], sampling["world_size"])
+        self._epoch_source = sampler_fields["epoch_source"]
+        self._given_ranks = (sampler_fields["rank"], sampler_fields["world_size"])
         if None not in self._given_ranks:
             _rank_and_world_size(*self._given_ranks)  # both given: a bad pair is refused now
         self._ranks = None  # (rank, world_size) of the current plan and stream
@@ -165,13 +171,15 @@ class Loader(StreamPasses):
         # only this uid gets rw- on the segment (docs/security.md). A share is read-only: every subscriber's segment.
         self._share = share
         self._options = dict(source, pipeline=pipeline or "", batch_size=batch_size,
-                             shuffle=sampling["shuffle"], seed=sampling["seed"], drop_last=sampling["drop_last"],
-                             drop_last_batch=sampling["drop_last_batch"],
-                             on_error=on_error, writable=share is None)
+                             shuffle=sampler_fields["shuffle"], seed=sampler_fields["seed"],
+                             drop_last=sampler_fields["drop_last"], drop_last_batch=sampler_fields["drop_last_batch"],
+                             on_error=on_error, writable=share is None, **lm_options(seq_len, sampling))
+        self._endless = bool(endless)
         if share is not None:
             self._options["share"] = share
-        if sampling["repeated_aug"] != 1 or sampling["selected_samples"]:
-            self._options.update(repeated_aug=sampling["repeated_aug"], selected_samples=sampling["selected_samples"])
+        if sampler_fields["repeated_aug"] != 1 or sampler_fields["selected_samples"]:
+            self._options.update(repeated_aug=sampler_fields["repeated_aug"],
+                                 selected_samples=sampler_fields["selected_samples"])
         if spec is not None:
             self._options["spec"] = spec
         else:
@@ -246,31 +254,13 @@ class Loader(StreamPasses):
         Empty lists for fmnist, fmnist_u8 and lm."""
         return self._plan()["spec"]
 
-    def state_dict(self):
-        """Where the current (or last) pass is: {"epoch", "batches_yielded", "seed"} (torchdata's StatefulDataLoader
-        pattern), and for a shared Loader "share" and "joined_at_batch". load_state_dict() of it resumes after the
-        last batch yielded (a private Loader)."""
-        state = dict(self._state, seed=self._options["seed"])
-        if self._share is not None:
-            state.setdefault("joined_at_batch", 0)
-            state["share"] = self._share
-        return state
-
-    def load_state_dict(self, state):
-        if self._share is not None:
-            warnings.warn(f"batchd: Loader(share={self._share!r}) reads where the shared production is; "
-                          "load_state_dict() does not reposition it (open a private Loader to resume exactly)",
-                          RuntimeWarning, stacklevel=2)
-            return
-        if state.get("seed", self._options["seed"]) != self._options["seed"]:
-            raise ValueError(f"state was saved with seed {state['seed']}, this loader has {self._options['seed']}")
-        self.set_epoch(state["epoch"])
-        self._resume_batch = int(state["batches_yielded"])
-
     def __iter__(self):
         options = self._stream_options()  # ranks resolved now: a process group made after __init__ counts
         if self._epoch_source is not None and not self._explicit_epoch:
             self._epoch = self._epoch_source.epoch  # the script's own DistributedSampler.set_epoch
+        if self._endless:
+            yield from self._endless_pass(options)
+            return
         if self._share is not None:  # the production's next epoch, whole, wherever it is
             if self._stream is None:
                 self._stream = self._open(epoch=self._epoch, start_batch=0, num_epochs=_MANY_EPOCHS, **options)

@@ -1,8 +1,8 @@
 """How batchd.Loader's passes read its stream: one stream serves consecutive epochs (the daemon prefetches across
 the boundary), a pass yields its epoch's batches as tensors (zero-copy views that hold the slot's lease), and the
-stream is opened on the host or through batchd's CUDA path. StreamPasses is the Loader's base; it uses the Loader's
-_client, _plan(), device, as_dict and timeout, and keeps _stream, _pending (the next epoch's first batch) and
-_next_epoch."""
+stream is opened on the host or through batchd's CUDA path. An endless Loader's one pass reads an endless stream.
+state_dict()/load_state_dict() say and set where the next pass starts. StreamPasses is the Loader's base; it uses the Loader's _client, _plan(), device, as_dict and timeout, and keeps
+_stream, _pending (the next epoch's first batch), _next_epoch, and for endless passes _epoch / _resume_batch."""
 import warnings
 
 from . import _batchd
@@ -27,17 +27,73 @@ class StreamPasses:
                 if item[0] != epoch:  # the first batch of the next epoch: keep it for the next pass
                     self._pending, self._next_epoch = item, item[0]
                     break
-                tensors = to_tensors(item[1])
+                out = self._element(item, to_tensors)
                 del item  # the tensors alone hold the lease now
-                self._state["batches_yielded"] += 1
-                out = tensors if self.as_dict else _as_tuple(tensors)
-                del tensors
                 yield out
                 del out  # the generator must not keep the previous batch (and its slot) while making the next
             finished = True
         finally:
             if not finished and self._state["batches_yielded"] < len(self):
                 self._close_stream()
+
+    def _element(self, item, to_tensors):
+        """What a pass yields for `item` ((epoch, arrays) from the stream): its tensors as a dict or DataLoader's
+        tuple, counted in _state["batches_yielded"]."""
+        tensors = to_tensors(item[1])
+        self._state["batches_yielded"] += 1
+        return tensors if self.as_dict else _as_tuple(tensors)
+
+    def state_dict(self):
+        """Where the current (or last) pass is: {"epoch", "batches_yielded", "seed"} (torchdata's StatefulDataLoader
+        pattern); for an endless Loader also "step" = epoch * len(loader) + batches_yielded, the batches read since
+        epoch 0 (the random windows of step s are drawn from (seed, rank, s)); for a shared Loader "share" and
+        "joined_at_batch". load_state_dict() of it resumes after the last batch yielded (a private Loader)."""
+        state = dict(self._state, seed=self._options["seed"])
+        if self._endless:
+            state["step"] = state["epoch"] * len(self) + state["batches_yielded"]
+        if self._share is not None:
+            state.setdefault("joined_at_batch", 0)
+            state["share"] = self._share
+        return state
+
+    def load_state_dict(self, state):
+        """Resume where state_dict() was taken: the next iter() starts after its last batch (same windows, same
+        order), at (epoch, batches_yielded)."""
+        if self._share is not None:
+            warnings.warn(f"batchd: Loader(share={self._share!r}) reads where the shared production is; "
+                          "load_state_dict() does not reposition it (open a private Loader to resume exactly)",
+                          RuntimeWarning, stacklevel=2)
+            return
+        if state.get("seed", self._options["seed"]) != self._options["seed"]:
+            raise ValueError(f"state was saved with seed {state['seed']}, this loader has {self._options['seed']}")
+        self.set_epoch(state["epoch"])
+        self._resume_batch = int(state["batches_yielded"])
+
+    def _endless_pass(self, options):
+        """An endless Loader's iteration: from the kept position (_epoch, _resume_batch: set_epoch, load_state_dict
+        or where the last iteration stopped) on, epoch after epoch, until the iterator is dropped; then the position
+        is kept for the next iter(). _state follows the batches yielded (its epoch changes with theirs)."""
+        per_epoch = len(self)
+        epoch = self._epoch + self._resume_batch // per_epoch
+        start, self._resume_batch = self._resume_batch % per_epoch, 0
+        self._state = {"epoch": epoch, "batches_yielded": start}
+        self._close_stream()
+        self._stream = self._open(epoch=epoch, start_batch=start, endless=True, **options)
+        next_item, to_tensors, timeout = self._stream.next, self._stream.tensors, self.timeout or None
+        try:
+            while True:
+                item = next_item(timeout)
+                if item is None:  # the stream ended: an endless one does not, unless the daemon stops it
+                    return
+                if item[0] != self._state["epoch"]:
+                    self._state = {"epoch": item[0], "batches_yielded": 0}
+                out = self._element(item, to_tensors)
+                del item  # the tensors alone hold the lease now
+                yield out
+                del out
+        finally:
+            self._epoch, self._resume_batch = self._state["epoch"], self._state["batches_yielded"]
+            self._close_stream()
 
     def _open(self, **kw):
         self._plan()  # waits while the dataset is being indexed (index_timeout), before either path opens

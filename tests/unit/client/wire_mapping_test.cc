@@ -1,5 +1,6 @@
 // The client's mapping of wire dtypes (client/src/wire_mapping.h): every DType both ways, and a StreamOpened whose
-// tensor has a dtype this client does not know is refused before its bytes are read as anything.
+// tensor has a dtype this client does not know is refused before its bytes are read as anything; the lm options and
+// endless streams in OpenStream and StreamInfo.
 #include "wire_mapping.h"
 
 #include <gtest/gtest.h>
@@ -47,6 +48,30 @@ TEST(WireMappingTest, StreamWithUnknownDTypeIsRefusedNamingTheTensor) {
   EXPECT_NE(st.error().message().find("stream 7: tensor 'image' has dtype 99, which this client does not know"),
             std::string::npos)
       << st.error().message();
+}
+
+TEST(WireMappingTest, LmOptionsAndEndlessGoOnTheWireAndComeBackInStreamInfo) {
+  StreamOptions o;
+  EXPECT_EQ(open_request(o).open_stream().seq_len(), 0u) << "0 = the dataset's seq_len";
+  EXPECT_EQ(open_request(o).open_stream().sampling(), wire::TILED_WINDOWS);
+  EXPECT_FALSE(open_request(o).open_stream().endless());
+  o.lm.seq_len = 1024;
+  o.lm.sampling = LmSampling::kRandomWindows;
+  o.endless = true;
+  o.num_epochs = 3;
+  const wire::OpenStream open = open_request(o).open_stream();
+  EXPECT_EQ(open.seq_len(), 1024u);
+  EXPECT_EQ(open.sampling(), wire::RANDOM_WINDOWS);
+  EXPECT_TRUE(open.endless());
+  EXPECT_EQ(open.num_epochs(), 0u) << "num_epochs means nothing to an endless stream";
+  wire::StreamOpened opened = opened_with(wire::INT64);
+  opened.set_batches_per_epoch(10);
+  opened.set_num_epochs(0);
+  EXPECT_TRUE(stream_info(opened).endless);
+  EXPECT_EQ(stream_info(opened).total_batches, wire::kEndlessBatches);
+  opened.set_num_epochs(2);
+  EXPECT_FALSE(stream_info(opened).endless);
+  EXPECT_EQ(stream_info(opened).total_batches, 20u);
 }
 
 }  // namespace

@@ -33,8 +33,13 @@ size_t dtype_size(wire::DType dtype);
 // for DTYPE_UNSPECIFIED or an unknown value.
 const char* dtype_name(wire::DType dtype);
 
+// What total_batches() says of an endless stream (num_epochs 0): more than any run reads (2^62 batches), and far
+// enough from 2^64 that counters added to it do not wrap.
+inline constexpr uint64_t kEndlessBatches = uint64_t{1} << 62;
+
 // Batches a stream delivers in all: batches_per_epoch * num_epochs - start_batch (the first epoch is resumed at
-// start_batch). The daemon's Stream and the client's StreamInfo both take it from here.
+// start_batch); kEndlessBatches for an endless stream (num_epochs 0). The daemon's Stream and the client's
+// StreamInfo both take it from here.
 uint64_t total_batches(const wire::StreamOpened& opened);
 
 }  // namespace batchd::wire

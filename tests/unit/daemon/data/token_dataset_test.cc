@@ -43,11 +43,12 @@ TEST_F(TokenDatasetTest, Uint16WindowsAreTokensITimesTOfLengthTPlusOne) {
   EXPECT_EQ(ds.dtype(), TokenWindows::Dtype::kUint16);
   EXPECT_EQ(ds.seq_len(), 3u);
   for (uint64_t i = 0; i < ds.size(); ++i) {
-    const auto* w = static_cast<const uint16_t*>(ds.window(i));
+    const auto* w = static_cast<const uint16_t*>(ds.token(i * 3));
     for (uint64_t k = 0; k <= 3; ++k) EXPECT_EQ(w[k], 100 + i * 3 + k) << "window " << i << " token " << k;
   }
-  EXPECT_EQ(ds.windows_present(), 3u);
-  EXPECT_EQ(ds.sample_name(2), path + ": tokens [6, 10)");
+  EXPECT_EQ(*static_cast<const uint16_t*>(ds.token(9)), 109u) << "any offset, the last token included";
+  EXPECT_EQ(ds.tokens_present(), 10u);
+  EXPECT_EQ(ds.window_name(6, 4), path + ": tokens [6, 10)");
   // One token fewer: the last window would need token 9.
   const std::string nine = write_tokens<uint16_t>("nine.bin", 9, counting);
   EXPECT_EQ(TokenDataset::open(tokens_config(nine, "uint16", 3)).value()->size(), 2u);
@@ -63,7 +64,7 @@ TEST_F(TokenDatasetTest, Uint32TokensKeepTheirHighBits) {
   ASSERT_TRUE(sut.ok()) << sut.error().message();
   EXPECT_EQ((*sut)->size(), 2u);
   EXPECT_EQ((*sut)->dtype(), TokenWindows::Dtype::kUint32);
-  const auto* w = static_cast<const uint32_t*>((*sut)->window(1));
+  const auto* w = static_cast<const uint32_t*>((*sut)->token(5));
   for (uint64_t k = 0; k <= 5; ++k) EXPECT_EQ(w[k], 70000 + (5 + k) * 65536);
 }
 
@@ -127,14 +128,15 @@ TEST_F(TokenDatasetTest, AnEmptyFileIsRefused) {
   EXPECT_NE(msg.find("datasets.lm.path"), std::string::npos) << msg;
 }
 
-TEST_F(TokenDatasetTest, AFileTruncatedAfterOpenReportsTheWindowsThatAreGone) {
+TEST_F(TokenDatasetTest, AFileTruncatedAfterOpenReportsTheTokensThatAreGone) {
   const std::string path = write_tokens<uint16_t>("cut.bin", 101, counting);  // T = 10: 10 windows
   auto sut = TokenDataset::open(tokens_config(path, "uint16", 10));
   ASSERT_TRUE(sut.ok()) << sut.error().message();
-  ASSERT_EQ((*sut)->windows_present(), 10u);
-  ASSERT_EQ(::truncate(path.c_str(), 2 * 45), 0);  // 45 tokens: windows 0..3 remain ((45 - 1) / 10 = 4)
-  EXPECT_EQ((*sut)->windows_present(), 4u);
-  const Error e = (*sut)->window_missing(7);
+  ASSERT_EQ((*sut)->tokens_present(), 101u);
+  ASSERT_EQ(::truncate(path.c_str(), 2 * 45), 0);  // 45 tokens remain
+  EXPECT_EQ((*sut)->tokens_present(), 45u);
+  EXPECT_EQ((*sut)->size(), 10u) << "the windows as opened: the stream's reader checks tokens_present() per batch";
+  const Error e = (*sut)->window_missing(70, 11);
   EXPECT_EQ(e.code(), ErrorCode::kDataError);
   EXPECT_NE(e.message().find(path + ": tokens [70, 81) is no longer in the file: it was truncated to 90 bytes"),
             std::string::npos)

@@ -1,6 +1,7 @@
 // The lm pipeline through make_pipeline over a real token file: its tensors, input_ids/targets against the windows
-// computed by hand (uint16 and uint32), the progress it reports, a file truncated under it, and the refusals between
-// it and the other pipeline families.
+// computed by hand (uint16 and uint32; the dataset's T and any other, tiled and random windows), the bounds of a
+// stream's seq_len, the progress it reports, a file truncated under it, and the refusals between it and the other
+// pipeline families.
 #include "transforms/lm_pipeline.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 
 #include <vector>
 
+#include "config.h"
 #include "data/token_dataset.h"
 #include "../data/token_test_support.h"
 
@@ -36,10 +38,12 @@ class LmPipelineTest : public token_test::ScratchTest {
     return ds.ok() ? *ds : nullptr;
   }
 
-  // Runs `indices` through pipeline `lm` and checks every row against value().
+  // Runs `indices` through pipeline `lm` with `options` (T = t) and checks every row against value(): sample i
+  // starts at token i * stride.
   void expect_windows(std::shared_ptr<const Dataset> ds, uint32_t t, const std::vector<int64_t>& indices,
-                      uint64_t (*value)(uint64_t)) {
-    auto sut = make_pipeline("lm", ds, wire::PipelineOptions{});
+                      uint64_t (*value)(uint64_t), const wire::PipelineOptions& options = {}, uint64_t stride = 0) {
+    if (stride == 0) stride = t;
+    auto sut = make_pipeline("lm", ds, options);
     ASSERT_TRUE(sut.ok()) << sut.error().message();
     const auto& tensors = (*sut)->tensors();
     ASSERT_EQ(tensors.size(), 2u);
@@ -58,7 +62,7 @@ class LmPipelineTest : public token_test::ScratchTest {
     ASSERT_TRUE(st.ok()) << st.error().message();
     EXPECT_EQ(at.load(), indices.back()) << "progress.at() names each sample before it is read";
     for (size_t i = 0; i < b; ++i) {
-      const auto w = static_cast<uint64_t>(indices[i]) * t;
+      const auto w = static_cast<uint64_t>(indices[i]) * stride;
       for (uint32_t k = 0; k < t; ++k) {
         ASSERT_EQ(slot[i * t + k], static_cast<int64_t>(value(w + k))) << "input_ids row " << i << " col " << k;
         ASSERT_EQ(slot[b * t + i * t + k], static_cast<int64_t>(value(w + k + 1))) << "targets " << i << "," << k;
@@ -82,6 +86,77 @@ TEST_F(LmPipelineTest, InputIdsAndTargetsAreTheWindowShiftedByOneAsInt64) {
   auto u32 = open<uint32_t>("uint32", 1000, t, u32_value);
   ASSERT_TRUE(u32);
   expect_windows(u32, t, {3, 26, 0}, u32_value);
+}
+
+wire::PipelineOptions lm_options(uint32_t seq_len, wire::LmSampling sampling = wire::TILED_WINDOWS) {
+  wire::PipelineOptions o;
+  o.mutable_lm()->set_seq_len(seq_len);
+  o.mutable_lm()->set_sampling(sampling);
+  return o;
+}
+
+TEST_F(LmPipelineTest, AnySeqLenGivesRowsOfTTiledOrAtAnyOffset) {
+  // N = 1000, the dataset's T = 37; streams ask for others, down to 1 and up to N - 1 (one window of N tokens).
+  const size_t n = 1000;
+  auto ds = open<uint16_t>("uint16", n, 37, u16_value);
+  ASSERT_TRUE(ds);
+  const TokenWindows& tokens = *ds->tokens();
+  for (uint32_t t : {1u, 2u, 8u, 37u, 64u, 333u, 998u, 999u}) {
+    SCOPED_TRACE("T = " + std::to_string(t));
+    const auto tiled = lm_options(t);
+    EXPECT_EQ(lm_samples(tokens, tiled.lm()), (n - 1) / t);
+    const auto last = static_cast<int64_t>((n - 1) / t - 1);
+    expect_windows(ds, t, {last, 0, last / 2}, u16_value, tiled, t);
+    const auto random = lm_options(t, wire::RANDOM_WINDOWS);
+    EXPECT_EQ(lm_samples(tokens, random.lm()), n - t) << "offsets 0 .. N - T - 1";
+    EXPECT_EQ(lm_windows(tokens, random.lm()), (n - 1) / t);
+    const auto top = static_cast<int64_t>(n - t - 1);  // its last target is token N - 1
+    expect_windows(ds, t, {top, 0, top / 2, top / 3}, u16_value, random, 1);
+  }
+}
+
+TEST_F(LmPipelineTest, AnIndexPastTheLastOffsetIsRefusedNotRead) {
+  auto ds = open<uint16_t>("uint16", 100, 10, u16_value);
+  ASSERT_TRUE(ds);
+  auto sut = make_pipeline("lm", ds, lm_options(10, wire::RANDOM_WINDOWS));
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  std::vector<int64_t> slot(2 * 10);
+  const std::vector<int64_t> past = {90};  // N - T: its window would end at token 100, past the file
+  const Status st = (*sut)->run(past, reinterpret_cast<char*>(slot.data()), std::vector<uint64_t>{0, 80},
+                                BatchContext{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kInternal) << st.error().message();
+}
+
+TEST_F(LmPipelineTest, AStreamsSeqLenDefaultsToTheDatasetsAndIsBoundedByTheFile) {
+  auto ds = open<uint16_t>("uint16", 100, 9, u16_value);
+  ASSERT_TRUE(ds);
+  auto dflt = resolve_lm_options(wire::LmOptions{}, *ds);
+  ASSERT_TRUE(dflt.ok()) << dflt.error().message();
+  EXPECT_EQ(dflt->seq_len(), 9u) << "0 = the dataset's seq_len";
+  EXPECT_EQ(dflt->sampling(), wire::TILED_WINDOWS);
+  auto whole = resolve_lm_options(lm_options(99).lm(), *ds);
+  ASSERT_TRUE(whole.ok()) << "T + 1 = N: one window, the whole file";
+  for (uint32_t t : {100u, 101u, 5000u}) {
+    auto refused = resolve_lm_options(lm_options(t).lm(), *ds);
+    ASSERT_FALSE(refused.ok()) << t;
+    EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(refused.error().message(), "seq_len " + std::to_string(t) + " needs windows of " +
+                                             std::to_string(t + 1) + " tokens, and 'lm' holds 100: lower seq_len to "
+                                             "at most 99 (0 = the dataset's, 9)");
+  }
+  auto huge = make_pipeline("lm", ds, lm_options(kMaxSeqLen + 1));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().message().find("seq_len 16777217 is over 16777216"), std::string::npos)
+      << huge.error().message();
+  auto fmnist = resolve_pipeline_options("fmnist", lm_options(8));
+  ASSERT_FALSE(fmnist.ok());
+  EXPECT_NE(fmnist.error().message().find("seq_len and sampling are options of pipeline 'lm'"), std::string::npos)
+      << fmnist.error().message();
+  auto lm = resolve_pipeline_options("lm", lm_options(8, wire::RANDOM_WINDOWS));
+  ASSERT_TRUE(lm.ok());
+  EXPECT_EQ(lm->lm().seq_len(), 8u);
+  EXPECT_EQ(lm->lm().sampling(), wire::RANDOM_WINDOWS);
 }
 
 TEST_F(LmPipelineTest, WidenWindowHandlesEveryLength) {
