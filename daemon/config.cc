@@ -72,7 +72,7 @@ Status parse_limits(const toml::table& t, const std::string& source, Limits* l) 
                                          "max_streams_per_connection", "max_segment_bytes", "max_shm_bytes",
                                          "max_request_bytes", "frame_timeout_ms", "max_connections",
                                          "max_connections_per_uid", "max_streams_per_uid", "max_ops",
-                                         "max_output_side", "max_kernel_size", "max_padding"},
+                                         "max_output_side", "max_kernel_size", "max_padding", "max_attached_workers"},
                                         "limits.", source));
   const std::string p = "limits.";
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_frame_bytes", p, source, 4096, 64 << 20, &l->max_frame_bytes));
@@ -82,6 +82,7 @@ Status parse_limits(const toml::table& t, const std::string& source, Limits* l) 
   BATCHD_RETURN_IF_ERROR(
       read_int(t, "max_streams_per_connection", p, source, 1, 1 << 20, &l->max_streams_per_connection));
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_streams_per_uid", p, source, 1, 1 << 20, &l->max_streams_per_uid));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "max_attached_workers", p, source, 1, 4096, &l->max_attached_workers));
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_segment_bytes", p, source, 1 << 16, int64_t{1} << 46,
                                   &l->max_segment_bytes));
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_shm_bytes", p, source, 0, int64_t{1} << 50, &l->max_shm_bytes));

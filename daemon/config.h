@@ -56,6 +56,10 @@ struct Limits {
   // what max_connections_per_uid x max_streams_per_connection would allow (16384).
   uint32_t max_streams_per_uid = 1024;
   uint64_t max_segment_bytes = 4ull << 30;  // bytes of one stream's segment
+  // Worker processes a trainer may attach to one of its own streams (a Python Dataset's workers; AttachWorker):
+  // each is a connection (counted in max_connections_per_uid) and a 4 KiB progress page. 64 is above
+  // DataLoader's usual num_workers (the cores of a host) and bounds what one stream can make the daemon track.
+  uint32_t max_attached_workers = 64;
   uint64_t max_shm_bytes = 0;               // bytes of all segments together; 0 = half of physical memory
   // Clients (issue 14): what one connection, one uid and all clients together may hold.
   uint32_t max_request_bytes = 64u << 10;   // bound on one client request frame (replies: max_frame_bytes)

@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   DatasetLoader loader(io, datasets, config->cache_dir, [&](const std::string&) { (*pool)->restart_all(); });
   loader.fingerprint(datasets.take_fingerprint_jobs());
   loader.load(std::move(initial.jobs));
-  StreamManager streams(*config, datasets, **pool, std::move(instance).value());
+  StreamManager streams(*config, datasets, **pool, std::move(instance).value(), &io);
   (*pool)->serve(streams);  // worker events go to the stream manager from here on
   auto server = Server::create(io, *config, streams, datasets);
   if (!server.ok()) {

@@ -36,6 +36,8 @@ py::dtype numpy_dtype(batchd::DType d) {
     case batchd::DType::kFloat64: return py::dtype::of<double>();
     case batchd::DType::kInt32: return py::dtype::of<int32_t>();
     case batchd::DType::kBool: return py::dtype::of<bool>();
+    case batchd::DType::kInt16: return py::dtype::of<int16_t>();
+    case batchd::DType::kInt8: return py::dtype::of<int8_t>();
   }
   return py::dtype::of<uint8_t>();
 }
@@ -50,6 +52,8 @@ const char* cuda_typestr(batchd::DType d) {
     case batchd::DType::kFloat64: return "<f8";
     case batchd::DType::kInt32: return "<i4";
     case batchd::DType::kBool: return "|b1";
+    case batchd::DType::kInt16: return "<i2";
+    case batchd::DType::kInt8: return "|i1";
   }
   return "|u1";
 }
@@ -73,7 +77,7 @@ void bind_dtypes(py::module_& m) {
         const py::buffer_info info = buffer.request(/*writable=*/true);
         batchd::Tensor t;
         bool known = false;
-        for (int d = 0; d <= static_cast<int>(batchd::DType::kBool); ++d) {
+        for (int d = 0; d <= static_cast<int>(batchd::DType::kInt8); ++d) {
           if (dtype == batchd::dtype_name(static_cast<batchd::DType>(d))) {
             t.dtype = static_cast<batchd::DType>(d);
             known = true;

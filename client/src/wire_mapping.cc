@@ -30,6 +30,8 @@ wire::DType to_wire(DType dtype) {
     case DType::kFloat64: return wire::FLOAT64;
     case DType::kInt32: return wire::INT32;
     case DType::kBool: return wire::BOOL;
+    case DType::kInt16: return wire::INT16;
+    case DType::kInt8: return wire::INT8;
     case DType::kUInt8: break;
   }
   return wire::UINT8;
@@ -45,6 +47,8 @@ std::optional<DType> from_wire(wire::DType dtype) {
     case wire::FLOAT64: return DType::kFloat64;
     case wire::INT32: return DType::kInt32;
     case wire::BOOL: return DType::kBool;
+    case wire::INT16: return DType::kInt16;
+    case wire::INT8: return DType::kInt8;
     default: return std::nullopt;
   }
 }

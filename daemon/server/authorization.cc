@@ -54,6 +54,8 @@ bool requires_admin(wire::Request::BodyCase body) {
     case wire::Request::kRelease:
     case wire::Request::kStatus:  // answered with a view: others' streams only as counts
     case wire::Request::kHealth:  // nothing about any stream or user: for everyone (the probes)
+    case wire::Request::kAttachWorker:  // to one's own streams only (StreamManager::attach_worker checks the uid)
+    case wire::Request::kWorkerDone:
     case wire::Request::BODY_NOT_SET:
       return false;
   }

@@ -21,6 +21,11 @@
 // exceeds the frame limit (too many workers or datasets for it) is answered with an Error naming the key, the
 // connection staying open. Health replies are a few dozen bytes.
 //
+// A connection that sends AttachWorker becomes an attached worker of that stream (workers/attached_workers.h): it
+// gets the stream's segment fd and its progress page fd (two frames), then WorkerTask events, and may send nothing
+// but WorkerDone from then on (anything else is a protocol error that closes it, and its task is redone). A
+// connection with open streams cannot attach, and an attached one cannot open streams.
+//
 // Outgoing frames are queued and written without blocking the event loop; a frame that carries a segment fd
 // (file_descriptor strategy) sends it as SCM_RIGHTS on its first byte. Single-threaded: the daemon's io_context.
 #pragma once
@@ -42,7 +47,7 @@ namespace batchd::daemon {
 
 class Server;
 
-class Connection final : public EventSink, public std::enable_shared_from_this<Connection> {
+class Connection final : public EventSink, public WorkerLink, public std::enable_shared_from_this<Connection> {
  public:
   // Above this many bytes of unsent replies no further request is dispatched (resumed at half).
   static constexpr size_t kMaxQueuedBytes = 256u << 10;
@@ -54,6 +59,9 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
 
   void start();
   void send_event(const wire::Reply& event) override;
+  // WorkerLink (an attached worker's connection).
+  void send_task(const wire::WorkerTask& task) override;
+  void end_attachment(const wire::WorkerDetach& detach) override;
   // Closes once the queued frames are written (or at once if `now`).
   void close(bool now);
 
@@ -68,6 +76,7 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
   void process();
   void handle(const std::string& payload);
   void dispatch(const wire::Request& request);
+  void attach_worker(uint64_t request_id, const wire::AttachWorker& attach);
   void arm_frame_deadline();
   void on_frame_deadline();
   void reply(uint64_t request_id, wire::Reply reply, wire::UniqueFd fd = {});
@@ -76,6 +85,7 @@ class Connection final : public EventSink, public std::enable_shared_from_this<C
   void flush();
   void finish();
 
+  uint64_t attached_stream_ = 0;  // an attached worker of this stream (0: a client)
   boost::asio::local::stream_protocol::socket socket_;
   Server& server_;
   StreamManager& streams_;

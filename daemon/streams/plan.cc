@@ -4,6 +4,7 @@
 
 #include "batchd/wire/segment_layout.h"
 #include "config.h"
+#include "streams/external_plan.h"
 #include "streams/folder_match.h"
 #include "streams/lm_plan.h"
 #include "streams/pipeline_choice.h"
@@ -61,6 +62,69 @@ void set_classes(const Dataset& dataset, wire::StreamOpened* opened) {
   for (const auto& name : folder->classes) opened->add_classes(name);
 }
 
+// What the stream reads and makes: a daemon dataset through its pipeline, or a trainer's own Dataset
+// (OpenStream.external) whose attached workers make the samples.
+struct Source {
+  std::string name, key;            // the dataset's name and DatasetRegistry::key ("" for an external one)
+  const Dataset* dataset = nullptr;  // null: external
+  ChosenPipeline chosen;
+  std::vector<TensorDesc> tensors;  // the pipeline's (or the external fields), without "index"
+  uint64_t samples = 0;             // dataset indices (lm: windows of the stream's T)
+  uint64_t random_epoch_windows = 0;
+  bool lm = false;
+};
+
+Result<Source> daemon_source(const wire::OpenStream& req, const PlanContext& context,
+                             const DatasetRegistry& datasets) {
+  const Limits& limits = context.limits;
+  auto name = dataset_name(req, datasets);
+  if (!name.ok()) return name.error();
+  auto dataset = datasets.find(*name);
+  if (!dataset.ok()) return dataset.error();
+  auto chosen = choose_pipeline(req, context);
+  if (!chosen.ok()) return chosen.error();
+  Source source;
+  std::optional<LmSamples> lm_samples;  // pipeline lm only
+  if (chosen->spec.ops_size() > 0) {  // an op list: planned here, once (spec_plan.h)
+    if ((*dataset)->images() == nullptr) {
+      return invalid("pipeline '" + chosen->name + "' is a list of image ops: they need an image dataset "
+                     "(imagefolder or webdataset); dataset '" + *name + "' is " + (*dataset)->format());
+    }
+    const ops::OpLimits op_bounds = op_limits(limits);
+    auto planned = ops::plan_spec(chosen->spec, ops::OpPlanContext{&op_bounds, dataset_classes(**dataset)});
+    if (!planned.ok()) return planned.error().with_context("pipeline '" + chosen->name + "'");
+    chosen->spec = std::move(planned->canonical);
+    source.tensors = std::move(planned->tensors);
+  } else {
+    if (chosen->options.has_lm()) {  // pipeline lm: the stream's T and sampling decide its samples
+      auto lm = plan_lm(req, **dataset, chosen->options.mutable_lm());
+      if (!lm.ok()) return lm.error();
+      lm_samples = *lm;
+    }
+    auto pipeline = make_pipeline(chosen->name, *dataset, chosen->options);
+    if (!pipeline.ok()) return pipeline.error();
+    source.tensors = (*pipeline)->tensors();
+  }
+  source.name = *name;
+  source.key = datasets.key(*name);
+  source.dataset = dataset->get();
+  source.chosen = std::move(chosen).value();
+  source.samples = lm_samples ? lm_samples->samples : (*dataset)->size();
+  source.random_epoch_windows = lm_samples ? lm_samples->random_epoch_windows : 0;
+  source.lm = lm_samples.has_value();
+  return source;
+}
+
+Result<Source> external_source(const wire::OpenStream& req, const Limits& limits) {
+  auto ext = plan_external(req, limits);
+  if (!ext.ok()) return ext.error();
+  Source source;
+  source.name = std::move(ext->name);
+  source.tensors = std::move(ext->tensors);
+  source.samples = ext->samples;
+  return source;
+}
+
 }  // namespace
 
 Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context, const DatasetRegistry& datasets) {
@@ -79,34 +143,10 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
                      std::to_string(limits.max_streams_per_uid) +
                      "): close some, or ask its operator to raise the key in the daemon's config");
   }
-  auto name = dataset_name(req, datasets);
-  if (!name.ok()) return name.error();
-  auto dataset = datasets.find(*name);
-  if (!dataset.ok()) return dataset.error();
-  auto chosen = choose_pipeline(req, context);
-  if (!chosen.ok()) return chosen.error();
-  std::vector<TensorDesc> pipeline_tensors;
-  std::optional<LmSamples> lm_samples;  // pipeline lm only
-  if (chosen->spec.ops_size() > 0) {  // an op list: planned here, once (spec_plan.h)
-    if ((*dataset)->images() == nullptr) {
-      return invalid("pipeline '" + chosen->name + "' is a list of image ops: they need an image dataset "
-                     "(imagefolder or webdataset); dataset '" + *name + "' is " + (*dataset)->format());
-    }
-    const ops::OpLimits op_bounds = op_limits(limits);
-    auto planned = ops::plan_spec(chosen->spec, ops::OpPlanContext{&op_bounds, dataset_classes(**dataset)});
-    if (!planned.ok()) return planned.error().with_context("pipeline '" + chosen->name + "'");
-    chosen->spec = std::move(planned->canonical);
-    pipeline_tensors = std::move(planned->tensors);
-  } else {
-    if (chosen->options.has_lm()) {  // pipeline lm: the stream's T and sampling decide its samples
-      auto lm = plan_lm(req, **dataset, chosen->options.mutable_lm());
-      if (!lm.ok()) return lm.error();
-      lm_samples = *lm;
-    }
-    auto pipeline = make_pipeline(chosen->name, *dataset, chosen->options);
-    if (!pipeline.ok()) return pipeline.error();
-    pipeline_tensors = (*pipeline)->tensors();
-  }
+  auto found = req.has_external() ? external_source(req, limits) : daemon_source(req, context, datasets);
+  if (!found.ok()) return found.error();
+  Source& source = *found;
+  const std::string* name = &source.name;
   if (req.batch_size() == 0 || req.batch_size() > limits.max_batch_size) {
     return invalid("batch_size " + std::to_string(req.batch_size()) + " is out of range [1, " +
                    std::to_string(limits.max_batch_size) + "] (limits.max_batch_size)");
@@ -135,16 +175,16 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   }
   std::shared_ptr<const SampleSubset> subset;  // the sampler samples its positions, mapped to dataset indices
   if (req.has_subset()) {
-    auto made = SampleSubset::make(req.subset(), (*dataset)->size());
+    auto made = SampleSubset::make(req.subset(), source.dataset->size());
     if (!made.ok()) return made.error().with_context("dataset '" + *name + "'");
     subset = std::move(made).value();
   }
-  const uint64_t samples = lm_samples ? lm_samples->samples : (*dataset)->size();  // lm: windows of its T
+  const uint64_t samples = source.samples;  // lm: windows of its T
   auto sampler = Sampler::make({subset ? subset->size() : samples, req.batch_size(), req.shuffle(), req.seed(),
                                 req.rank(), req.world_size() == 0 ? 1u : req.world_size(), req.drop_last(), subset,
                                 drops_last_batch(req), std::max(req.repeated_aug().repeats(), 1u),
                                 req.repeated_aug().selected_samples(),
-                                lm_samples ? lm_samples->random_epoch_windows : 0});
+                                source.random_epoch_windows});
   if (!sampler.ok()) return sampler.error().with_context("dataset '" + *name + "'");
   if (req.start_batch() >= sampler->batches_per_epoch()) {
     return invalid("start_batch " + std::to_string(req.start_batch()) + " is past the end of the epoch (" +
@@ -160,7 +200,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   }
 
   // Layout: the pipeline's tensors, then `index`.
-  std::vector<TensorDesc> tensors = std::move(pipeline_tensors);
+  std::vector<TensorDesc> tensors = std::move(source.tensors);
   tensors.push_back({"index", wire::INT64, {}});
   std::vector<uint64_t> sample_bytes;
   for (const auto& t : tensors) sample_bytes.push_back(t.sample_bytes());
@@ -170,7 +210,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
                      (shared ? " (depth + shares.max_lag)" : "") + " of " + std::to_string(req.batch_size()) +
                      " samples would exceed limits.max_segment_bytes (" + std::to_string(limits.max_segment_bytes) +
                      " bytes); lower batch_size or depth" + (shared ? " or shares.max_lag" : "") +
-                     (lm_samples ? " or seq_len" : ""));
+                     (source.lm ? " or seq_len" : ""));
   }
   const wire::SharingStrategy strategy =
       req.strategy() == wire::STRATEGY_DEFAULT ? context.default_strategy : req.strategy();
@@ -192,7 +232,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   opened.set_dataset(*name);
   opened.set_dataset_size(samples);
   opened.set_subset_size(subset ? subset->size() : 0);
-  set_classes(**dataset, &opened);
+  if (source.dataset != nullptr) set_classes(*source.dataset, &opened);
   opened.set_samples_per_epoch(sampler->samples_per_epoch());
   opened.set_batches_per_epoch(sampler->batches_per_epoch());
   opened.set_batch_size(req.batch_size());
@@ -202,8 +242,8 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
 
   wire::WorkerAttach attach;
   attach.set_dataset(*name);
-  attach.set_dataset_key(datasets.key(*name));
-  attach.set_pipeline(chosen->name);
+  attach.set_dataset_key(source.key);
+  attach.set_pipeline(source.chosen.name);
   attach.set_segment_bytes(opened.segment_bytes());
   attach.set_slot_offset(opened.slot_offset());
   attach.set_slot_stride(opened.slot_stride());
@@ -211,12 +251,15 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   attach.set_batch_size(opened.batch_size());
   *attach.mutable_tensors() = opened.tensors();
   attach.set_seed(req.seed());
-  *attach.mutable_pipeline_options() = std::move(chosen->options);
-  *attach.mutable_spec() = chosen->spec;
-  *opened.mutable_spec() = std::move(chosen->spec);
+  *attach.mutable_pipeline_options() = std::move(source.chosen.options);
+  *attach.mutable_spec() = source.chosen.spec;
+  *opened.mutable_spec() = std::move(source.chosen.spec);
 
-  return StreamPlan{std::move(opened), std::move(attach), std::move(sampler).value(), req.on_error(),
-                    req.writable(), req.dry_run()};
+  StreamPlan planned{std::move(opened), std::move(attach), std::move(sampler).value(), req.on_error(),
+                     req.writable(), req.dry_run()};
+  planned.external = req.has_external();
+  planned.external_workers = req.external().workers();
+  return planned;
 }
 
 }  // namespace batchd::daemon

@@ -41,6 +41,9 @@ struct StreamPlan {
   wire::OnError on_error = wire::ON_ERROR_FAIL;
   bool writable = false;  // the client maps the segment read-write
   bool dry_run = false;   // size only: create nothing
+  // OpenStream.external: the trainer's attached workers make the samples (external_plan.h); how many it starts.
+  bool external = false;
+  uint32_t external_workers = 0;
   // Batch ops (mixup, cutmix) need the whole batch in one task: the stream is not cut into chunks.
   bool whole_batches() const { return attach.spec().batch_ops_size() > 0; }
 
@@ -72,6 +75,8 @@ inline constexpr size_t kMaxClassNamesBytes = wire::kDefaultMaxFrameBytes / 2;
 // classes, in label order. A request with `repeated_aug` reads each index `repeats` times per epoch (0 = 1 = off;
 // over kMaxRepeatedAug: kInvalidArgument), cut to `selected_samples` per rank when set (streams/sampler.h); the
 // reply's samples_per_epoch and batches_per_epoch count the repeated epoch.
+// A request with `external` (a trainer's own Dataset) names no daemon dataset or pipeline: its fields are the
+// tensors (then "index"), its size the dataset's; external_plan.h lists what it refuses.
 // Legacy top-level vision fields (crop_size, resize_size, exact_decode) are mapped into
 // pipeline_options.vision; setting both is refused.
 Result<StreamPlan> plan(const wire::OpenStream& request, const PlanContext& context, const DatasetRegistry& datasets);

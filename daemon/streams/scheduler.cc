@@ -1,19 +1,47 @@
 #include "streams/scheduler.h"
 
+#include <vector>
+
 namespace batchd::daemon {
 
-void Scheduler::add(Stream* stream) { streams_[stream->id()] = stream; }
+void Scheduler::add(Stream* stream, Workers* own) {
+  if (own != nullptr) {
+    own_[stream->id()] = {stream, own};
+  } else {
+    streams_[stream->id()] = stream;
+  }
+}
 
 void Scheduler::remove(uint64_t stream_id) {
+  if (auto it = own_.find(stream_id); it != own_.end()) {
+    Workers* own = it->second.second;
+    own_.erase(it);
+    own->detach_stream(stream_id);
+    return;
+  }
   if (streams_.erase(stream_id) == 0) return;
   workers_.detach_stream(stream_id);
 }
 
-void Scheduler::assign(size_t w, Task task, const Stream& stream) {
-  workers_.assign(w, std::move(task), stream.attach(), stream.segment_fd());
+void Scheduler::assign(Workers& pool, size_t w, Task task, const Stream& stream) {
+  pool.assign(w, std::move(task), stream.attach(), stream.segment_fd());
 }
 
 void Scheduler::pump() {
+  // A stream's own workers serve it alone. Assigning can report a lost task (a worker gone), which may pump again
+  // and change own_: iterate over a copy of the ids.
+  std::vector<uint64_t> owned;
+  for (const auto& [id, entry] : own_) owned.push_back(id);
+  for (uint64_t id : owned) {
+    for (auto it = own_.find(id); it != own_.end(); it = own_.find(id)) {
+      auto [stream, pool] = it->second;
+      auto w = pool->idle_worker();
+      if (!w) break;
+      auto task = stream->next_task();
+      if (!task) break;
+      assign(*pool, *w, std::move(*task), *stream);
+    }
+  }
   while (auto w = workers_.idle_worker()) {
     // Round-robin: the first stream after the last one served that has a task.
     auto it = streams_.upper_bound(last_served_);
@@ -26,7 +54,7 @@ void Scheduler::pump() {
     }
     if (!task) return;
     last_served_ = served->id();
-    assign(*w, std::move(*task), *served);
+    assign(workers_, *w, std::move(*task), *served);
   }
 }
 

@@ -9,6 +9,9 @@
 // of bad samples) or loses worker after worker cannot hold the workers, and a stream with a free slot is never
 // starved by another's backlog. One task per idle worker; pump() fills every idle worker it can.
 //
+// A stream of a trainer's own Dataset (OpenStream.external) is added with its own pool (its attached workers,
+// workers/attached_workers.h): its tasks go to those workers only, and the shared pool never serves it.
+//
 // The Scheduler does not own the streams: StreamManager adds each stream when it is opened and removes it before
 // destroying it (remove() also detaches it from the workers).
 //
@@ -28,20 +31,23 @@ class Scheduler final {
  public:
   explicit Scheduler(Workers& workers) : workers_(workers) {}
 
-  void add(Stream* stream);
+  // `own`: the stream's own workers (an external dataset's attached workers), or null for the shared pool.
+  void add(Stream* stream, Workers* own = nullptr);
   // Forgets the stream (its queued redos go with it) and detaches it from the workers.
   void remove(uint64_t stream_id);
-  // Assigns tasks to idle workers until no worker is idle or no stream has a task.
+  // Assigns tasks to idle workers until no worker is idle or no stream has a task, in the shared pool and in each
+  // stream's own.
   void pump();
 
   Workers& workers() { return workers_; }
   const Workers& workers() const { return workers_; }
 
  private:
-  void assign(size_t w, Task task, const Stream& stream);
+  void assign(Workers& pool, size_t w, Task task, const Stream& stream);
 
   Workers& workers_;
-  std::map<uint64_t, Stream*> streams_;  // by id: the round-robin order
+  std::map<uint64_t, Stream*> streams_;  // by id: the round-robin order (the shared pool's streams)
+  std::map<uint64_t, std::pair<Stream*, Workers*>> own_;  // streams with their own workers
   uint64_t last_served_ = 0;
 };
 

@@ -1,14 +1,18 @@
 #include "streams/stream_manager.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+
+#include <cerrno>
 
 #include "batchd/wire/convert.h"
 
 namespace batchd::daemon {
 
 StreamManager::StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers,
-                             SegmentInstance instance)
+                             SegmentInstance instance, boost::asio::io_context* io)
     : config_(config),
+      io_(io),
       datasets_(datasets),
       segments_(std::move(instance), config.limits.max_shm_bytes),
       scheduler_(workers) {}
@@ -46,7 +50,10 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
 
 StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segment, const Peer& owner,
                                                 EventSink* sink) {
-  const ChunkPolicy chunks{static_cast<uint32_t>(scheduler_.workers().size()), config_.min_chunk_us};
+  const bool external = planned.external;
+  const uint32_t workers = external ? std::max(1u, planned.external_workers)
+                                    : static_cast<uint32_t>(scheduler_.workers().size());
+  const ChunkPolicy chunks{workers, config_.min_chunk_us};
   auto stream = std::make_unique<Stream>(owner, std::move(planned), std::move(segment), chunks);
   const uint64_t id = stream->id();
   const wire::StreamOpened& o = stream->opened();
@@ -58,9 +65,15 @@ StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segm
                options.lm().sampling() == wire::RANDOM_WINDOWS ? " sampling=random_windows" : "", o.batch_size(),
                o.slot_count(), strategy_name(o.strategy()), o.segment_bytes(), o.share().empty() ? "" : " share=",
                o.share(), o.num_epochs() == 0 ? " endless" : "", owner.pid, owner.uid);
-  scheduler_.add(stream.get());
+  std::unique_ptr<AttachedWorkers> attached;
+  if (external && io_ != nullptr) {
+    const TaskTimeouts timeouts{std::chrono::seconds(config_.task_timeout_min_s),
+                                std::chrono::milliseconds(config_.per_sample_timeout_ms)};
+    attached = std::make_unique<AttachedWorkers>(*io_, id, config_.limits.max_attached_workers, timeouts, *this);
+  }
+  scheduler_.add(stream.get(), attached.get());
   Entry& entry = streams_[id];
-  entry = Entry{std::move(stream), sink, nullptr};
+  entry = Entry{std::move(stream), sink, nullptr, std::move(attached)};
   return entry;
 }
 
@@ -152,7 +165,52 @@ Status StreamManager::release(uint64_t stream_id, uint64_t sequence, uint64_t co
   return ok_status();
 }
 
+Result<StreamManager::WorkerAttachment> StreamManager::attach_worker(uint64_t stream_id, const Peer& peer,
+                                                                     WorkerLink* link) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end() || it->second.stream->owner().uid != peer.uid) {
+    // Another uid's stream gets the answer a missing one gets: nobody learns of another user's streams.
+    return Error(ErrorCode::kNotFound, "no stream " + std::to_string(stream_id) + " of uid " +
+                                           std::to_string(peer.uid) + " to attach a worker to (a worker attaches to "
+                                           "a stream its own user opened, while it is open)");
+  }
+  Entry& entry = it->second;
+  if (!entry.attached) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "stream " + std::to_string(stream_id) + " reads dataset '" + entry.stream->attach().dataset() +
+                     "', which the daemon's own workers make; only a stream of your own Dataset (OpenStream.external) "
+                     "takes attached workers");
+  }
+  if (!entry.stream->running()) {
+    return Error(ErrorCode::kInvalidArgument, "stream " + std::to_string(stream_id) + " has ended or failed");
+  }
+  auto fd = entry.stream->client_fd(/*writable=*/true);  // the worker writes its rows of the slots
+  if (!fd.ok()) return fd.error();
+  auto attached = entry.attached->attach(link, peer.connection_id, peer.pid);
+  if (!attached.ok()) return attached.error();
+  WorkerAttachment out;
+  *out.reply.mutable_attach() = entry.stream->attach();
+  out.reply.mutable_attach()->set_stream_id(stream_id);
+  out.reply.set_worker(attached->worker);
+  out.segment_fd = std::move(fd).value();
+  out.progress_fd = wire::UniqueFd(::fcntl(attached->progress_fd, F_DUPFD_CLOEXEC, 0));
+  if (!out.progress_fd.valid()) {
+    entry.attached->gone(peer.connection_id);
+    return posix_error("dup of a progress page", errno);
+  }
+  return out;
+}
+
+void StreamManager::worker_done(uint64_t connection_id, uint64_t stream_id, const wire::WorkerDone& done) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end() || !it->second.attached) return;  // the stream was closed meanwhile
+  (void)it->second.attached->done(connection_id, done);    // a mismatch ended the worker (logged there)
+}
+
 void StreamManager::close_all_of(uint64_t connection_id) {
+  for (auto& [id, entry] : streams_) {
+    if (entry.attached && entry.attached->has(connection_id)) entry.attached->gone(connection_id);
+  }
   for (auto it = streams_.begin(); it != streams_.end();) {
     auto next = std::next(it);
     if (it->second.share) {

@@ -12,9 +12,15 @@
 // subscriber uses the production's stream id on its own connection; closing, releasing and disconnecting act on
 // that connection's subscription; the production and its segment go when the last subscriber leaves.
 //
+// External streams (OpenStream.external: a trainer's own Python Dataset): the stream has its own pool of attached
+// workers (workers/attached_workers.h), processes of the owner's uid that attach over their own connections
+// (attach_worker); the Scheduler gives its tasks to them alone. Their done and gone events arrive through the
+// connection (worker_done, close_all_of) and come back as the same WorkerEvents as the forked workers'.
+//
 // Not thread-safe: everything runs on the daemon's io_context thread.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,6 +34,7 @@
 #include "streams/share.h"
 #include "streams/status_page.h"
 #include "streams/stream.h"
+#include "workers/attached_workers.h"
 #include "workers/workers.h"
 
 namespace batchd::daemon {
@@ -57,7 +64,9 @@ class StreamManager final : public WorkerEvents {
   // `workers` must outlive the manager; the manager must be the pool's WorkerEvents before any event arrives.
   // `instance` (this daemon's identity in /dev/shm) goes to the segment pool, which releases it after the last
   // segment.
-  StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers, SegmentInstance instance);
+  // `io` runs the attached workers' watchdogs; without it (unit tests) AttachWorker is refused.
+  StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers, SegmentInstance instance,
+                boost::asio::io_context* io = nullptr);
 
   struct Opened {
     wire::StreamOpened reply;
@@ -71,7 +80,20 @@ class StreamManager final : public WorkerEvents {
   Status close(uint64_t stream_id, uint64_t connection_id);
   Status release(uint64_t stream_id, uint64_t sequence, uint64_t connection_id);
 
-  // The connection is gone: reclaims every stream, lease and segment it held.
+  // AttachWorker: `peer` (its connection `link`) becomes a worker of external stream `stream_id`. kNotFound for a
+  // stream that does not exist or is another uid's (the same answer: no uid learns of another's streams);
+  // kInvalidArgument for a stream that is not external or not running; kResourceExhausted past
+  // limits.max_attached_workers. The reply's WorkerAttach, a read-write fd of the segment and the worker's progress
+  // page fd come back to send.
+  struct WorkerAttachment {
+    wire::WorkerAttached reply;
+    wire::UniqueFd segment_fd, progress_fd;
+  };
+  Result<WorkerAttachment> attach_worker(uint64_t stream_id, const Peer& peer, WorkerLink* link);
+  // The attached worker on `connection_id` answered its task (a mismatch detaches it: attached_workers.h).
+  void worker_done(uint64_t connection_id, uint64_t stream_id, const wire::WorkerDone& done);
+
+  // The connection is gone: reclaims every stream, lease and segment it held; an attached worker's task is redone.
   void close_all_of(uint64_t connection_id);
   // Daemon shutdown: every running stream fails with `reason`, then all streams are closed.
   void shutdown(const std::string& reason);
@@ -104,6 +126,7 @@ class StreamManager final : public WorkerEvents {
     std::unique_ptr<Stream> stream;
     EventSink* sink;               // a private stream's connection (null for a shared production)
     std::unique_ptr<Share> share;  // a shared production's subscribers (null for a private stream)
+    std::unique_ptr<AttachedWorkers> attached;  // an external stream's own workers (null otherwise)
   };
   Result<Opened> open_shared(const wire::OpenStream& request, const Peer& owner, EventSink* sink);
   Result<Opened> join_share(Entry& entry, const wire::OpenStream& request, const Peer& owner, EventSink* sink,
@@ -120,6 +143,7 @@ class StreamManager final : public WorkerEvents {
   void erase(std::map<uint64_t, Entry>::iterator it);
 
   const Config& config_;
+  boost::asio::io_context* io_;
   const DatasetRegistry& datasets_;
   SegmentPool segments_;  // before streams_: outlives every Segment
   Scheduler scheduler_;

@@ -27,7 +27,13 @@ void StreamManager::fill_status(wire::StatusReply* status, const StatusView& vie
       segment.set_share(entry.share->name());
       segment.set_subscribers(static_cast<uint32_t>(entry.share->subscribers()));
     }
-    list.add(entry.share ? entry.share->info() : entry.stream->info(), std::move(segment));
+    wire::StreamInfo info = entry.share ? entry.share->info() : entry.stream->info();
+    if (entry.attached) {
+      info.set_external(entry.stream->attach().dataset());
+      for (const auto& w : entry.attached->describe()) *info.add_attached_workers() = w;
+      info.set_workers_detached(entry.attached->detached());
+    }
+    list.add(std::move(info), std::move(segment));
   }
   status->set_batches_redone(batches_redone_);
   status->set_draining(draining_);

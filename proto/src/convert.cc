@@ -13,9 +13,11 @@ std::string default_socket_path() {
 size_t dtype_size(wire::DType dtype) {
   switch (dtype) {
     case wire::UINT8:
-    case wire::BOOL: return 1;
+    case wire::BOOL:
+    case wire::INT8: return 1;
     case wire::FLOAT16:
-    case wire::BFLOAT16: return 2;
+    case wire::BFLOAT16:
+    case wire::INT16: return 2;
     case wire::FLOAT32:
     case wire::INT32: return 4;
     case wire::INT64:
@@ -34,6 +36,8 @@ const char* dtype_name(wire::DType dtype) {
     case wire::FLOAT64: return "float64";
     case wire::INT32: return "int32";
     case wire::BOOL: return "bool";
+    case wire::INT16: return "int16";
+    case wire::INT8: return "int8";
     default: return "";
   }
 }

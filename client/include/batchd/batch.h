@@ -26,10 +26,13 @@ enum class DType {
   kFloat64,
   kInt32,
   kBool,      // one byte, 0 or 1
+  kInt16,
+  kInt8,
 };
 
-// Bytes per element (uint8/bool 1, float16/bfloat16 2, float32/int32 4, int64/float64 8) and the torch-style name
-// ("uint8", "float32", "int64", "float16", "bfloat16", "float64", "int32", "bool").
+// Bytes per element (uint8/int8/bool 1, float16/bfloat16/int16 2, float32/int32 4, int64/float64 8) and the
+// torch-style name ("uint8", "float32", "int64", "float16", "bfloat16", "float64", "int32", "bool", "int16",
+// "int8").
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
 
@@ -45,7 +48,8 @@ struct Tensor {
 
   int64_t numel() const;
   // Typed pointer; the caller must match dtype (kUInt8 -> uint8_t, kFloat32 -> float, kInt64 -> int64_t,
-  // kFloat16 and kBFloat16 -> uint16_t bits, kFloat64 -> double, kInt32 -> int32_t, kBool -> bool).
+  // kFloat16 and kBFloat16 -> uint16_t bits, kFloat64 -> double, kInt32 -> int32_t, kBool -> bool,
+  // kInt16 -> int16_t, kInt8 -> int8_t).
   template <typename T>
   const T* data_as() const { return static_cast<const T*>(data); }
 };

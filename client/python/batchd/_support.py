@@ -52,7 +52,8 @@ def _as_tuple(tensors):
 def torch_tensor(array):
     """A torch tensor viewing `array` (a host array of Batch.arrays(), no copy): torch.from_numpy, then, for a bfloat16
     tensor (which numpy lacks: its array is int16 bits whose dtype metadata says {"batchd_dtype": "bfloat16"}), a
-    view as torch.bfloat16. Other dtypes map one to one: uint8, int32, int64, float16, float32, float64, bool."""
+    view as torch.bfloat16. Other dtypes map one to one: uint8, int8, int16, int32, int64, float16, float32,
+    float64, bool."""
     tensor = torch.from_numpy(array)
     metadata = array.dtype.metadata
     if metadata is not None and metadata.get("batchd_dtype") == "bfloat16":

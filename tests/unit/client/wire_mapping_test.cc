@@ -12,7 +12,7 @@ namespace {
 
 TEST(WireMappingTest, EveryDTypeRoundTrips) {
   for (DType d : {DType::kUInt8, DType::kFloat32, DType::kInt64, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-                  DType::kInt32, DType::kBool}) {
+                  DType::kInt32, DType::kBool, DType::kInt16, DType::kInt8}) {
     ASSERT_TRUE(from_wire(to_wire(d)).has_value()) << dtype_name(d);
     EXPECT_EQ(*from_wire(to_wire(d)), d) << dtype_name(d);
   }

@@ -22,6 +22,7 @@ constexpr Expected kAll[] = {
     {wire::INT64, DType::kInt64, 8, "int64"},         {wire::FLOAT16, DType::kFloat16, 2, "float16"},
     {wire::BFLOAT16, DType::kBFloat16, 2, "bfloat16"}, {wire::FLOAT64, DType::kFloat64, 8, "float64"},
     {wire::INT32, DType::kInt32, 4, "int32"},         {wire::BOOL, DType::kBool, 1, "bool"},
+    {wire::INT16, DType::kInt16, 2, "int16"},         {wire::INT8, DType::kInt8, 1, "int8"},
 };
 
 TEST(DTypeTest, EachWireDTypeHasItsSizeAndName) {

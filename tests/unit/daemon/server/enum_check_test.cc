@@ -41,19 +41,19 @@ TEST(EnumCheckTest, RepeatedAndNestedFieldsAreChecked) {
       << st.error().message();
 }
 
-TEST(EnumCheckTest, EveryDTypeUpToBoolIsDeclaredAndTheNextIsNot) {
+TEST(EnumCheckTest, EveryDTypeUpToInt8IsDeclaredAndTheNextIsNot) {
   wire::StreamOpened opened;
   for (auto dtype : {wire::UINT8, wire::FLOAT32, wire::INT64, wire::FLOAT16, wire::BFLOAT16, wire::FLOAT64,
-                     wire::INT32, wire::BOOL}) {
+                     wire::INT32, wire::BOOL, wire::INT16, wire::INT8}) {
     opened.add_tensors()->set_dtype(dtype);
   }
   EXPECT_TRUE(check_enums(opened).ok());
-  opened.add_tensors()->set_dtype(static_cast<wire::DType>(wire::BOOL + 1));
+  opened.add_tensors()->set_dtype(static_cast<wire::DType>(wire::INT8 + 1));
   const Status st = check_enums(opened);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("tensors[8].dtype = 9 is not a value of enum DType (valid: 0 "
+  EXPECT_NE(st.error().message().find("tensors[10].dtype = 11 is not a value of enum DType (valid: 0 "
                                       "DTYPE_UNSPECIFIED, 1 UINT8, 2 FLOAT32, 3 INT64, 4 FLOAT16, 5 BFLOAT16, 6 "
-                                      "FLOAT64, 7 INT32, 8 BOOL)"),
+                                      "FLOAT64, 7 INT32, 8 BOOL, 9 INT16, 10 INT8)"),
             std::string::npos)
       << st.error().message();
 }

@@ -1,0 +1,103 @@
+// attached_workers.h — the worker processes a trainer attached to one of its own streams (a Python Dataset's
+// workers, started by batchd.Loader under the trainer's uid), seen from the daemon as a Workers pool of that stream.
+//
+// The daemon never runs the trainer's code and cannot signal its processes: each attached worker is a client
+// connection (WorkerLink) that sent AttachWorker. The stream's tasks go only to its own attached workers (the
+// Scheduler routes them: scheduler.h); the daemon's forked workers never see an external stream. The protocol is the
+// forked workers' (WorkerTask out, WorkerDone in), over the connection, and so is the recovery:
+//   - a worker whose connection closes (it exited, crashed, or was killed) loses its task: it comes back through
+//     WorkerEvents::on_task_lost, with the sample on its progress page as culprit (the daemon cannot see how another
+//     uid's process ended, so any death on a sample blames it: ErrorPolicy poisons a sample after two);
+//   - a worker past its task's deadline (TaskTimeouts, the daemon's watchdog keys) is detached: WorkerDetach with
+//     must_exit (the worker's client library exits on it, and the trainer's Loader starts a replacement), the
+//     connection closed, the task lost with timed_out;
+//   - a WorkerDone that does not answer the worker's task (another stream, sequence or begin; a failed sample
+//     outside the task) is a protocol error: the worker is detached and its task redone.
+// A worker's slot number (0, 1, ...: chunks_by_worker's index) is reused by the next worker to attach.
+//
+// Not thread-safe: the daemon's io_context thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "batchd.pb.h"
+#include "batchd/result.h"
+#include "streams/task.h"
+#include "workers/worker_progress.h"
+#include "workers/workers.h"
+
+namespace batchd::daemon {
+
+// The daemon's end of one attached worker's connection (server/connection.h implements it).
+class WorkerLink {
+ public:
+  virtual ~WorkerLink() = default;
+  virtual void send_task(const wire::WorkerTask& task) = 0;
+  // Ends the attachment: sends `detach`, then closes the connection once it is written. The pool forgets the link
+  // before calling this; the connection's later close is not reported (gone() finds nothing).
+  virtual void end_attachment(const wire::WorkerDetach& detach) = 0;
+};
+
+class AttachedWorkers final : public Workers {
+ public:
+  AttachedWorkers(boost::asio::io_context& io, uint64_t stream_id, uint32_t max_workers, TaskTimeouts timeouts,
+                  WorkerEvents& events);
+  ~AttachedWorkers() override;  // every link still attached is ended with reason "closed"
+
+  struct Attached {
+    uint32_t worker = 0;  // its slot number
+    int progress_fd = -1; // its progress page (owned by the pool; dup it to send)
+  };
+  // kResourceExhausted naming limits.max_attached_workers when full; kIo if its page cannot be made.
+  Result<Attached> attach(WorkerLink* link, uint64_t connection_id, int32_t pid);
+  // The worker on `connection_id` answered. A mismatch ends it (see the header) and returns the reason.
+  Status done(uint64_t connection_id, const wire::WorkerDone& done);
+  // The worker's connection closed: its task (if any) is lost. Unknown connections are ignored.
+  void gone(uint64_t connection_id);
+  bool has(uint64_t connection_id) const { return find(connection_id) != nullptr; }
+  size_t attached() const;
+  uint64_t detached() const { return detached_; }
+
+  // Workers.
+  std::optional<size_t> idle_worker() const override;
+  void assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) override;
+  void detach_stream(uint64_t stream_id) override;  // ends every attachment ("closed")
+  std::vector<wire::WorkerInfo> describe() const override;
+  size_t size() const override { return slots_.size(); }
+
+ private:
+  struct Slot {
+    WorkerLink* link = nullptr;  // null: free
+    uint64_t connection_id = 0;
+    int32_t pid = 0;
+    std::optional<Task> task;
+    std::optional<ProgressPage> progress;
+    std::unique_ptr<boost::asio::steady_timer> watchdog;
+    uint64_t assignments = 0, batches_done = 0;
+    std::chrono::steady_clock::time_point started, task_started;
+    std::chrono::steady_clock::duration busy{};
+  };
+  Slot* find(uint64_t connection_id);
+  const Slot* find(uint64_t connection_id) const;
+  size_t index(const Slot& slot) const { return static_cast<size_t>(&slot - slots_.data()); }
+  // The sample on the slot's page if the page describes its task and names one of the task's samples, else -1.
+  int64_t claimed_sample(const Slot& slot) const;
+  // Ends the slot's attachment (must_exit unless `reason` is "closed") and frees it; returns its task.
+  std::optional<Task> end(Slot& slot, const std::string& reason, bool must_exit);
+  void on_timeout(size_t w);
+
+  boost::asio::io_context& io_;
+  uint64_t stream_id_;
+  uint32_t max_workers_;
+  TaskTimeouts timeouts_;
+  WorkerEvents& events_;
+  std::vector<Slot> slots_;
+  uint64_t detached_ = 0;
+};
+
+}  // namespace batchd::daemon
