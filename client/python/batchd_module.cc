@@ -66,6 +66,7 @@ batchd::StreamOptions batchd_py::options_from(const py::dict& kw) {
     else if (k == "writable") o.writable = v.cast<bool>();
     else if (k == "spec") o.spec = batchd_py::spec_from(v);
     else if (k == "share") o.share = v.is_none() ? std::string() : v.cast<std::string>();
+    else if (k == "external") o.external = batchd_py::external_from(v);
     else if (k == "folder") o.folder = v.is_none() ? batchd::FolderRef() : batchd_py::folder_from(v);
     else if (k == "indices") {
       if (!v.is_none()) o.indices = batchd_py::indices_from(v);
@@ -230,4 +231,5 @@ PYBIND11_MODULE(_batchd, m) {
   batchd_py::bind_status(m);
   batchd_py::bind_dtypes(m);
   batchd_py::bind_folder(m);
+  batchd_py::bind_worker(m);
 }

@@ -40,6 +40,11 @@ batchd::FolderRef folder_from(const py::handle& folder);
 std::vector<uint64_t> indices_from(const py::handle& indices);
 void bind_folder(py::module_& m);
 
+// open_stream's external= (a dict: size, fields = [(name, dtype name, sample_shape), ...], workers, name; TypeError
+// on another key, ValueError on an unknown dtype name) and _batchd.AttachedWorker (worker_binding.cc).
+batchd::ExternalDataset external_from(const py::handle& external);
+void bind_worker(py::module_& m);
+
 // A pipeline spec from its Python form {"ops": [op dict, ...], "batch_ops": [...]} (TypeError naming the place of a
 // value of no wire kind), and back: numbers as floats, as the daemon's canonical form has them (spec_binding.cc).
 batchd::PipelineSpec spec_from(const py::handle& spec);

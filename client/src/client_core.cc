@@ -162,7 +162,10 @@ Result<bool> ClientCore::read_frames(const Deadline& deadline, std::vector<Recei
       if (!*more) break;
       Received received;
       BATCHD_RETURN_IF_ERROR(wire::parse_payload(payload, &received.reply, "reply from the daemon"));
-      if (received.reply.has_stream_opened() && received.reply.stream_opened().fd_attached()) {
+      // Frames that carry an fd: a file_descriptor stream's StreamOpened; an attached worker's WorkerAttached (the
+      // segment) and progress_page (its page).
+      if ((received.reply.has_stream_opened() && received.reply.stream_opened().fd_attached()) ||
+          received.reply.has_worker_attached() || received.reply.progress_page()) {
         if (fds_.empty()) return Error(ErrorCode::kProtocol, "the daemon announced a segment fd that did not arrive");
         received.fd = std::move(fds_.front());
         fds_.pop_front();
@@ -190,8 +193,12 @@ Result<bool> ClientCore::read_frames(const Deadline& deadline, std::vector<Recei
 
 void ClientCore::file(Received received) {
   const uint64_t rid = received.reply.request_id();
+  const auto body = received.reply.body_case();
   if (rid != 0) {
     replies_[rid] = std::move(received);
+  } else if (body == wire::Reply::kProgressPage || body == wire::Reply::kWorkerTask ||
+             body == wire::Reply::kWorkerDetach) {
+    worker_events_.push_back(std::move(received));
   } else if (const uint64_t sid = event_stream_id(received.reply); sid != 0) {
     if (!closed_streams_.count(sid)) events_[sid].push_back(std::move(received.reply));
   } else if (received.reply.has_error()) {
@@ -287,6 +294,20 @@ Result<wire::Reply> ClientCore::next_event(uint64_t stream_id, bool revocable, c
       return Error(ErrorCode::kDeadlineExceeded, "no batch of stream " + std::to_string(stream_id) +
                                                      " arrived within the timeout; the stream goes on");
     }
+    wait_or_read(deadline);
+  }
+}
+
+Result<Received> ClientCore::next_worker_event(const Deadline& deadline) {
+  MutexLock lock(&mu_);
+  for (;;) {
+    if (!worker_events_.empty()) {
+      Received r = std::move(worker_events_.front());
+      worker_events_.pop_front();
+      return r;
+    }
+    if (broken_) return *broken_;
+    if (deadline.expired()) return Error(ErrorCode::kDeadlineExceeded, "no worker event within the timeout");
     wait_or_read(deadline);
   }
 }

@@ -60,6 +60,9 @@ class ClientCore final {
   // The next event of the stream; at `deadline` (never by default) kDeadlineExceeded, the connection unharmed.
   Result<wire::Reply> next_event(uint64_t stream_id, bool revocable = false,
                                  const Deadline& deadline = Deadline::never()) EXCLUDES(mu_);
+  // An attached worker's connection (batchd/worker.h): the next of its events (progress_page, worker_task,
+  // worker_detach), with the fd that rode on it; at `deadline` kDeadlineExceeded, the connection unharmed.
+  Result<Received> next_worker_event(const Deadline& deadline) EXCLUDES(mu_);
   // Drops queued events of a closed stream.
   void forget_stream(uint64_t stream_id) EXCLUDES(mu_);
 
@@ -105,6 +108,7 @@ class ClientCore final {
   uint64_t next_request_id_ GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Received> replies_ GUARDED_BY(mu_);
   std::map<uint64_t, std::deque<wire::Reply>> events_ GUARDED_BY(mu_);
+  std::deque<Received> worker_events_ GUARDED_BY(mu_);  // an attached worker's (next_worker_event)
   std::set<uint64_t> closed_streams_ GUARDED_BY(mu_);  // events that still arrive for these are dropped
   std::optional<Error> broken_ GUARDED_BY(mu_);
   bool told_why_ GUARDED_BY(mu_) = false;  // broken_ is the daemon's Error frame (it refused the connection)

@@ -118,6 +118,18 @@ wire::Request open_request(const StreamOptions& o) {
     for (uint64_t n : o.folder.class_sizes) folder->add_class_sizes(n);
     folder->set_digest(o.folder.digest);
   }
+  if (!o.external.empty()) {
+    auto* ext = open->mutable_external();
+    ext->set_size(o.external.size);
+    ext->set_workers(o.external.workers);
+    ext->set_name(o.external.name);
+    for (const auto& f : o.external.fields) {
+      auto* field = ext->add_fields();
+      field->set_name(f.name);
+      field->set_dtype(to_wire(f.dtype));
+      for (int64_t d : f.sample_shape) field->add_sample_shape(d);
+    }
+  }
   if (o.indices) {  // runs of consecutive indices: range(a, n) is one (start, length)
     auto* subset = open->mutable_subset();
     for (size_t i = 0; i < o.indices->size();) {

@@ -228,7 +228,8 @@ void Connection::attach_worker(uint64_t rid, const wire::AttachWorker& attach) {
   reply(rid, std::move(r), std::move(attached->segment_fd));
   wire::Reply page;
   page.set_progress_page(true);
-  reply(rid, std::move(page), std::move(attached->progress_fd));
+  reply(0, std::move(page), std::move(attached->progress_fd));  // an event: it follows the reply
+  streams_.after_attached();
 }
 
 void Connection::send_task(const wire::WorkerTask& task) {

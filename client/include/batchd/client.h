@@ -99,6 +99,20 @@ struct LmOptions {
   LmSampling sampling = LmSampling::kTiledWindows;
 };
 
+// OpenStream.external's dataset: its length and the layout of one sample (size = 0: none, a daemon dataset).
+struct ExternalDataset {
+  struct Field {
+    std::string name;                  // 1..64 of [A-Za-z0-9._-], not "index"
+    DType dtype = DType::kFloat32;
+    std::vector<int64_t> sample_shape;  // [] for a scalar per sample
+  };
+  uint64_t size = 0;            // len(dataset)
+  std::vector<Field> fields;    // may be empty only for plan_stream (sizes only)
+  uint32_t workers = 0;         // worker processes you will attach (cuts batches into as many chunks)
+  std::string name;             // shown in status, e.g. the Dataset's class name
+  bool empty() const { return size == 0; }
+};
+
 // What to read. The sampler follows torch.utils.data's RandomSampler / DistributedSampler + BatchSampler:
 // with `shuffle` a permutation of the dataset fixed by (seed, epoch); rank/world_size shard it so every index is
 // read exactly once per epoch across ranks (padded by repeating the head, or with drop_last truncated);
@@ -164,6 +178,11 @@ struct StreamOptions {
   // holding batches after its end) fails with kResourceExhausted naming its lag, and the Batches it still holds
   // may be overwritten (see Batch); the others go on.
   std::string share;
+  // A dataset of your own (batchd/worker.h; docs/operations.md "Your own Dataset"): the daemon serves the sampler,
+  // slots and leases, and the worker processes you attach to the stream (AttachedWorker::attach with the stream's
+  // id) make its samples. dataset, pipeline, spec, folder, indices, share and the pipeline options must be unset.
+  // Batch tensors: each field's [B] + sample_shape, then "index".
+  ExternalDataset external;
 };
 
 // What the daemon made for a stream.

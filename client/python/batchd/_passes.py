@@ -9,6 +9,7 @@ from . import _batchd
 from ._batchd import BatchdError
 from ._dataloader_args import pin_device
 from ._support import _DeviceSource, _HostSource, _PinnedSource, _as_tuple
+from ._worker_pool import OwnSource
 
 
 class StreamPasses:
@@ -41,7 +42,11 @@ class StreamPasses:
         tuple, counted in _state["batches_yielded"]."""
         tensors = to_tensors(item[1])
         self._state["batches_yielded"] += 1
-        return tensors if self.as_dict else _as_tuple(tensors)
+        if self.as_dict:
+            return tensors
+        if self._own is not None:  # your own Dataset's batch, structured as default_collate returns it
+            return self._own.layout().collate(tensors)
+        return _as_tuple(tensors)
 
     def state_dict(self):
         """Where the current (or last) pass is: {"epoch", "batches_yielded", "seed"} (torchdata's StatefulDataLoader
@@ -108,6 +113,15 @@ class StreamPasses:
         return self._open_with(**kw)
 
     def _open_with(self, **kw):
+        if self._own is None:
+            return self._open_source(kw)
+        # Your own Dataset: its layout (taken from sample 0 by a worker) sizes the slots; its workers attach.
+        kw["external"] = dict(kw["external"], fields=self._own.layout().wire_fields())
+        source = OwnSource(self._open_source(kw), self._own, self.timeout)
+        self._own.attach(source.info["id"])
+        return source
+
+    def _open_source(self, kw):
         if self.device.type == "cuda" and self._device_path is not False:
             reason = _batchd.cuda_unavailable_reason
             if _batchd.has_cuda:
@@ -120,7 +134,7 @@ class StreamPasses:
                         raise
                     reason = str(e)
             warnings.warn(f"batchd: batches for {self.device} are copied with .to(non_blocking=True), not through "
-                          f"batchd's pinned CUDA path: {reason}", RuntimeWarning, stacklevel=3)
+                          f"batchd's pinned CUDA path: {reason}", RuntimeWarning, stacklevel=4)
             self._device_path = False
         readonly = not kw.get("writable")
         if self.pin_memory and self.device.type == "cpu":
@@ -130,7 +144,7 @@ class StreamPasses:
                 if not source.pinned:
                     warnings.warn(f"batchd: pin_memory=True, but the stream's segment could not be page-locked, so "
                                   f".to(non_blocking=True) copies synchronously: {source.pin_reason}",
-                                  RuntimeWarning, stacklevel=3)
+                                  RuntimeWarning, stacklevel=4)
                 return source
         return _HostSource(self._client.open_stream(**kw), self.device, readonly=readonly)
 
@@ -141,11 +155,14 @@ class StreamPasses:
             stream.close()
 
     def close(self):
-        """Closes the daemon stream now (it is also closed when the Loader is garbage-collected)."""
+        """Closes the daemon stream now, and stops your own Dataset's workers (both are also closed when the Loader
+        is garbage-collected)."""
         self._close_stream()
+        if getattr(self, "_own", None) is not None:
+            self._own.close()
 
     def __del__(self):
         try:
-            self._close_stream()
+            self.close()
         except Exception:  # interpreter shutdown
             pass

@@ -1,0 +1,164 @@
+"""The body of one worker process of a trainer's own Dataset (started by _worker_pool.WorkerPool, under the trainer's
+uid): it holds the dataset object as DataLoader's workers do, takes commands from the trainer over a pipe
+("probe" the layout of a sample, "attach" to a stream), and while attached makes the samples of its tasks straight
+into the stream's slots through _batchd.AttachedWorker (one copy per field, no pickling).
+
+Per sample: seed random/numpy/torch from (stream seed, epoch, index, copy) (_own_dataset.sample_seed), name the
+sample on the progress page, call dataset[index] (or dataset.__getitems__(indices) once per task when the dataset
+defines it, seeded from the task's first sample), check it against the layout, copy its fields into the rows. An
+exception or a sample that does not fit is a per-sample error with the traceback's last line and the index (the
+stream's on_error decides). The process exits when the trainer goes (the pipe closes; while attached the client
+library watches the parent) or when the daemon detaches it past a deadline (_batchd's exit status 75).
+"""
+import os
+import time
+import traceback
+
+import torch
+
+from . import _batchd
+from ._own_dataset import check_field, sample_seed, seed_all
+
+READY, ERROR, LAYOUT, ATTACHED, DETACHED = "ready", "error", "layout", "attached", "detached"
+
+
+def _last_line(e):
+    return traceback.format_exception_only(type(e), e)[-1].strip()
+
+
+def _set_worker_info(worker_id, num_workers, seed, dataset):
+    """torch.utils.data.get_worker_info() inside this process, as DataLoader's workers set it."""
+    from torch.utils.data._utils import worker as torch_worker
+    torch_worker._worker_info = torch_worker.WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
+                                                        dataset=dataset)
+
+
+def _set_parent_death_signal():
+    """SIGKILL this process when the thread that forked it exits (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+class _Writer:
+    """Writes samples into one task's rows: fields as torch views of the rows (bfloat16 viewed from its bits)."""
+
+    def __init__(self, worker, task, layout):
+        from ._support import torch_tensor
+        self.rows = [torch_tensor(a) for a in worker.arrays(task)]
+        self.layout = layout
+
+    def write(self, position, index, sample):
+        """None when written, else the per-sample error message."""
+        try:
+            values = self.layout.values(sample)
+        except TypeError as e:
+            return f"sample {index}: {e}"
+        for field, value, rows in zip(self.layout.fields, values, self.rows):
+            problem = check_field(field, value, index)
+            if problem is not None:
+                return problem
+            if isinstance(value, torch.Tensor):
+                rows[position].copy_(value)
+            elif field[3] == "numpy":
+                rows[position].copy_(torch.from_numpy(value) if value.ndim else torch.as_tensor(value))
+            else:
+                rows[position].fill_(value)
+        return None
+
+
+def _serve(worker, dataset, layout, use_getitems):
+    """Makes the tasks of the attached stream until it is closed (next_task() is None)."""
+    seed = worker.seed
+    while True:
+        task = worker.next_task()
+        if task is None:
+            return
+        start = time.perf_counter_ns()
+        writer = _Writer(worker, task, layout)
+        indices, copies = task.indices, task.copies
+        positions = range(task.made, len(indices))
+        failed = None  # (index, message)
+        samples = None
+        if use_getitems and len(positions) > 1:
+            first = indices[task.made]
+            seed_all(sample_seed(seed, task.epoch, first, copies[task.made] if copies else 0))
+            worker.progress(task, first)
+            try:
+                samples = dataset.__getitems__([indices[p] for p in positions])
+                if len(samples) != len(positions):
+                    raise TypeError(f"__getitems__ returned {len(samples)} samples for {len(positions)} indices")
+            except Exception:  # find the culprit sample by sample, as __getitem__ would have
+                samples = None
+        for k, p in enumerate(positions):
+            index = indices[p]
+            if samples is not None:
+                sample = samples[k]
+            else:
+                seed_all(sample_seed(seed, task.epoch, index, copies[p] if copies else 0))
+                worker.progress(task, index)
+                try:
+                    sample = dataset[index]
+                except Exception as e:
+                    failed = (index, f"{_last_line(e)} (in {type(dataset).__name__}.__getitem__({index}))")
+                    break
+            problem = writer.write(p, index, sample)
+            if problem is not None:
+                failed = (index, problem)
+                break
+        del writer
+        try:
+            if failed is not None:
+                worker.fail(task, failed[0], failed[1])
+            else:
+                worker.done(task, time.perf_counter_ns() - start)
+        except _batchd.BatchdError:
+            return  # the stream was closed while this task was made: the daemon has dropped it
+
+
+def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_fn, conn, parent_pid):
+    """The worker process: see the module docstring. `conn` is its end of the trainer's pipe."""
+    _set_parent_death_signal()
+    if os.getppid() != parent_pid:
+        return
+    torch.set_num_threads(1)  # as DataLoader's workers
+    _set_worker_info(worker_id, num_workers, base_seed + worker_id, dataset)
+    use_getitems = callable(getattr(dataset, "__getitems__", None))
+    try:
+        if worker_init_fn is not None:
+            worker_init_fn(worker_id)
+    except Exception as e:
+        conn.send((ERROR, f"worker_init_fn({worker_id}) raised {_last_line(e)}"))
+        return
+    conn.send((READY, os.getpid()))
+    layout = None
+    while True:
+        try:
+            command = conn.recv()
+        except (EOFError, OSError):
+            return  # the trainer is gone
+        if command[0] == "stop":
+            return
+        if command[0] == "probe":  # the layout of sample command[1]
+            from ._own_dataset import layout_of
+            try:
+                seed_all(sample_seed(base_seed, 0, command[1]))
+                layout = layout_of(dataset[command[1]])
+                conn.send((LAYOUT, layout))
+            except Exception as e:
+                conn.send((ERROR, f"{_last_line(e)} (in {type(dataset).__name__}.__getitem__({command[1]}), "
+                                  f"the sample whose layout the stream takes)"))
+        elif command[0] == "attach":  # (attach, stream_id, layout, socket options)
+            layout = command[2]
+            try:
+                worker = _batchd.AttachedWorker(socket, command[1], parent_pid=parent_pid, **command[3])
+            except _batchd.BatchdError as e:
+                conn.send((ERROR, f"worker {worker_id} cannot attach to stream {command[1]}: {e}"))
+                continue
+            conn.send((ATTACHED, worker.worker))
+            _serve(worker, dataset, layout, use_getitems)
+            del worker
+            conn.send((DETACHED, command[1]))
