@@ -146,8 +146,10 @@ def sample_seed(seed, epoch, index, copy=0):
 
 
 def seed_all(seed):
-    """Python's random, numpy's global generator and torch's default generator, as DataLoader's workers seed
-    them (torch.utils.data._utils.worker: random.seed, torch.manual_seed, numpy from the same seed)."""
+    """Python's random, numpy's global generator and torch's default (CPU) generator, as DataLoader's workers seed
+    them (torch.utils.data._utils.worker: random.seed, torch.manual_seed, numpy from the same seed). Only the CPU
+    generator: a forked worker cannot use CUDA, and torch.manual_seed's CUDA part costs ~25 us a call (measured:
+    28 us against 2 us here)."""
     random.seed(seed)
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(seed)
     np.random.seed(seed & 0xFFFFFFFF)
