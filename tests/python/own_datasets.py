@@ -155,6 +155,16 @@ class WithString(Dataset):
         return torch.zeros(2), f"name-{i}"
 
 
+class LocalPairs(Dataset):
+    """Samples of a namedtuple class made inside __getitem__: not importable by name, so not picklable."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return collections.namedtuple("LocalPair", ["x", "i"])(torch.zeros(2), i)
+
+
 class NoLength(Dataset):
     def __getitem__(self, i):
         return torch.zeros(2)

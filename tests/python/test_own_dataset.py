@@ -14,7 +14,7 @@ from torch.utils.data import default_collate
 
 import batchd
 from batchd._own_dataset import sample_seed, seed_all
-from own_datasets import (Batched, BatchedWithGetitems, Kinds, NoLength, RandomAugment, Squares, Stream,
+from own_datasets import (Batched, BatchedWithGetitems, Kinds, LocalPairs, NoLength, RandomAugment, Squares, Stream,
                           WithString, WorkerInfoProbe, init_worker)
 
 
@@ -188,6 +188,13 @@ def test_a_string_field_is_refused_at_the_first_pass(socket_path):
     assert "field '1' of the first sample is a str" in message, message
     assert "strings and variable-length fields are not supported" in message, message
     assert "WithString.__getitem__(0)" in message, message
+
+
+def test_a_namedtuple_that_cannot_be_pickled_is_named_at_the_first_pass(socket_path):
+    message = _first_pass_error(LocalPairs(), socket_path)
+    assert "the layout of sample 0 (LocalPair) cannot be sent to the trainer: " in message, message
+    assert "define it at the top level of a module" in message, message
+    assert "__getitem__" not in message, "__getitem__ made the sample: it did not fail"
 
 
 def _same(ours, theirs, where):

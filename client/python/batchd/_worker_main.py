@@ -119,6 +119,26 @@ def _serve(worker, dataset, layout, use_getitems):
             return  # the stream was closed while this task was made: the daemon has dropped it
 
 
+def _probe(conn, dataset, index, base_seed):
+    """Sends the trainer the Layout of sample `index`, or the reason there is none: an exception in __getitem__, a
+    sample that cannot be batched, or a layout that cannot be pickled back (a namedtuple class that is not
+    importable by name)."""
+    from ._own_dataset import layout_of
+    try:
+        seed_all(sample_seed(base_seed, 0, index))
+        layout = layout_of(dataset[index])
+    except Exception as e:
+        conn.send((ERROR, f"{_last_line(e)} (in {type(dataset).__name__}.__getitem__({index}), the sample whose "
+                          f"layout the stream takes)"))
+        return
+    try:
+        conn.send((LAYOUT, layout))
+    except Exception as e:  # pickling fails before anything is written to the pipe
+        conn.send((ERROR, f"the layout of sample {index} ({layout.sample_type.__qualname__}) cannot be sent to the "
+                          f"trainer: {_last_line(e)}; a namedtuple sample's class must be picklable: define it at "
+                          f"the top level of a module (DataLoader's workers pickle their batches too)"))
+
+
 def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_fn, conn, parent_pid):
     """The worker process: see the module docstring. `conn` is its end of the trainer's pipe."""
     _set_parent_death_signal()
@@ -143,14 +163,7 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
         if command[0] == "stop":
             return
         if command[0] == "probe":  # the layout of sample command[1]
-            from ._own_dataset import layout_of
-            try:
-                seed_all(sample_seed(base_seed, 0, command[1]))
-                layout = layout_of(dataset[command[1]])
-                conn.send((LAYOUT, layout))
-            except Exception as e:
-                conn.send((ERROR, f"{_last_line(e)} (in {type(dataset).__name__}.__getitem__({command[1]}), "
-                                  f"the sample whose layout the stream takes)"))
+            _probe(conn, dataset, command[1], base_seed)
         elif command[0] == "attach":  # (attach, stream_id, layout, socket options)
             layout = command[2]
             try:
