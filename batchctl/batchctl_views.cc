@@ -62,6 +62,16 @@ void print_streams(const DaemonStatus& st) {
                 s.client_pid, s.state.c_str(), s.on_error.c_str(),
                 static_cast<unsigned long long>(s.batches_delivered), total_text(s.batches_total).c_str(),
                 static_cast<unsigned long long>(s.samples_skipped));
+    if (!s.external.empty()) {  // a trainer's own Dataset: its worker processes are the trainer's, attached here
+      std::printf("       %s: %zu attached worker(s)", s.external.c_str(), s.attached_workers.size());
+      const char* sep = " (pids ";
+      for (const auto& w : s.attached_workers) {
+        std::printf("%s%d", sep, w.pid);
+        sep = " ";
+      }
+      std::printf("%s, %llu detached or lost\n", s.attached_workers.empty() ? "" : ")",
+                  static_cast<unsigned long long>(s.workers_detached));
+    }
     if (s.share.empty()) continue;
     // A shared production: listed once, its subscribers under it (BATCHES above: made and announced, once each).
     std::printf("       share '%s': %zu subscriber(s), %llu batches made (%llu remade for late subscribers), "

@@ -132,15 +132,18 @@ void bind_worker(py::module_& m) {
       .def("progress", [](PyWorker& w, const Task& task, int64_t sample) { w.worker->set_progress(task, sample); })
       .def(
           "done",
-          [](PyWorker& w, const Task& task, int64_t nanos) {
+          [](PyWorker& w, const Task& task, int64_t nanos, int64_t dataset_nanos, int64_t collate_nanos) {
             batchd::Status st = batchd::ok_status();
             {
               py::gil_scoped_release release;
-              st = w.worker->done(task, std::chrono::nanoseconds(nanos));
+              st = w.worker->done(task, std::chrono::nanoseconds(nanos), std::chrono::nanoseconds(dataset_nanos),
+                                  std::chrono::nanoseconds(collate_nanos));
             }
             if (!st.ok()) raise(st.error());
           },
-          py::arg("task"), py::arg("nanos") = 0)
+          py::arg("task"), py::arg("nanos") = 0, py::arg("dataset_nanos") = 0, py::arg("collate_nanos") = 0,
+          "Writes the task's index rows and answers it; nanos: the task's time, dataset_nanos: in the dataset's code "
+          "(the stream's read stage), collate_nanos: writing rows (its normalize stage)")
       .def("fail", [](PyWorker& w, const Task& task, int64_t sample, const std::string& message) {
         batchd::Status st = batchd::ok_status();
         {

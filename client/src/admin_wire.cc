@@ -14,6 +14,8 @@ std::vector<Out> all_from_wire(const google::protobuf::RepeatedPtrField<In>& in)
   return out;
 }
 
+void fill_wire(const WorkerStatus& s, wire::WorkerInfo* w);  // below: an attached worker is listed in its stream
+
 StageTimes stages_from_wire(const wire::StageNanos& s) {
   return {.read_nanos = s.read(),
           .decode_nanos = s.decode(),
@@ -53,6 +55,9 @@ void fill_wire(const StreamStatus& s, wire::StreamInfo* w) {
   w->set_batches_made(s.batches_made);
   w->set_batches_remade(s.batches_remade);
   w->set_max_lag(s.max_lag);
+  w->set_external(s.external);
+  for (const auto& x : s.attached_workers) fill_wire(x, w->add_attached_workers());
+  w->set_workers_detached(s.workers_detached);
   for (const auto& x : s.subscribers) {
     auto* sub = w->add_subscribers();
     sub->set_client_pid(x.client_pid);
@@ -148,7 +153,10 @@ StreamStatus from_wire(const wire::StreamInfo& w) {
           .subscribers = all_from_wire<SubscriberStatus>(w.subscribers()),
           .batches_made = w.batches_made(),
           .batches_remade = w.batches_remade(),
-          .max_lag = w.max_lag()};
+          .max_lag = w.max_lag(),
+          .external = w.external(),
+          .attached_workers = all_from_wire<WorkerStatus>(w.attached_workers()),
+          .workers_detached = w.workers_detached()};
 }
 
 WorkerStatus from_wire(const wire::WorkerInfo& w) {

@@ -115,7 +115,8 @@ class AttachedWorkerCore final {
     p->sample.store(sample, std::memory_order_release);
   }
 
-  Status done(const AttachedWorker::Task& task, std::chrono::nanoseconds spent) {
+  Status done(const AttachedWorker::Task& task, std::chrono::nanoseconds spent, std::chrono::nanoseconds dataset,
+              std::chrono::nanoseconds collate) {
     if (task.slot >= attach_.slot_count() || task.indices.empty() ||
         task.begin + task.indices.size() > attach_.batch_size()) {
       return Error(ErrorCode::kInvalidArgument, "done() of a task this worker was not given");
@@ -133,6 +134,8 @@ class AttachedWorkerCore final {
     answer(task, d);
     d->set_nanos(static_cast<uint64_t>(spent.count()));
     d->mutable_stages()->set_samples(task.indices.size() - task.made);
+    d->mutable_stages()->set_read(static_cast<uint64_t>(std::max<int64_t>(0, dataset.count())));
+    d->mutable_stages()->set_normalize(static_cast<uint64_t>(std::max<int64_t>(0, collate.count())));
     return client_->send(request);
   }
 
@@ -266,7 +269,10 @@ void* AttachedWorker::row(const Task& task, size_t field, uint32_t position) con
   return core_->row(task, field, position);
 }
 void AttachedWorker::set_progress(const Task& task, int64_t sample) { core_->set_progress(task, sample); }
-Status AttachedWorker::done(const Task& task, std::chrono::nanoseconds spent) { return core_->done(task, spent); }
+Status AttachedWorker::done(const Task& task, std::chrono::nanoseconds spent, std::chrono::nanoseconds dataset,
+                            std::chrono::nanoseconds collate) {
+  return core_->done(task, spent, dataset, collate);
+}
 Status AttachedWorker::fail_sample(const Task& task, int64_t sample, const std::string& message) {
   return core_->fail_sample(task, sample, message);
 }

@@ -13,7 +13,8 @@ constexpr size_t kMaxErrorBytes = 4096;  // of a worker's error message: what a 
 AttachedWorkers::AttachedWorkers(boost::asio::io_context& io, uint64_t stream_id, uint32_t max_workers,
                                  TaskTimeouts timeouts, WorkerEvents& events)
     : io_(io), stream_id_(stream_id), max_workers_(max_workers), timeouts_(timeouts), events_(events) {
-  slots_.reserve(max_workers);  // never reallocated: timers' handlers and callers hold indices and pointers
+  // Timers' handlers hold a slot's index, never a pointer: the vector may grow (up to max_workers).
+  slots_.reserve(std::min<uint32_t>(max_workers, 64));
 }
 
 AttachedWorkers::~AttachedWorkers() { detach_stream(stream_id_); }

@@ -239,14 +239,23 @@ def test_an_image_folder_object_is_served_with_its_samples_and_classes(folder_da
     assert (image[0] - folder[3][0]).abs().mean() < 0.02  # the same photo (batchd decodes fast: not bit-exact)
 
 
-def test_an_image_folder_subclass_is_refused(folder_daemon):
+def test_an_image_folder_subclass_is_served_as_your_own_dataset(folder_daemon):
+    # A subclass may change what a sample is, so the daemon does not serve it natively: the Loader's own workers
+    # run its __getitem__ (issue 26), and the batches are DataLoader's.
     tv = pytest.importorskip("torchvision")
 
     class Mine(tv.datasets.ImageFolder):
         pass
 
-    with pytest.raises(TypeError, match="subclass"):
-        batchd.Loader(Mine(IMAGES, transform=_small()), 4, socket=folder_daemon)
+    mine = Mine(IMAGES, transform=_small())
+    loader = batchd.Loader(mine, 4, socket=folder_daemon, num_workers=2)
+    try:
+        assert loader._own is not None
+        image, label = next(iter(loader))
+        expected_image, expected_label = next(iter(torch.utils.data.DataLoader(mine, 4)))
+        assert torch.equal(image, expected_image) and torch.equal(label, expected_label)
+    finally:
+        loader.close()
 
 
 def test_with_no_daemon_answering_a_private_daemon_serves_the_folder_and_ends_with_the_trainer(tmp_path):

@@ -95,6 +95,12 @@ struct StreamStatus {
   uint64_t batches_made = 0;    // batches the workers made for this stream (remade ones included)
   uint64_t batches_remade = 0;  // missed batches made again for a late subscriber alone
   uint32_t max_lag = 0;         // shares.max_lag of a shared production
+  // A stream of a trainer's own Dataset (StreamOptions::external): its name ("python:<class>"), the worker
+  // processes attached to it now (pids as the daemon sees them), and attachments ended by the watchdog or a
+  // broken connection.
+  std::string external;
+  std::vector<WorkerStatus> attached_workers;
+  uint64_t workers_detached = 0;
 };
 
 // One stream's shared-memory segment; slots_free + slots_working + slots_ready + slots_leased = slots.

@@ -88,8 +88,11 @@ class AttachedWorker final {
   void* row(const Task& task, size_t field, uint32_t position) const;
   // Before each sample: the daemon blames `sample` if this process dies or hangs before the next call.
   void set_progress(const Task& task, int64_t sample);
-  // Writes the task's "index" rows and reports it done.
-  Status done(const Task& task, std::chrono::nanoseconds spent = {});
+  // Writes the task's "index" rows and reports it done. spent: the whole task's time; dataset: of it, the time in
+  // the dataset's own code (shown as the stream's "read" stage); collate: writing the rows (its "normalize" stage,
+  // which is the collate for the daemon's own pipelines too).
+  Status done(const Task& task, std::chrono::nanoseconds spent = {}, std::chrono::nanoseconds dataset = {},
+              std::chrono::nanoseconds collate = {});
   // Sample `sample` of the task could not be made: `message` (e.g. a Python exception's last line) reaches the
   // trainer (on_error=fail) or the sample is replaced and the task comes again (on_error=skip).
   Status fail_sample(const Task& task, int64_t sample, const std::string& message);

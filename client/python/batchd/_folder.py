@@ -24,7 +24,8 @@ import os
 from . import _batchd
 
 DECODED = (".jpg", ".jpeg", ".png")
-_ALTERNATIVE = "use torch.utils.data.DataLoader for this dataset"
+_ALTERNATIVE = ("batchd.Loader serves it as your own Dataset (its worker processes run its __getitem__; "
+                "docs/operations.md, \"Your own Dataset\")")
 
 
 def folder_options(dataset):
@@ -100,7 +101,8 @@ def _check_folder(folder):
                             f"{_ALTERNATIVE}")
         raise TypeError(f"batchd serves a torchvision ImageFolder / DatasetFolder (or a torch.utils.data.Subset of "
                         f"one) natively, or a dataset of the daemon by name; a {kind.__module__}.{kind.__name__} "
-                        f"is neither (other Dataset objects are not served yet): {_ALTERNATIVE}")
+                        f"is neither (batchd.Loader serves other Dataset objects as your own: its workers run their "
+                        f"__getitem__)")
     name = kind.__name__
     if folder.loader is not default_loader:
         raise TypeError(f"this {name} has a custom loader ({getattr(folder.loader, '__name__', folder.loader)!r}): "

@@ -116,9 +116,14 @@ class StreamPasses:
         if self._own is None:
             return self._open_source(kw)
         # Your own Dataset: its layout (taken from sample 0 by a worker) sizes the slots; its workers attach.
+        size = len(self.dataset)
+        if size != kw["external"]["size"]:
+            raise BatchdError(f"batchd.Loader: len({type(self.dataset).__name__}) is {size} now, {kw['external']['size']} "
+                              f"when the Loader was made: a Dataset's length must not change while a Loader reads it "
+                              f"(make a new Loader)")
         kw["external"] = dict(kw["external"], fields=self._own.layout().wire_fields())
         source = OwnSource(self._open_source(kw), self._own, self.timeout)
-        self._own.attach(source.info["id"])
+        self._own.attach(source.info["id"], size)
         return source
 
     def _open_source(self, kw):

@@ -32,7 +32,7 @@ def resolve_source(dataset, socket, private, num_workers, transform, pipeline):
                         f"this one on torch.utils.data.DataLoader")
     try:
         options, own_transform = folder_options(dataset)
-    except TypeError as native_refusal:
+    except (TypeError, ValueError) as native_refusal:  # a Dataset the daemon cannot reproduce: your own
         return _own_source(dataset, socket, private, num_workers, transform, pipeline, native_refusal)
     if own_transform is not None and (transform is not None or pipeline is not None):
         raise ValueError("batchd.Loader: the ImageFolder has a transform and the Loader got transform=/pipeline= too: "

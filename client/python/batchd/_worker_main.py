@@ -78,6 +78,7 @@ def _serve(worker, dataset, layout, use_getitems):
         if task is None:
             return
         start = time.perf_counter_ns()
+        in_dataset = in_collate = 0
         writer = _Writer(worker, task, layout)
         indices, copies = task.indices, task.copies
         positions = range(task.made, len(indices))
@@ -88,7 +89,9 @@ def _serve(worker, dataset, layout, use_getitems):
             seed_all(sample_seed(seed, task.epoch, first, copies[task.made] if copies else 0))
             worker.progress(task, first)
             try:
+                t0 = time.perf_counter_ns()
                 samples = dataset.__getitems__([indices[p] for p in positions])
+                in_dataset += time.perf_counter_ns() - t0
                 if len(samples) != len(positions):
                     raise TypeError(f"__getitems__ returned {len(samples)} samples for {len(positions)} indices")
             except Exception:  # find the culprit sample by sample, as __getitem__ would have
@@ -101,11 +104,15 @@ def _serve(worker, dataset, layout, use_getitems):
                 seed_all(sample_seed(seed, task.epoch, index, copies[p] if copies else 0))
                 worker.progress(task, index)
                 try:
+                    t0 = time.perf_counter_ns()
                     sample = dataset[index]
+                    in_dataset += time.perf_counter_ns() - t0
                 except Exception as e:
                     failed = (index, f"{_last_line(e)} (in {type(dataset).__name__}.__getitem__({index}))")
                     break
+            t0 = time.perf_counter_ns()
             problem = writer.write(p, index, sample)
+            in_collate += time.perf_counter_ns() - t0
             if problem is not None:
                 failed = (index, problem)
                 break
@@ -114,7 +121,7 @@ def _serve(worker, dataset, layout, use_getitems):
             if failed is not None:
                 worker.fail(task, failed[0], failed[1])
             else:
-                worker.done(task, time.perf_counter_ns() - start)
+                worker.done(task, time.perf_counter_ns() - start, in_dataset, in_collate)
         except _batchd.BatchdError:
             return  # the stream was closed while this task was made: the daemon has dropped it
 
@@ -164,8 +171,17 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
             return
         if command[0] == "probe":  # the layout of sample command[1]
             _probe(conn, dataset, command[1], base_seed)
-        elif command[0] == "attach":  # (attach, stream_id, layout, socket options)
+        elif command[0] == "attach":  # (attach, stream_id, layout, socket options, len(dataset) of the stream)
             layout = command[2]
+            try:
+                size = len(dataset)
+            except Exception as e:
+                size = f"an error ({_last_line(e)})"
+            if size != command[4]:
+                conn.send((ERROR, f"len({type(dataset).__name__}) is {size} in worker {worker_id}, but the stream "
+                                  f"was opened for {command[4]} samples: a Dataset's length must not change "
+                                  f"while a Loader reads it"))
+                continue
             try:
                 worker = _batchd.AttachedWorker(socket, command[1], parent_pid=parent_pid, **command[3])
             except _batchd.BatchdError as e:

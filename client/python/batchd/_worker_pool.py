@@ -92,11 +92,11 @@ class WorkerPool:
             self._layout = self._await(0, (LAYOUT,), None, "make sample 0")[1]
         return self._layout
 
-    def attach(self, stream_id):
-        """Every worker attaches to `stream_id` (the stream this Loader just opened)."""
-        self._stream_id = stream_id
+    def attach(self, stream_id, size):
+        """Every worker attaches to `stream_id` (the stream this Loader just opened for `size` samples)."""
+        self._stream_id, self._size = stream_id, size
         for worker_id in range(self._count):
-            self._workers[worker_id][1].send(("attach", stream_id, self._layout, self._connect))
+            self._workers[worker_id][1].send(("attach", stream_id, self._layout, self._connect, size))
 
     def check(self):
         """Replaces dead workers (attached to the current stream); raises a worker's fatal error."""
@@ -123,7 +123,8 @@ class WorkerPool:
             self.replaced += 1
             self._await(worker_id, (READY,), _START_TIMEOUT, "start again")
             if self._stream_id is not None:
-                self._workers[worker_id][1].send(("attach", self._stream_id, self._layout, self._connect))
+                self._workers[worker_id][1].send(("attach", self._stream_id, self._layout, self._connect,
+                                                  self._size))
 
     def close(self):
         """Stops every worker (they also exit by themselves when the trainer goes)."""
