@@ -165,6 +165,17 @@ class LocalPairs(Dataset):
         return collections.namedtuple("LocalPair", ["x", "i"])(torch.zeros(2), i)
 
 
+class Resizable(Squares):
+    """Squares whose len() is n, plus `in_workers` inside a worker process (where get_worker_info() is set)."""
+
+    def __init__(self, n, in_workers=0):
+        super().__init__(n)
+        self.in_workers = in_workers
+
+    def __len__(self):
+        return self.n + (self.in_workers if get_worker_info() is not None else 0)
+
+
 class NoLength(Dataset):
     def __getitem__(self, i):
         return torch.zeros(2)

@@ -14,8 +14,8 @@ from torch.utils.data import default_collate
 
 import batchd
 from batchd._own_dataset import sample_seed, seed_all
-from own_datasets import (Batched, BatchedWithGetitems, Kinds, LocalPairs, NoLength, RandomAugment, Squares, Stream,
-                          WithString, WorkerInfoProbe, init_worker)
+from own_datasets import (Batched, BatchedWithGetitems, Kinds, LocalPairs, NoLength, RandomAugment, Resizable,
+                          Squares, Stream, WithString, WorkerInfoProbe, init_worker)
 
 
 def _indices(batch):
@@ -170,6 +170,20 @@ def test_an_iterable_dataset_is_refused(socket_path):
 def test_a_dataset_without_len_is_refused(socket_path):
     with pytest.raises(TypeError, match=r"len\(NoLength\) raised TypeError: .* a map-style Dataset needs __len__"):
         batchd.Loader(NoLength(), batch_size=2, num_workers=2, socket=socket_path)
+
+
+def test_a_dataset_whose_len_changes_is_refused_in_the_trainer_and_in_the_workers(socket_path):
+    dataset = Resizable(20)
+    loader = batchd.Loader(dataset, batch_size=4, num_workers=2, socket=socket_path)
+    try:
+        dataset.n = 21
+        with pytest.raises(batchd.BatchdError, match=r"len\(Resizable\) is 21 now, 20 when the Loader was made: "
+                                                     r"a Dataset's length must not change"):
+            next(iter(loader))
+    finally:
+        loader.close()
+    message = _first_pass_error(Resizable(20, in_workers=1), socket_path)
+    assert "len(Resizable) is 21 in worker 0, but the stream was opened for 20 samples" in message, message
 
 
 def _first_pass_error(dataset, socket_path):
