@@ -1,12 +1,26 @@
-"""A trainer for test_own_dataset_faults.py to SIGKILL: `python own_trainer.py SOCKET` reads a slow own Dataset
-(3 workers) epoch after epoch; once its first batch is in it prints "<stream id> <worker pid>..." and goes on."""
+"""A trainer for test_own_dataset_faults.py to SIGKILL: `python own_trainer.py SOCKET CONTEXT HOW` reads a slow own
+Dataset with 3 workers started by multiprocessing context CONTEXT (fork, forkserver). HOW = "read": the main thread
+reads epoch after epoch; once its first batch is in it prints "<stream id> <worker pid>...". HOW = "idle": a thread
+that then ends reads the first epoch (and so forks the workers), the stream is closed (the workers wait, attached to
+nothing), it prints "0 <worker pid>..." and sleeps."""
 import sys
+import threading
+import time
 
 import batchd
 from own_datasets import Squares
 
 if __name__ == "__main__":
-    loader = batchd.Loader(Squares(64, delay=0.01), batch_size=4, num_workers=3, socket=sys.argv[1])
+    socket, context, how = sys.argv[1:]
+    loader = batchd.Loader(Squares(64, delay=0.01), batch_size=4, num_workers=3, socket=socket,
+                           multiprocessing_context=context)
+    if how == "idle":
+        reader = threading.Thread(target=lambda: [None for _ in loader])
+        reader.start()
+        reader.join()
+        loader._close_stream()
+        print(0, *(process.pid for process, _ in loader._own._workers), flush=True)
+        time.sleep(3600)
     batches = iter(loader)
     next(batches)
     print(loader._stream.info["id"], *(process.pid for process, _ in loader._own._workers), flush=True)

@@ -151,9 +151,10 @@ def test_getitems_is_used_when_defined_and_gives_the_same_batches(socket_path, t
     assert {int(i) for indices in calls.values() for i in indices} == set(range(64))
 
 
-def test_spawn_context_with_a_dataset_from_a_module(socket_path):
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_spawn_and_forkserver_contexts_with_a_dataset_from_a_module(socket_path, context):
     loader = batchd.Loader(Squares(37), batch_size=5, num_workers=2, shuffle=True, socket=socket_path,
-                           multiprocessing_context="spawn")
+                           multiprocessing_context=context)
     try:
         for _ in range(2):
             order = sum((_indices(b) for b in loader), [])

@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import warnings
 
 import pytest
@@ -143,20 +145,46 @@ def test_a_sample_of_another_shape_names_the_field_index_and_shapes(sock):
         loader.close()
 
 
-def test_a_killed_trainer_leaves_no_worker_no_shm_file_and_no_stream(sock):
-    trainer = subprocess.Popen([sys.executable, os.path.join(HERE, "own_trainer.py"), sock], stdout=subprocess.PIPE,
-                               text=True)
+@pytest.mark.parametrize("context, how", [("fork", "read"), ("forkserver", "read"), ("fork", "idle")])
+def test_a_killed_trainer_leaves_no_worker_no_shm_file_and_no_stream(sock, context, how):
+    """"idle": the workers were forked by a thread that has ended, and wait between streams: only their watch of
+    the trainer's pid can end them (the parent-death signal follows the forking thread; the pipe never closes)."""
+    trainer = subprocess.Popen([sys.executable, os.path.join(HERE, "own_trainer.py"), sock, context, how],
+                               stdout=subprocess.PIPE, text=True)
     try:
         stream, *workers = map(int, trainer.stdout.readline().split())
         prefix = f"/dev/shm/batchd.{_batchd.status(sock)['instance_id']}."
-        assert len(workers) == 3 and all(running(pid) for pid in workers)
-        assert os.path.exists(f"{prefix}{stream}") and _batchd.status(sock)["streams"] == 1
+        time.sleep(0.3)
+        assert len(workers) == 3 and all(running(pid) for pid in workers), "the workers outlive their thread"
+        if how == "read":
+            assert os.path.exists(f"{prefix}{stream}") and _batchd.status(sock)["streams"] == 1
     finally:
         trainer.kill()
         trainer.wait(10)
-    assert wait_until(lambda: not any(running(pid) for pid in workers)), "the workers follow their trainer"
+    try:
+        assert wait_until(lambda: not any(running(pid) for pid in workers)), "the workers follow their trainer"
+    finally:
+        for pid in filter(running, workers):  # a failed test leaves nothing behind
+            os.kill(pid, signal.SIGKILL)
     assert wait_until(lambda: _batchd.status(sock)["streams"] == 0), "the daemon frees the stream"
     assert wait_until(lambda: glob.glob(f"{prefix}*") == [f"{prefix}lock"]), glob.glob(f"{prefix}*")
+
+
+def test_workers_forked_by_a_thread_outlive_it(sock):
+    loader = batchd.Loader(Squares(40), batch_size=4, num_workers=2, socket=sock, timeout=30)
+    try:
+        first = []
+        reader = threading.Thread(target=lambda: _epoch(loader, first))  # forks the workers, then ends
+        reader.start()
+        reader.join()
+        time.sleep(0.3)
+        assert sorted(first) == list(range(40)) and all(running(pid) for pid in _pids(loader))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # a lost worker warns
+            assert sorted(_epoch(loader)) == list(range(40))
+        assert loader._own.replaced == 0
+    finally:
+        loader.close()
 
 
 def test_another_uid_cannot_attach_a_worker_to_the_stream(sock):

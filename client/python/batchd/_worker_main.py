@@ -7,10 +7,11 @@ Per sample: seed random/numpy/torch from (stream seed, epoch, index, copy) (_own
 sample on the progress page, call dataset[index] (or dataset.__getitems__(indices) once per task when the dataset
 defines it, seeded from the task's first sample), check it against the layout, copy its fields into the rows. An
 exception or a sample that does not fit is a per-sample error with the traceback's last line and the index (the
-stream's on_error decides). The process exits when the trainer goes (the pipe closes; while attached the client
-library watches the parent) or when the daemon detaches it past a deadline (_batchd's exit status 75).
+stream's on_error decides). The process exits when the trainer goes (_follow_parent; while attached the client
+library watches the parent too) or when the daemon detaches it past a deadline (_batchd's exit status 75).
 """
 import os
+import threading
 import time
 import traceback
 
@@ -33,14 +34,27 @@ def _set_worker_info(worker_id, num_workers, seed, dataset):
                                                         dataset=dataset)
 
 
-def _set_parent_death_signal():
-    """SIGKILL this process when the thread that forked it exits (Linux prctl PR_SET_PDEATHSIG)."""
-    try:
-        import ctypes
-        import signal
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
+def _follow_parent(parent_pid, forked_by_main_thread):
+    """Ends this process when the trainer (`parent_pid`) goes, whatever it is doing: a daemon thread polls getppid()
+    every 0.2 s (as DataLoader's workers watch theirs) and exits with status 75 (as the client library does for a
+    lost parent). The pipe cannot tell: under fork this worker and its later siblings hold the trainer's ends too.
+    When the trainer's main thread forked it, also PR_SET_PDEATHSIG (SIGKILL at once, even while C code holds the
+    GIL); not otherwise, as the signal follows the forking thread: a worker forked by a thread that ends (a Loader
+    first iterated in a thread) would be killed while its trainer goes on."""
+    if forked_by_main_thread:
+        try:
+            import ctypes
+            import signal
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(75)
+
+    threading.Thread(target=watch, name="batchd-parent-watch", daemon=True).start()
 
 
 class _Writer:
@@ -146,11 +160,15 @@ def _probe(conn, dataset, index, base_seed):
                           f"the top level of a module (DataLoader's workers pickle their batches too)"))
 
 
-def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_fn, conn, parent_pid):
-    """The worker process: see the module docstring. `conn` is its end of the trainer's pipe."""
-    _set_parent_death_signal()
-    if os.getppid() != parent_pid:
-        return
+def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_fn, conn, parent_pid,
+                forked_by_main_thread):
+    """The worker process: see the module docstring. `conn` is its end of the trainer's pipe. parent_pid: the
+    trainer's pid, or None under forkserver (the parent is then the server, which exits with the trainer)."""
+    if parent_pid is None:
+        parent_pid = os.getppid()
+    elif os.getppid() != parent_pid:
+        return  # the trainer is gone already
+    _follow_parent(parent_pid, forked_by_main_thread)
     torch.set_num_threads(1)  # as DataLoader's workers
     _set_worker_info(worker_id, num_workers, base_seed + worker_id, dataset)
     use_getitems = callable(getattr(dataset, "__getitems__", None))

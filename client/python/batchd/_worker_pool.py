@@ -10,6 +10,7 @@ exception in worker_init_fn, a dataset that spawn cannot unpickle or import) fai
 """
 import multiprocessing
 import os
+import threading
 import time
 import warnings
 
@@ -35,10 +36,14 @@ class WorkerPool:
 
     def _spawn(self, worker_id):
         parent_end, child_end = self._context.Pipe()
+        # The process a worker follows (_worker_main._follow_parent): this one, or under forkserver the server
+        # (None: its parent), which exits with this process; the server's main thread forks.
+        forkserver = self._context.get_start_method() == "forkserver"
         process = self._context.Process(
             target=worker_main, daemon=True, name=f"batchd-worker-{worker_id}",
             args=(self._dataset, self._socket, worker_id, self._count, self._base_seed, self._init, child_end,
-                  os.getpid()))
+                  None if forkserver else os.getpid(),
+                  forkserver or threading.current_thread() is threading.main_thread()))
         process.start()
         child_end.close()
         self._workers[worker_id] = (process, parent_end)
