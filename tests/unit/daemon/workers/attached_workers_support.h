@@ -60,6 +60,7 @@ class WorkerPage final {
   }
   // What a worker writes before each sample: its task and the sample.
   void claim(uint64_t stream_id, uint64_t sequence, uint32_t begin, int64_t sample) {
+    if (page_ == MAP_FAILED) return;  // failed already (no page was attached)
     auto* p = static_cast<wire::WorkerProgress*>(page_);
     p->stream_id = stream_id;
     p->sequence = sequence;
