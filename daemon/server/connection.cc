@@ -229,7 +229,7 @@ void Connection::attach_worker(uint64_t rid, const wire::AttachWorker& attach) {
   wire::Reply page;
   page.set_progress_page(true);
   reply(0, std::move(page), std::move(attached->progress_fd));  // an event: it follows the reply
-  streams_.after_attached();
+  streams_.after_worker_attached();  // its first task, after the two frames it needs to make it
 }
 
 void Connection::send_task(const wire::WorkerTask& task) {

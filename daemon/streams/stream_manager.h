@@ -90,8 +90,9 @@ class StreamManager final : public WorkerEvents {
     wire::UniqueFd segment_fd, progress_fd;
   };
   Result<WorkerAttachment> attach_worker(uint64_t stream_id, const Peer& peer, WorkerLink* link);
-  // The attachment's replies are sent: the new worker may get tasks (they must follow its reply).
-  void after_attached() { scheduler_.pump(); }
+  // The WorkerAttached reply and the progress page are sent: the new worker may get its first task now (a task
+  // must follow them, and nothing else would give one to a stream's first workers).
+  void after_worker_attached() { scheduler_.pump(); }
   // The attached worker on `connection_id` answered its task (a mismatch detaches it: attached_workers.h).
   void worker_done(uint64_t connection_id, uint64_t stream_id, const wire::WorkerDone& done);
 

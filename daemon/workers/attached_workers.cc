@@ -46,14 +46,11 @@ Result<AttachedWorkers::Attached> AttachedWorkers::attach(WorkerLink* link, uint
     slots_.emplace_back();
     free = std::prev(slots_.end());
   }
-  if (!free->progress) {
-    auto page = ProgressPage::create_shared();
-    if (!page.ok()) return page.error();
-    free->progress.emplace(std::move(page).value());
-  }
-  WorkerProgress* p = free->progress->get();
-  p->stream_id = 0;
-  p->sample = -1;
+  // A page of its own, never the slot's last one: a worker detached from this slot may still run (its Loader ends
+  // it) and write its old page, which must not pass for this worker's claim.
+  auto page = ProgressPage::create_shared();
+  if (!page.ok()) return page.error();
+  free->progress.emplace(std::move(page).value());
   free->link = link;
   free->connection_id = connection_id;
   free->pid = pid;

@@ -13,7 +13,8 @@
 //     connection closed, the task lost with timed_out;
 //   - a WorkerDone that does not answer the worker's task (another stream, sequence or begin; a failed sample
 //     outside the task) is a protocol error: the worker is detached and its task redone.
-// A worker's slot number (0, 1, ...: chunks_by_worker's index) is reused by the next worker to attach.
+// A worker's slot number (0, 1, ...: chunks_by_worker's index) is reused by the next worker to attach; its progress
+// page is not (each attachment gets a new one: a detached worker that still runs writes only its own).
 //
 // Not thread-safe: the daemon's io_context thread.
 #pragma once

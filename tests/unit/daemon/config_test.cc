@@ -252,5 +252,23 @@ TEST(ConfigTest, AdminGroupMustExistAndLimitsMustBeInRange) {
   EXPECT_NE(config_error_of("[metrics]\nper_stream = 1\n").find("metrics.per_stream"), std::string::npos);
 }
 
+TEST(ConfigTest, MaxAttachedWorkersIsReadDefaultsTo64AndIsRangeChecked) {
+  auto sut = parse_config("[limits]\nmax_attached_workers = 8\n", "t.toml");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  EXPECT_EQ(sut->limits.max_attached_workers, 8u);
+  auto embedded = parse_config(default_config_text(), "<embedded>");
+  ASSERT_TRUE(embedded.ok());
+  EXPECT_EQ(embedded->limits.max_attached_workers, 64u);
+  EXPECT_EQ(Limits{}.max_attached_workers, 64u) << "the built-in default is the embedded config's";
+  auto shipped = load_config_file(BATCHD_SOURCE_DIR "/deploy/batchd.toml");
+  ASSERT_TRUE(shipped.ok()) << shipped.error().message();
+  EXPECT_EQ(shipped->limits.max_attached_workers, 64u);
+  EXPECT_EQ(parse_config("[limits]\nmax_attached_workers = 4096\n", "t.toml")->limits.max_attached_workers, 4096u);
+  for (const char* bad : {"0", "4097", "-1", "\"many\""}) {
+    const std::string msg = config_error_of(std::string("[limits]\nmax_attached_workers = ") + bad + "\n");
+    EXPECT_NE(msg.find("limits.max_attached_workers"), std::string::npos) << bad << ": " << msg;
+  }
+}
+
 }  // namespace
 }  // namespace batchd::daemon

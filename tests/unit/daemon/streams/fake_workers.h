@@ -1,6 +1,6 @@
-// fake_workers.h — a worker pool and an event sink for in-process tests of the scheduler and the stream manager: no
-// processes; the test decides when each worker finishes or dies (the iceoryx moduletests' way: the object under test
-// is `sut`, its OS side is faked).
+// fake_workers.h — a worker pool, an event sink and an attached worker's link for in-process tests of the scheduler,
+// the stream manager and the attached workers: no processes; the test decides when each worker finishes or dies (the
+// iceoryx moduletests' way: the object under test is `sut`, its OS side is faked).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -66,6 +66,14 @@ class FakeWorkers final : public Workers {
 struct RecordingSink final : EventSink {
   void send_event(const wire::Reply& event) override { events.push_back(event); }
   std::vector<wire::Reply> events;
+};
+
+// An attached worker's connection (WorkerLink, workers/attached_workers.h) that keeps what the daemon sends it.
+struct RecordingLink final : WorkerLink {
+  void send_task(const wire::WorkerTask& task) override { tasks.push_back(task); }
+  void end_attachment(const wire::WorkerDetach& detach) override { detaches.push_back(detach); }
+  std::vector<wire::WorkerTask> tasks;
+  std::vector<wire::WorkerDetach> detaches;
 };
 
 // The WorkerDone a worker sends for `task` when it succeeds.

@@ -1,4 +1,5 @@
-// Scheduler with a fake pool: round-robin fairness across streams, a redo in its stream's turn, removal.
+// Scheduler with a fake pool: round-robin fairness across streams, a redo in its stream's turn, removal, a stream
+// with its own pool.
 #include "streams/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +17,8 @@ namespace {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  Stream* add_stream(uint32_t depth) {
+  // A stream of 20 batches, served by the shared pool, or by `own` alone (an external dataset's attached workers).
+  Stream* add_stream(uint32_t depth, Workers* own = nullptr) {
     wire::OpenStream r;
     r.set_dataset("fmnist");
     r.set_pipeline("fmnist_u8");
@@ -27,7 +29,7 @@ class SchedulerTest : public ::testing::Test {
     auto segment = segments_.create(&*p, ::geteuid());
     EXPECT_TRUE(segment.ok()) << segment.error().message();
     streams_.push_back(std::make_unique<Stream>(Peer{}, std::move(p).value(), std::move(segment).value()));
-    sut_.add(streams_.back().get());
+    sut_.add(streams_.back().get(), own);
     return streams_.back().get();
   }
   Stream& stream_of(const Task& t) {
@@ -124,6 +126,35 @@ TEST_F(SchedulerTest, AStreamThatKeepsRedoingGetsOnlyItsTurns) {
   EXPECT_EQ(twice, served.end()) << "assignments " << (twice - served.begin()) << " and " << (twice - served.begin() + 1)
                                  << " went to the same stream: the streams alternate";
   EXPECT_EQ(std::count(served.begin(), served.end(), other), 20);
+}
+
+// An external dataset's stream has its own pool (its attached workers): only that pool makes its batches, the shared
+// pool never does, even idle while the stream waits for a worker; removing it detaches it from its own pool.
+TEST_F(SchedulerTest, AStreamWithItsOwnPoolIsServedByThatPoolAlone) {
+  testing::FakeWorkers own(2);
+  own.set_down(0, true);  // no worker attached yet
+  own.set_down(1, true);
+  Stream* mine = add_stream(4, &own);
+  sut_.pump();
+  EXPECT_FALSE(workers_.busy(0)) << "the shared pool's idle worker must not make an external dataset's batch";
+  EXPECT_TRUE(own.assigned.empty());
+  own.set_down(0, false);
+  own.set_down(1, false);
+  Stream* other = add_stream(4);
+  sut_.pump();
+  ASSERT_TRUE(own.busy(0) && own.busy(1)) << "one task per idle worker of its own pool";
+  EXPECT_EQ(own.task(0).stream_id(), mine->id());
+  EXPECT_EQ(own.task(1).stream_id(), mine->id());
+  for (int i = 0; i < 6; ++i) {  // the shared pool serves the other stream alone, whatever mine has left
+    ASSERT_TRUE(workers_.busy(0));
+    EXPECT_EQ(finish_and_release(0), other->id());
+    sut_.pump();
+  }
+  EXPECT_EQ(finish_and_release(0), other->id());
+  EXPECT_EQ(own.assigned.size(), 2u) << "its busy workers got nothing more";
+  sut_.remove(mine->id());
+  EXPECT_EQ(own.detached, (std::vector<uint64_t>{mine->id()}));
+  EXPECT_TRUE(workers_.detached.empty()) << "the shared pool never knew the stream";
 }
 
 }  // namespace
