@@ -93,6 +93,9 @@ void Connection::handle(const std::string& payload) {
   wire::Request request;
   if (auto st = wire::parse_payload(payload, &request, "request"); !st.ok()) return protocol_error(0, st.error());
   if (auto st = check_enums(request); !st.ok()) {
+    // An attached worker's answer with an undeclared value cannot be acted on: its connection ends now (its task is
+    // redone at once) rather than leaving the task to the watchdog.
+    if (attached_stream_ != 0) return protocol_error(request.request_id(), st.error());
     spdlog::debug("connection {} ({}): request {} refused: {}", peer_.connection_id, credentials_.describe(),
                   request.request_id(), st.error().message());
     return reply_error(request.request_id(), st.error());

@@ -4,8 +4,9 @@
 // is buffered), then the protobuf parse result, then every enum field (enum_check.h), then the request type. A
 // frame that fails the length or parse check gets an Error reply naming the problem, and then this connection — only
 // this one — is closed; an undeclared enum value or an admin request from a non-admin (authorization.h) gets an
-// Error reply to that request and the connection stays open. Closing (by either side, for any reason) reclaims every
-// stream, lease and segment the connection held.
+// Error reply to that request and the connection stays open (an attached worker's undeclared value closes it: its
+// task is redone at once). Closing (by either side, for any reason) reclaims every stream, lease and segment the
+// connection held.
 //
 // Memory per connection is bounded (issue 14): the bytes of one incomplete request frame (at most
 // max_request_bytes, buffered as they arrive, never allocated up front from the announced length) and of one read

@@ -96,5 +96,47 @@ TEST_F(AttachedWorkerTest, TheFirstWorkerToAttachGetsWorkAndABrokenOneCostsARedo
   EXPECT_EQ(delivered, (std::vector<uint64_t>{0, 1})) << "each batch once";
 }
 
+TEST_F(AttachedWorkerTest, AnAnswerWithAnUndeclaredErrorCodeEndsTheWorkerAndItsTaskIsRedoneAtOnce) {
+  RawConnection trainer(daemon().socket_path());
+  const uint64_t id = open_external(trainer);
+  ASSERT_NE(id, 0u);
+  RawConnection bad(daemon().socket_path());
+  attach(bad, id);
+  auto task = next_task(bad);
+  ASSERT_TRUE(task);
+  wire::Request done;
+  done.set_request_id(3);
+  auto* d = done.mutable_worker_done();
+  d->set_stream_id(task->stream_id());
+  d->set_sequence(task->sequence());
+  d->set_slot(task->slot());
+  d->set_begin(task->begin());
+  d->mutable_error()->set_code(static_cast<wire::ErrorCode>(77));  // no such code: check_enums refuses it
+  bad.send_request(done);
+  bool closed = false;
+  for (int i = 0; i < 3 && !closed; ++i) {  // an Error naming the value, then EOF (not the 30 s watchdog)
+    auto event = bad.read_reply();
+    closed = !event;
+    if (event) EXPECT_TRUE(event->has_error() || event->has_worker_task()) << event->DebugString();
+  }
+  EXPECT_TRUE(closed) << "the worker's connection stays open";
+  RawConnection good(daemon().socket_path());
+  attach(good, id);
+  for (int i = 0; i < 2; ++i) {
+    auto next = next_task(good);  // within the 5 s read timeout: the redo did not wait for the watchdog
+    ASSERT_TRUE(next);
+    answer(good, *next);
+  }
+  int delivered = 0;
+  for (;;) {
+    auto event = trainer.read_reply();
+    ASSERT_TRUE(event) << "the stream did not end";
+    delivered += event->has_batch_ready();
+    if (event->has_stream_end()) break;
+    ASSERT_FALSE(event->has_stream_failed()) << event->stream_failed().error().message();
+  }
+  EXPECT_EQ(delivered, 2);
+}
+
 }  // namespace
 }  // namespace batchd::testing
