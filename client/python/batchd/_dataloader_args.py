@@ -5,10 +5,11 @@ Each argument has one decided meaning (the table is docs/python.md's "DataLoader
   mapped    batch_size, shuffle, drop_last, sampler (DistributedSampler, RandomSampler, SequentialSampler, the
             references' RASampler and timm's RepeatAugSampler), num_workers + prefetch_factor (-> the prefetch
             depth), timeout, pin_memory, pin_memory_device
-  ignored   persistent_workers, multiprocessing_context: the daemon's workers are persistent and forked by the
-            daemon, whatever these say (the data are the same)
-  refused   collate_fn (other than default_collate), worker_init_fn, batch_sampler, generator, any other sampler:
-            ignoring them would change the data; ValueError saying what to do instead
+  ignored   persistent_workers (workers persist); multiprocessing_context for the daemon's datasets (forked by
+            the daemon, whatever it says; the data are the same)
+  own       for your own Dataset (_own_dataset.py): num_workers processes, multiprocessing_context, worker_init_fn
+  refused   collate_fn (other than default_collate), worker_init_fn (but for your own Dataset), batch_sampler,
+            generator, any other sampler: ignoring them would change the data; ValueError saying what to do instead
 
 resolve() turns them into the stream's sampler fields; refusals and DataLoader's own argument errors raise
 ValueError with DataLoader's wording where it has one.

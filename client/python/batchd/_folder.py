@@ -20,6 +20,7 @@ or ValueError (its contents), each saying why and what to do:
 Root, classes and digest come from the object's own .root, .classes and .samples: nothing is listed again.
 """
 import os
+import sys
 
 from . import _batchd
 
@@ -86,11 +87,15 @@ def _index(i, n):
 
 
 def _check_folder(folder):
-    try:
-        from torchvision.datasets import DatasetFolder, ImageFolder
-        from torchvision.datasets.folder import default_loader
-    except ImportError:
-        DatasetFolder = ImageFolder = default_loader = None
+    # An object of a torchvision class exists only once torchvision.datasets is imported: otherwise it cannot be one,
+    # and importing it (~0.2 s) would only delay the first pass of your own Dataset.
+    DatasetFolder = ImageFolder = default_loader = None
+    if "torchvision.datasets" in sys.modules:
+        try:
+            from torchvision.datasets import DatasetFolder, ImageFolder
+            from torchvision.datasets.folder import default_loader
+        except ImportError:
+            pass
     kind = type(folder)
     if DatasetFolder is None or kind not in (ImageFolder, DatasetFolder):
         if DatasetFolder is not None and isinstance(folder, DatasetFolder):

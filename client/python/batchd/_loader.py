@@ -31,8 +31,13 @@ class Loader(StreamPasses):
             of one; .dataset is the object): the daemon serves it natively if it declares that folder (matched by
             root, classes and sample list; it never opens a path the trainer names), its transform translated to
             ops; with no daemon answering and no socket given, a daemon private to this trainer is started for it
-            (private=; docs/operations.md "A private daemon"). Subclasses, a custom loader or is_valid_file, a
-            target_transform and other Dataset objects are refused (TypeError).
+            (private=; docs/operations.md "A private daemon"). Any other map-style Dataset (subclasses, a custom
+            loader or is_valid_file, a target_transform, your own class) is your own Dataset (docs/operations.md,
+            "Your own Dataset"): num_workers processes the Loader starts under your uid (at least one) run its
+            __getitem__ (or __getitems__) and write each sample straight into the daemon's slots; batches are
+            structured as default_collate makes them (tensor, list for tuples, namedtuple, dict); each sample's
+            random, numpy and torch generators are seeded from (seed, epoch, index). An IterableDataset, a sample
+            with strings or of changing shape are refused (TypeError, or a per-sample BatchdError).
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
         sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, and the others:
@@ -40,8 +45,10 @@ class Loader(StreamPasses):
             RepeatAugSampler mapped, a sampler's .epoch read at each pass; num_workers * prefetch_factor + 1 slots,
             depth= wins; timeout > 0: BatchdError code "deadline exceeded", a RuntimeError; pin_memory=True: the
             tensors are page-locked where the workers wrote them (is_pinned(); without CUDA, a warning);
-            persistent_workers, multiprocessing_context ignored; collate_fn, worker_init_fn, batch_sampler,
-            generator refused with ValueError saying what to do instead).
+            persistent_workers ignored (workers persist); for your own Dataset, worker_init_fn runs once per worker
+            and multiprocessing_context ("fork" by default, "spawn", "forkserver") starts them, otherwise both are
+            moot (worker_init_fn refused); collate_fn, batch_sampler, generator refused with ValueError saying what
+            to do instead).
 
     Args (batchd's, keyword only):
         private: None = a private daemon for a dataset object when no daemon answers; True = always; False = never.
