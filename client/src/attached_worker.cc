@@ -15,6 +15,7 @@
 #include "batchd/wire/convert.h"
 #include "batchd/wire/segment_layout.h"
 #include "batchd/wire/shared_memory.h"
+#include "batchd/wire/utf8.h"
 #include "batchd/wire/worker_progress.h"
 #include "client_core.h"
 #include "wire_mapping.h"
@@ -145,7 +146,9 @@ class AttachedWorkerCore final {
     auto* d = request.mutable_worker_done();
     answer(task, d);
     d->mutable_error()->set_code(wire::DATA_ERROR);
-    d->mutable_error()->set_message(message.substr(0, kMaxMessageBytes));
+    // Valid UTF-8 whatever the caller passed, and cut at a character boundary: the daemon refuses a request that
+    // is not (proto3 strings), and would drop this worker instead of reporting the sample.
+    d->mutable_error()->set_message(wire::bounded_utf8(message, kMaxMessageBytes));
     d->set_sample_failed(true);
     d->set_failed_sample(sample);
     return client_->send(request);

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "batchd/wire/convert.h"
+#include "batchd/wire/utf8.h"
 #include "streams/pipeline_choice.h"
 
 namespace batchd::daemon {
@@ -61,8 +62,9 @@ Result<ExternalSource> plan_external(const wire::OpenStream& req, const Limits& 
     const wire::FieldSpec& f = ext.fields(i);
     const std::string where = "external dataset field " + std::to_string(i);
     if (!is_name(f.name()) || f.name() == "index" || !names.insert(f.name()).second) {
-      return invalid(where + ": name '" + f.name().substr(0, 80) + "' is not 1 to 64 characters of A-Z a-z 0-9 . _ "
-                     "-, or is \"index\" (the daemon's own), or repeats another field's");
+      return invalid(where + ": name '" + wire::bounded_utf8(f.name(), 80) +
+                     "' is not 1 to 64 characters of A-Z a-z 0-9 . _ -, or is \"index\" (the daemon's own), or "
+                     "repeats another field's");
     }
     const size_t itemsize = wire::dtype_size(f.dtype());
     if (itemsize == 0) return invalid(where + " ('" + f.name() + "'): dtype " + std::to_string(f.dtype()) + " unknown");

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "batchd/wire/utf8.h"
+
 namespace batchd::daemon {
 
 namespace {
@@ -123,7 +125,10 @@ Status AttachedWorkers::done(uint64_t connection_id, const wire::WorkerDone& don
   wire::WorkerDone answer = done;
   if (answer.has_error()) {  // from the trainer's process: bounded and with a declared code before it goes anywhere
     auto* error = answer.mutable_error();
-    if (error->message().size() > kMaxErrorBytes) error->mutable_message()->resize(kMaxErrorBytes);
+    // At a character boundary: a cut inside one would make the trainer's StreamFailed unparseable (proto3 strings).
+    if (error->message().size() > kMaxErrorBytes) {
+      *error->mutable_message() = wire::bounded_utf8(error->message(), kMaxErrorBytes);
+    }
     if (!wire::ErrorCode_IsValid(error->code()) || error->code() == wire::ERROR_UNSPECIFIED) {
       error->set_code(wire::DATA_ERROR);
     }

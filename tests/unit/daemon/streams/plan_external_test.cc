@@ -170,6 +170,19 @@ TEST_F(PlanExternalTest, BadRepeatedOrReservedFieldNamesAreRefusedNamingTheField
   expect_error(twice, ErrorCode::kInvalidArgument, "repeats another field's");
 }
 
+TEST_F(PlanExternalTest, ALongNonAsciiFieldNameIsQuotedCutAtACharacterBoundary) {
+  // The refusal travels in a proto3 string: cut inside a character, the client could not parse the reply at all.
+  std::string bad = "x";
+  while (bad.size() < 200) bad += "\xc3\xa9";  // é, two bytes: one across byte 80
+  auto r = request();
+  r.mutable_external()->mutable_fields(1)->set_name(bad);
+  expect_error(r, ErrorCode::kInvalidArgument, "name '" + bad.substr(0, 79) + "' is not");
+  wire::Error e;
+  e.set_message(plan_of(r).error().message());
+  wire::Error parsed;
+  EXPECT_TRUE(parsed.ParseFromString(e.SerializeAsString())) << "the refusal is not valid UTF-8";
+}
+
 TEST_F(PlanExternalTest, UnknownDTypesAndBadShapesAreRefusedNamingTheField) {
   for (int dtype : {0 /* unspecified */, 99}) {
     auto r = request();
