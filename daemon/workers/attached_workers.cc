@@ -10,6 +10,14 @@ namespace batchd::daemon {
 
 namespace {
 constexpr size_t kMaxErrorBytes = 4096;  // of a worker's error message: what a status line and a log can carry
+
+// The codes a worker may give a failed sample. The others mean something else to the trainer's client, which must
+// not read them into a dataset's failure: DEADLINE_EXCEEDED is "no batch yet, wait again" to batchd.Loader (it would
+// poll a failed stream forever), UNAVAILABLE "the daemon is gone", RESOURCE_EXHAUSTED "you hold too many batches".
+bool is_dataset_error(int code) {
+  return code == wire::DATA_ERROR || code == wire::IO || code == wire::NOT_FOUND || code == wire::INVALID_ARGUMENT ||
+         code == wire::INTERNAL;
+}
 }  // namespace
 
 AttachedWorkers::AttachedWorkers(boost::asio::io_context& io, uint64_t stream_id, uint32_t max_workers,
@@ -123,15 +131,13 @@ Status AttachedWorkers::done(uint64_t connection_id, const wire::WorkerDone& don
   slot->busy += std::chrono::steady_clock::now() - slot->task_started;
   if (!done.has_error()) ++slot->batches_done;
   wire::WorkerDone answer = done;
-  if (answer.has_error()) {  // from the trainer's process: bounded and with a declared code before it goes anywhere
+  if (answer.has_error()) {  // from the trainer's process: bounded, and a data error, before it goes anywhere
     auto* error = answer.mutable_error();
     // At a character boundary: a cut inside one would make the trainer's StreamFailed unparseable (proto3 strings).
     if (error->message().size() > kMaxErrorBytes) {
       *error->mutable_message() = wire::bounded_utf8(error->message(), kMaxErrorBytes);
     }
-    if (!wire::ErrorCode_IsValid(error->code()) || error->code() == wire::ERROR_UNSPECIFIED) {
-      error->set_code(wire::DATA_ERROR);
-    }
+    if (!is_dataset_error(error->code())) error->set_code(wire::DATA_ERROR);
   }
   events_.on_task_done(w, answer, std::move(task));
   return ok_status();

@@ -12,7 +12,11 @@
 //     must_exit (the worker's client library exits on it, and the trainer's Loader starts a replacement), the
 //     connection closed, the task lost with timed_out;
 //   - a WorkerDone that does not answer the worker's task (another stream, sequence or begin; a failed sample
-//     outside the task) is a protocol error: the worker is detached and its task redone.
+//     outside the task) is a protocol error: the worker is detached and its task redone;
+//   - a WorkerDone's error is the worker's claim: a code that means something else to the trainer's client
+//     (DEADLINE_EXCEEDED, UNAVAILABLE, RESOURCE_EXHAUSTED, PROTOCOL, PERMISSION_DENIED, unspecified, undeclared —
+//     though the connection closes on an undeclared one first: connection.h) goes on as DATA_ERROR, with at most
+//     4096 bytes of its message, cut at a character boundary (it stays valid UTF-8).
 // A worker's slot number (0, 1, ...: chunks_by_worker's index) is reused by the next worker to attach; its progress
 // page is not (each attachment gets a new one: a detached worker that still runs writes only its own).
 //

@@ -1,5 +1,6 @@
 // AttachedWorkers (a trainer's own worker processes, attached to its stream) with fake links: the limit, slot reuse,
-// tasks out and answers in, a mismatched answer, the bound on a worker's error, the end of the stream.
+// tasks out and answers in, a mismatched answer, the bound on a worker's error (valid UTF-8, a dataset's code), the
+// end of the stream.
 #include "workers/attached_workers.h"
 
 #include <gtest/gtest.h>
@@ -122,10 +123,18 @@ TEST_F(AttachedWorkersTest, AnAnswerThatIsNotToItsTaskDetachesTheWorkerAndItsTas
   EXPECT_EQ(events_.lost.size(), cases.size());
 }
 
-TEST_F(AttachedWorkersTest, AWorkersErrorIsCutTo4096BytesAndGetsADeclaredCode) {
+TEST_F(AttachedWorkersTest, AWorkersErrorIsCutTo4096BytesAndGetsADatasetsCode) {
   attach(&links_[0], 10);
+  // DEADLINE_EXCEEDED is "no batch yet, poll again" to batchd.Loader, UNAVAILABLE "the daemon is gone".
   const std::vector<std::pair<int, wire::ErrorCode>> codes = {
-      {999, wire::DATA_ERROR}, {wire::ERROR_UNSPECIFIED, wire::DATA_ERROR}, {wire::IO, wire::IO}};
+      {999, wire::DATA_ERROR},
+      {wire::ERROR_UNSPECIFIED, wire::DATA_ERROR},
+      {wire::IO, wire::IO},
+      {wire::NOT_FOUND, wire::NOT_FOUND},
+      {wire::DEADLINE_EXCEEDED, wire::DATA_ERROR},
+      {wire::UNAVAILABLE, wire::DATA_ERROR},
+      {wire::RESOURCE_EXHAUSTED, wire::DATA_ERROR},
+      {wire::PERMISSION_DENIED, wire::DATA_ERROR}};
   for (const auto& [sent, kept] : codes) {
     SCOPED_TRACE("code " + std::to_string(sent));
     Task t = assign(0);
@@ -137,6 +146,21 @@ TEST_F(AttachedWorkersTest, AWorkersErrorIsCutTo4096BytesAndGetsADeclaredCode) {
     EXPECT_EQ(error.code(), kept);
     EXPECT_EQ(error.message().size(), 4096u);
   }
+}
+
+TEST_F(AttachedWorkersTest, AWorkersErrorCutInsideACharacterStaysValidUtf8) {
+  attach(&links_[0], 10);
+  Task t = assign(0);
+  wire::WorkerDone answer = done_for(t);
+  std::string message = "x";  // then two-byte characters: one across byte 4096
+  while (message.size() < 10000) message += "\xc3\xa9";
+  answer.mutable_error()->set_code(wire::DATA_ERROR);
+  answer.mutable_error()->set_message(message);
+  ASSERT_TRUE(sut_.done(10, answer).ok());
+  const wire::Error& error = events_.done.back().done.error();
+  EXPECT_EQ(error.message(), message.substr(0, 4095));
+  wire::Error parsed;
+  EXPECT_TRUE(parsed.ParseFromString(error.SerializeAsString())) << "the trainer could not read its StreamFailed";
 }
 
 TEST_F(AttachedWorkersTest, EndingTheStreamEndsEveryAttachmentAsClosed) {
