@@ -192,8 +192,12 @@ void AttachedWorkers::assign(size_t w, Task task, const wire::WorkerAttach&, int
   slot.task_started = now;
   const uint64_t assignment = ++slot.assignments;
   slot.watchdog->expires_at(slot.task->deadline);
-  slot.watchdog->async_wait([this, w, assignment](const boost::system::error_code& ec) {
-    if (ec || slots_[w].assignments != assignment || !slots_[w].task || slots_[w].link == nullptr) return;
+  // A wait that completed before the pool was destroyed (the stream closed in the same turn of the event loop) runs
+  // with no error although its timer was cancelled: it must find that the pool is gone before touching it.
+  slot.watchdog->async_wait([this, alive = std::weak_ptr<const bool>(alive_), w, assignment](
+                                const boost::system::error_code& ec) {
+    if (ec || alive.expired()) return;
+    if (slots_[w].assignments != assignment || !slots_[w].task || slots_[w].link == nullptr) return;
     on_timeout(w);
   });
   slot.link->send_task(slot.task->work);

@@ -103,6 +103,9 @@ class AttachedWorkers final : public Workers {
   WorkerEvents& events_;
   std::vector<Slot> slots_;
   uint64_t detached_ = 0;
+  // Expires with the pool: a watchdog wait that completed before the destruction (and so runs, cancelled or not)
+  // sees it and does nothing.
+  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
 };
 
 }  // namespace batchd::daemon

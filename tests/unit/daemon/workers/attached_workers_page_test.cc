@@ -1,13 +1,18 @@
 // AttachedWorkers' recovery: which sample a lost task blames (the claim on the worker's progress page, checked),
-// the page itself (a sealed memfd, new for each attachment), and the watchdog (tiny deadlines, a real io_context).
+// the page itself (a sealed memfd, new for each attachment), and the watchdog (tiny deadlines, a real io_context),
+// including a wait that completed in the turn that destroyed its pool.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/local/connect_pair.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <cerrno>
 #include <chrono>
 #include <iterator>
+#include <new>
+#include <thread>
 
 #include "attached_workers_support.h"
 #include "workers/attached_workers.h"
@@ -125,6 +130,38 @@ TEST(AttachedWorkersWatchdogTest, AWorkerPastItsDeadlineIsToldToExitAndItsTaskIs
   EXPECT_FALSE(sut.has(1));
   EXPECT_TRUE(sut.has(2));
   EXPECT_EQ(sut.detached(), 1u);
+}
+
+TEST(AttachedWorkersWatchdogTest, AWaitThatCompletedBeforeThePoolWasDestroyedDoesNothing) {
+  boost::asio::io_context io;
+  RecordingEvents old_events, new_events;
+  RecordingLink old_link, new_link;
+  const TaskTimeouts tiny{std::chrono::milliseconds(0), std::chrono::milliseconds(1)};
+  // The pool lives in storage that a new pool reuses, as the heap would: a stale handler would act on the new one.
+  alignas(AttachedWorkers) unsigned char storage[sizeof(AttachedWorkers)];
+  auto* pool = new (storage) AttachedWorkers(io, kStream, 2, tiny, old_events);
+  ASSERT_TRUE(pool->attach(&old_link, 1, 101).ok());
+  pool->assign(0, task_of(3, 0, {30}), wire::WorkerAttach(), -1);  // its deadline: 1 ms from now
+  // A socket made readable while its wait is registered: the reactor reports it in the same turn as the due timer
+  // and queues its handler first (descriptor completions before timer completions), as a CloseStream read in the
+  // turn where a worker's deadline passes.
+  boost::asio::local::stream_protocol::socket a(io), b(io);
+  boost::asio::local::connect_pair(a, b);
+  bool timer_had_not_run = false;
+  a.async_wait(boost::asio::socket_base::wait_read, [&](const boost::system::error_code&) {
+    timer_had_not_run = old_events.lost.empty();
+    pool->~AttachedWorkers();  // the stream is closed
+    pool = new (storage) AttachedWorkers(io, kStream + 1, 2, TaskTimeouts{}, new_events);
+    (void)pool->attach(&new_link, 2, 102);
+    pool->assign(0, task_of(0, 0, {30}), wire::WorkerAttach(), -1);  // worker 0 on its first task, as before
+  });
+  ASSERT_EQ(::write(b.native_handle(), "x", 1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  io.poll();
+  EXPECT_TRUE(timer_had_not_run) << "the setup did not make the race: the watchdog ran before the destruction";
+  EXPECT_TRUE(new_events.lost.empty()) << "the destroyed pool's watchdog detached the new pool's worker";
+  EXPECT_TRUE(new_link.detaches.empty());
+  pool->~AttachedWorkers();
 }
 
 }  // namespace
