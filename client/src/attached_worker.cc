@@ -205,6 +205,7 @@ class AttachedWorkerCore final {
           broken_ = Error(ErrorCode::kUnavailable, "detached by the daemon: " + r.worker_detach().reason());
         }
         closed_ = true;
+        tasks_.clear();  // tasks of a closed stream: the daemon has dropped them, making them would only delay
         arrived_.notify_all();
         return;
       }

@@ -36,8 +36,9 @@ class Loader(StreamPasses):
             "Your own Dataset"): num_workers processes the Loader starts under your uid (at least one) run its
             __getitem__ (or __getitems__) and write each sample straight into the daemon's slots; batches are
             structured as default_collate makes them (tensor, list for tuples, namedtuple, dict); each sample's
-            random, numpy and torch generators are seeded from (seed, epoch, index). An IterableDataset, a sample
-            with strings or of changing shape are refused (TypeError, or a per-sample BatchdError).
+            random, numpy and torch generators are seeded from (seed, epoch, index). An IterableDataset is refused
+            (TypeError); a sample with strings at the first pass (BatchdError), one of another shape as a per-sample
+            BatchdError. With device="cuda" its batches are host batches copied with .to(non_blocking=True).
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
         sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, and the others:

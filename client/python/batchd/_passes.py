@@ -122,12 +122,18 @@ class StreamPasses:
                               f"when the Loader was made: a Dataset's length must not change while a Loader reads it "
                               f"(make a new Loader)")
         kw["external"] = dict(kw["external"], fields=self._own.layout().wire_fields())
-        source = OwnSource(self._open_source(kw), self._own, self.timeout)
-        self._own.attach(source.info["id"], size)
+        # Never batchd's CUDA stream (its waits are unbounded, and the workers must be checked while a batch is
+        # awaited): host batches, copied to a CUDA device with .to(non_blocking=True) (pinned with pin_memory=True).
+        source = OwnSource(self._open_source(kw, device_stream=False), self._own, self.timeout)
+        try:
+            self._own.attach(source.info["id"], size)
+        except BaseException:
+            source.close()
+            raise
         return source
 
-    def _open_source(self, kw):
-        if self.device.type == "cuda" and self._device_path is not False:
+    def _open_source(self, kw, device_stream=True):
+        if self.device.type == "cuda" and self._device_path is not False and device_stream:
             reason = _batchd.cuda_unavailable_reason
             if _batchd.has_cuda:
                 try:
@@ -162,9 +168,11 @@ class StreamPasses:
     def close(self):
         """Closes the daemon stream now, and stops your own Dataset's workers (both are also closed when the Loader
         is garbage-collected)."""
-        self._close_stream()
-        if getattr(self, "_own", None) is not None:
-            self._own.close()
+        try:
+            self._close_stream()
+        finally:
+            if getattr(self, "_own", None) is not None:
+                self._own.close()
 
     def __del__(self):
         try:

@@ -11,16 +11,19 @@ stream's on_error decides). The process exits when the trainer goes (_follow_par
 library watches the parent too) or when the daemon detaches it past a deadline (_batchd's exit status 75).
 """
 import os
+import signal
 import threading
 import time
 import traceback
 
+import numpy as np
 import torch
 
 from . import _batchd
 from ._own_dataset import check_field, sample_seed, seed_all
 
 READY, ERROR, LAYOUT, ATTACHED, DETACHED = "ready", "error", "layout", "attached", "detached"
+ATTACH_FAILED = "attach_failed"  # (ATTACH_FAILED, stream_id, message): fatal only for the trainer's current stream
 
 
 def _last_line(e):
@@ -75,12 +78,15 @@ class _Writer:
             problem = check_field(field, value, index)
             if problem is not None:
                 return problem
-            if isinstance(value, torch.Tensor):
-                rows[position].copy_(value)
-            elif field[3] == "numpy":
-                rows[position].copy_(torch.from_numpy(value) if value.ndim else torch.as_tensor(value))
-            else:
-                rows[position].fill_(value)
+            try:  # by the value's own kind: a later sample may give an ndarray where sample 0 gave a tensor
+                if isinstance(value, torch.Tensor):
+                    rows[position].copy_(value)
+                elif isinstance(value, (np.ndarray, np.generic)):
+                    rows[position].copy_(torch.as_tensor(np.asarray(value)))
+                else:
+                    rows[position].fill_(value)
+            except Exception as e:  # noqa: BLE001 (a per-sample error, never a dead worker)
+                return f"sample {index}: field {field[0]!r} could not be written: {_last_line(e)}"
         return None
 
 
@@ -98,7 +104,9 @@ def _serve(worker, dataset, layout, use_getitems):
         positions = range(task.made, len(indices))
         failed = None  # (index, message)
         samples = None
-        if use_getitems and len(positions) > 1:
+        # A task redone after a death (attempt > 0) goes sample by sample: a crash or hang inside __getitems__ would
+        # otherwise be blamed on the task's first sample.
+        if use_getitems and len(positions) > 1 and task.attempt == 0:
             first = indices[task.made]
             seed_all(sample_seed(seed, task.epoch, first, copies[task.made] if copies else 0))
             worker.progress(task, first)
@@ -169,6 +177,8 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
     elif os.getppid() != parent_pid:
         return  # the trainer is gone already
     _follow_parent(parent_pid, forked_by_main_thread)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle; a worker dying on it would be
+    # blamed on its sample
     torch.set_num_threads(1)  # as DataLoader's workers
     _set_worker_info(worker_id, num_workers, base_seed + worker_id, dataset)
     use_getitems = callable(getattr(dataset, "__getitems__", None))
@@ -183,6 +193,8 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
     while True:
         try:
             command = conn.recv()
+            while command[0] == "attach" and conn.poll():  # only the newest stream matters: skip closed ones
+                command = conn.recv()
         except (EOFError, OSError):
             return  # the trainer is gone
         if command[0] == "stop":
@@ -202,8 +214,8 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
                 continue
             try:
                 worker = _batchd.AttachedWorker(socket, command[1], parent_pid=parent_pid, **command[3])
-            except _batchd.BatchdError as e:
-                conn.send((ERROR, f"worker {worker_id} cannot attach to stream {command[1]}: {e}"))
+            except _batchd.BatchdError as e:  # fatal for the trainer only if that stream is still its current one
+                conn.send((ATTACH_FAILED, command[1], f"worker {worker_id} cannot attach to stream {command[1]}: {e}"))
                 continue
             conn.send((ATTACHED, worker.worker))
             _serve(worker, dataset, layout, use_getitems)

@@ -15,7 +15,7 @@ import time
 import warnings
 
 from ._batchd import BatchdError
-from ._worker_main import ATTACHED, DETACHED, ERROR, LAYOUT, READY, worker_main
+from ._worker_main import ATTACH_FAILED, ATTACHED, DETACHED, ERROR, LAYOUT, READY, worker_main
 
 _START_TIMEOUT = 120.0  # seconds a worker may take to start (import torch under spawn, worker_init_fn)
 
@@ -91,28 +91,42 @@ class WorkerPool:
     def layout(self):
         """The Layout of sample 0, made by worker 0 (the dataset's code never runs in the trainer's process)."""
         if self._layout is None:
-            if self._workers[0] is None:
-                self.start()
+            self._ensure_started()
             self._workers[0][1].send(("probe", 0))
             self._layout = self._await(0, (LAYOUT,), None, "make sample 0")[1]
         return self._layout
 
+    def _ensure_started(self):
+        if any(entry is None for entry in self._workers):  # first use, or after close()
+            self._fatal = None
+            self.start()
+
     def attach(self, stream_id, size):
-        """Every worker attaches to `stream_id` (the stream this Loader just opened for `size` samples)."""
+        """Every worker attaches to `stream_id` (the stream this Loader just opened for `size` samples). A worker
+        that died since the last check() is replaced by the next one, which attaches it to this stream."""
+        self._ensure_started()
         self._stream_id, self._size = stream_id, size
         for worker_id in range(self._count):
-            self._workers[worker_id][1].send(("attach", stream_id, self._layout, self._connect, size))
+            try:
+                self._workers[worker_id][1].send(("attach", stream_id, self._layout, self._connect, size))
+            except OSError:
+                pass
 
     def check(self):
         """Replaces dead workers (attached to the current stream); raises a worker's fatal error."""
         if self._fatal is not None:
             raise BatchdError(self._fatal)
-        for worker_id, (process, conn) in enumerate(self._workers):
+        for worker_id, entry in enumerate(self._workers):
+            if entry is None:
+                continue
+            process, conn = entry
             try:
                 while conn.poll():
                     message = conn.recv()
-                    if message[0] == ERROR:
-                        self._fatal = f"batchd.Loader: worker {worker_id}: {message[1]}"
+                    if message[0] == ATTACH_FAILED and message[1] != self._stream_id:
+                        continue  # a stream closed before this worker got to it: it waits for the next
+                    if message[0] in (ERROR, ATTACH_FAILED):
+                        self._fatal = f"batchd.Loader: worker {worker_id}: {message[-1]}"
                         raise BatchdError(self._fatal)
                     assert message[0] in (ATTACHED, DETACHED, LAYOUT, READY), message
             except (EOFError, OSError):
@@ -120,9 +134,11 @@ class WorkerPool:
             if process.is_alive():
                 continue
             process.join(0)
-            warnings.warn(f"batchd.Loader: worker {worker_id} (pid {process.pid}) "
-                          f"{'was ended by its client library: the daemon detached it past its task deadline' if process.exitcode == 75 else f'exited (status {process.exitcode})'}; "
-                          f"its task is redone by another worker, and a replacement starts", RuntimeWarning)
+            how = ("was ended by its client library (status 75: the daemon detached it, e.g. past its task's "
+                   "deadline, or its connection to the daemon was lost)" if process.exitcode == 75
+                   else f"exited (status {process.exitcode})")
+            warnings.warn(f"batchd.Loader: worker {worker_id} (pid {process.pid}) {how}; its task is redone by "
+                          f"another worker, and a replacement starts", RuntimeWarning)
             conn.close()
             self._spawn(worker_id)
             self.replaced += 1
@@ -141,16 +157,18 @@ class WorkerPool:
                 conn.send(("stop",))
             except (OSError, ValueError):
                 pass
+        deadline = time.monotonic() + 2.0  # one deadline for all: a worker still attached exits when detached
         for entry in self._workers:
             if entry is None:
                 continue
             process, conn = entry
-            process.join(2.0)
+            process.join(max(0.0, deadline - time.monotonic()))
             if process.is_alive():
                 process.kill()
                 process.join(1.0)
             conn.close()
         self._workers = [None] * self._count
+        self._stream_id = None
 
 
 class OwnSource:
