@@ -58,6 +58,7 @@ void bind_worker(py::module_& m) {
       .def_readonly("begin", &Task::begin)
       .def_readonly("made", &Task::made)
       .def_readonly("attempt", &Task::attempt)
+      .def_readonly("batch_samples", &Task::batch_samples)
       .def_readonly("indices", &Task::indices)
       .def_readonly("copies", &Task::copies);
 

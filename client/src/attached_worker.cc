@@ -127,7 +127,7 @@ class AttachedWorkerCore final {
     std::memcpy(s + index.offset() + uint64_t{task.begin} * sizeof(int64_t), task.indices.data(),
                 task.indices.size() * sizeof(int64_t));
     const wire::SlotHeader header{wire::kSlotMagic, task.stream_id, task.sequence, task.epoch, task.batch,
-                                  batch_samples_of(task), 0};
+                                  task.batch_samples, 0};
     std::memcpy(s, &header, sizeof(header));
     set_progress(task, -1);
     wire::Request request;
@@ -156,11 +156,6 @@ class AttachedWorkerCore final {
 
  private:
   char* slot(uint32_t s) const { return segment_.data() + attach_.slot_offset() + uint64_t{s} * attach_.slot_stride(); }
-  uint32_t batch_samples_of(const AttachedWorker::Task& task) const {
-    std::lock_guard lock(mu_);
-    auto it = batch_samples_.find(task.sequence);
-    return it != batch_samples_.end() ? it->second : static_cast<uint32_t>(task.begin + task.indices.size());
-  }
   static void answer(const AttachedWorker::Task& task, wire::WorkerDone* d) {
     d->set_stream_id(task.stream_id);
     d->set_sequence(task.sequence);
@@ -196,8 +191,7 @@ class AttachedWorkerCore final {
         t.attempt = w.attempt();
         t.indices.assign(w.indices().begin(), w.indices().end());
         t.copies.assign(w.copies().begin(), w.copies().end());
-        if (batch_samples_.size() > 4096) batch_samples_.clear();
-        batch_samples_[t.sequence] = w.batch_samples() != 0 ? w.batch_samples() : w.begin() + w.indices_size();
+        t.batch_samples = w.batch_samples() != 0 ? w.batch_samples() : w.begin() + w.indices_size();
         tasks_.push_back(std::move(t));
       } else if (r.has_worker_detach()) {
         if (r.worker_detach().must_exit() && options_.exit_on_detach) ::_exit(AttachedWorker::kExitCode);
@@ -222,7 +216,6 @@ class AttachedWorkerCore final {
   mutable std::mutex mu_;
   std::condition_variable arrived_;
   std::deque<AttachedWorker::Task> tasks_;
-  std::map<uint64_t, uint32_t> batch_samples_;  // by sequence: the slot header's count
   bool closed_ = false, stopping_ = false;
   std::optional<Error> broken_;
   std::thread reader_;

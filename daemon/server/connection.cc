@@ -93,8 +93,7 @@ void Connection::handle(const std::string& payload) {
   wire::Request request;
   if (auto st = wire::parse_payload(payload, &request, "request"); !st.ok()) return protocol_error(0, st.error());
   if (auto st = check_enums(request); !st.ok()) {
-    // An attached worker's answer with an undeclared value cannot be acted on: its connection ends now (its task is
-    // redone at once) rather than leaving the task to the watchdog.
+    // An attached worker's undeclared value: its connection ends, its task is redone now (not at the watchdog).
     if (attached_stream_ != 0) return protocol_error(request.request_id(), st.error());
     spdlog::debug("connection {} ({}): request {} refused: {}", peer_.connection_id, credentials_.describe(),
                   request.request_id(), st.error().message());
@@ -142,21 +141,11 @@ void Connection::dispatch(const wire::Request& request) {
                        ": not an admin (root, the daemon's uid or daemon.admin_group)");
     return reply_error(rid, refused);
   }
-  if (attached_stream_ != 0 && request.body_case() != wire::Request::kWorkerDone) {
-    return protocol_error(rid, Error(ErrorCode::kProtocol, "this connection is an attached worker of stream " +
-                                                               std::to_string(attached_stream_) +
-                                                               ": it may send only worker_done"));
+  if (attached_stream_ != 0 || request.body_case() == wire::Request::kAttachWorker ||
+      request.body_case() == wire::Request::kWorkerDone) {
+    return dispatch_worker(request);  // connection_worker.cc
   }
   switch (request.body_case()) {
-    case wire::Request::kAttachWorker:
-      return attach_worker(rid, request.attach_worker());
-    case wire::Request::kWorkerDone:
-      if (attached_stream_ == 0) {
-        return protocol_error(rid, Error(ErrorCode::kProtocol, "worker_done from a connection that is not an "
-                                                               "attached worker (send attach_worker first)"));
-      }
-      streams_.worker_done(peer_.connection_id, attached_stream_, request.worker_done());
-      return;
     case wire::Request::kOpenStream: {
       auto opened = streams_.open(request.open_stream(), peer_, this);
       if (!opened.ok()) return reply_error(rid, opened.error());
@@ -217,36 +206,6 @@ void Connection::dispatch(const wire::Request& request) {
 }
 
 void Connection::send_event(const wire::Reply& event) { reply(0, event); }
-
-void Connection::attach_worker(uint64_t rid, const wire::AttachWorker& attach) {
-  if (streams_.streams_of(peer_.connection_id) > 0) {
-    return reply_error(rid, Error(ErrorCode::kInvalidArgument, "a connection with open streams cannot attach as a "
-                                                               "worker: attach from a connection of its own"));
-  }
-  auto attached = streams_.attach_worker(attach.stream_id(), peer_, this);
-  if (!attached.ok()) return reply_error(rid, attached.error());
-  attached_stream_ = attach.stream_id();
-  wire::Reply r;
-  *r.mutable_worker_attached() = std::move(attached->reply);
-  reply(rid, std::move(r), std::move(attached->segment_fd));
-  wire::Reply page;
-  page.set_progress_page(true);
-  reply(0, std::move(page), std::move(attached->progress_fd));  // an event: it follows the reply
-  streams_.after_worker_attached();  // its first task, after the two frames it needs to make it
-}
-
-void Connection::send_task(const wire::WorkerTask& task) {
-  wire::Reply r;
-  *r.mutable_worker_task() = task;
-  reply(0, std::move(r));
-}
-
-void Connection::end_attachment(const wire::WorkerDetach& detach) {
-  wire::Reply r;
-  *r.mutable_worker_detach() = detach;
-  reply(0, std::move(r));
-  close(false);
-}
 
 void Connection::reply(uint64_t request_id, wire::Reply r, wire::UniqueFd fd) {
   if (closed_) return;

@@ -77,6 +77,8 @@ class Connection final : public EventSink, public WorkerLink, public std::enable
   void process();
   void handle(const std::string& payload);
   void dispatch(const wire::Request& request);
+  // AttachWorker, WorkerDone, and any request of an attached worker (connection_worker.cc).
+  void dispatch_worker(const wire::Request& request);
   void attach_worker(uint64_t request_id, const wire::AttachWorker& attach);
   void arm_frame_deadline();
   void on_frame_deadline();

@@ -63,6 +63,7 @@ class AttachedWorker final {
   struct Task {
     uint64_t stream_id = 0, sequence = 0, epoch = 0, batch = 0;
     uint32_t slot = 0, begin = 0, made = 0, attempt = 0;
+    uint32_t batch_samples = 0;  // samples in the whole batch (the slot header's count)
     std::vector<int64_t> indices;
     std::vector<uint32_t> copies;
   };

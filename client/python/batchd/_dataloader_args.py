@@ -41,8 +41,15 @@ _REPEATED_AUG_ATTRS = ("num_replicas", "rank", "shuffle", "epoch", "num_selected
 _pin_warned = False
 
 
-def refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator):
-    """ValueError for the first refused argument that is set (collate_fn=default_collate is the default)."""
+def refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator, own=False, *pipeline_options):
+    """ValueError for the first refused argument that is set (collate_fn=default_collate is the default). own: the
+    Loader serves your own Dataset: worker_init_fn is taken, and `pipeline_options` (batch_transform, crop_size,
+    resize_size, exact_decode: the daemon's pipelines') are refused."""
+    if own and any(v is not None for v in pipeline_options):
+        raise ValueError("batchd.Loader: batch_transform=, crop_size=, resize_size= and exact_decode= configure "
+                         "the daemon's pipelines; your own Dataset makes its samples itself")
+    if own:
+        worker_init_fn = None
     given = {"collate_fn": None if collate_fn is default_collate else collate_fn, "worker_init_fn": worker_init_fn,
              "batch_sampler": batch_sampler, "generator": generator}
     for name, value in given.items():

@@ -146,7 +146,6 @@ class Loader(StreamPasses):
                  device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
                  index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None,
                  seq_len=None, sampling=None, endless=False):
-        refuse_unmappable(collate_fn, None, batch_sampler, generator)
         del persistent_workers  # moot: the daemon's workers persist, and so do those of your own Dataset
         sampler_fields = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
         depth = prefetch_depth(num_workers, prefetch_factor, depth)
@@ -156,12 +155,9 @@ class Loader(StreamPasses):
                           "the dict", DeprecationWarning, stacklevel=2)
             as_dict = not as_tuple
         source, transform, socket = resolve_source(dataset, socket, private, num_workers, transform, pipeline)
-        if "external" not in source:
-            refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator)
-        own = "external" in source
-        if own and any(v is not None for v in (batch_transform, crop_size, resize_size, exact_decode)):
-            raise ValueError("batchd.Loader: batch_transform=, crop_size=, resize_size= and exact_decode= configure "
-                             "the daemon's pipelines; your own Dataset makes its samples itself")
+        own = "external" in source  # your own Dataset (_own_dataset.py)
+        refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator, own, batch_transform, crop_size,
+                          resize_size, exact_decode)
         spec = None if own else pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size,
                                               exact_decode)
         self.device = torch.device(device)
@@ -208,11 +204,9 @@ class Loader(StreamPasses):
         if strategy is not None:
             self._options["strategy"] = strategy
         self._client = _batchd.Client(socket or "", request_timeout=request_timeout, expected_owner=expected_owner)
-        self._own = None  # your own Dataset's worker processes (_worker_pool.py), started at the first pass
-        if "external" in source:
-            self._own = WorkerPool(dataset, num_workers, multiprocessing_context, worker_init_fn,
-                                   sampler_fields["seed"], socket or "",
-                                   {"request_timeout": request_timeout, "expected_owner": expected_owner})
+        self._own = WorkerPool(dataset, num_workers, multiprocessing_context, worker_init_fn, sampler_fields["seed"],
+                               socket or "", {"request_timeout": request_timeout, "expected_owner": expected_owner}
+                               ) if own else None  # your own Dataset's worker processes, started at the first pass
         if self._client.daemon["warning"]:
             warnings.warn(f"batchd: {self._client.daemon['warning']}", RuntimeWarning, stacklevel=2)
         self._index_timeout = float(index_timeout)
