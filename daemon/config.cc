@@ -198,9 +198,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                                                   std::string(e.description()));
   }
   Config config;
-  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "shares", "datasets", "metrics", "pipelines"}, "",
-                                        source));
-  for (const char* section : {"daemon", "limits", "shares", "datasets", "metrics", "pipelines"}) {
+  BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "shares", "cache", "datasets", "metrics",
+                                               "pipelines"}, "", source));
+  for (const char* section : {"daemon", "limits", "shares", "cache", "datasets", "metrics", "pipelines"}) {
     const toml::node* node = root.get(section);
     if (node != nullptr && !node->is_table()) return bad(source, *node, section, "must be a table ([" +
                                                                                   std::string(section) + "])");
@@ -212,6 +212,12 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     BATCHD_RETURN_IF_ERROR(read_int(*t, "max_lag", "shares.", source, 1, 4096, &config.shares.max_lag));
     BATCHD_RETURN_IF_ERROR(
         read_int(*t, "max_subscribers", "shares.", source, 1, 4096, &config.shares.max_subscribers));
+  }
+  if (const auto* t = root["cache"].as_table()) {
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"max_bytes", "max_bytes_per_uid"}, "cache.", source));
+    BATCHD_RETURN_IF_ERROR(read_int(*t, "max_bytes", "cache.", source, 0, int64_t{1} << 50, &config.cache.max_bytes));
+    BATCHD_RETURN_IF_ERROR(read_int(*t, "max_bytes_per_uid", "cache.", source, 0, int64_t{1} << 50,
+                                    &config.cache.max_bytes_per_uid));
   }
   if (const auto* t = root["metrics"].as_table()) {
     BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"listen", "per_stream"}, "metrics.", source));

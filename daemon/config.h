@@ -89,6 +89,16 @@ struct Shares {
   uint32_t max_subscribers = 32;  // subscribers of one shared production
 };
 
+// [cache] (issue 27): the host-wide cache of pipelines' cache points (cache/sample_cache.h). Read at start-up only.
+struct CacheSettings {
+  // Bytes of shared memory the cache may hold (its index included), taken out of limits.max_shm_bytes (segments
+  // get the rest). -1 (the key absent) = a quarter of limits.max_shm_bytes; 0 = no cache (cache points computed).
+  int64_t max_bytes = -1;
+  // Bytes one uid's client-sent specs may fill (config pipelines and presets draw on the whole cache).
+  // 0 (absent) = a quarter of max_bytes.
+  uint64_t max_bytes_per_uid = 0;
+};
+
 struct Config {
   std::string socket = "/run/batchd/batchd.sock";
   uint32_t socket_mode = 0660;
@@ -103,6 +113,7 @@ struct Config {
   std::string log_level = "info";
   Limits limits;
   Shares shares;
+  CacheSettings cache;
   std::string metrics_listen;  // "host:port" of the Prometheus endpoint; "" = off
   bool metrics_per_stream = false;  // per-stream series (stream, dataset, pipeline labels) on the endpoint
   std::vector<DatasetConfig> datasets;

@@ -20,6 +20,7 @@
 #include "command_line.h"
 #include "config.h"
 #include "config_reload.h"
+#include "cache/cache_config.h"
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "data/index_cache.h"
@@ -129,6 +130,13 @@ int main(int argc, char** argv) {
     }
   }
 
+  // The sample cache before the workers fork (they inherit its mapping); its bytes come out of the segments' budget.
+  auto cache = make_sample_cache(&*config);
+  if (!cache.ok()) {
+    spdlog::critical("{}", cache.error().message());
+    return 1;
+  }
+
   boost::asio::io_context io(1);
   std::optional<ParentWatch> parent_watch = std::move(parent);  // armed on io below, so destroyed before io
   WorkerPool::Options pool_options;
@@ -137,6 +145,7 @@ int main(int argc, char** argv) {
   pool_options.timeouts = TaskTimeouts{std::chrono::seconds(config->task_timeout_min_s),
                                        std::chrono::milliseconds(config->per_sample_timeout_ms)};
   pool_options.faults = line.faults;
+  pool_options.cache = cache->get();
   auto pool = WorkerPool::start(io, pool_options, datasets);
   if (!pool.ok()) {
     spdlog::critical("cannot start workers: {}", pool.error().message());
@@ -146,7 +155,7 @@ int main(int argc, char** argv) {
   DatasetLoader loader(io, datasets, config->cache_dir, [&](const std::string&) { (*pool)->restart_all(); });
   loader.fingerprint(datasets.take_fingerprint_jobs());
   loader.load(std::move(initial.jobs));
-  StreamManager streams(*config, datasets, **pool, std::move(instance).value(), &io);
+  StreamManager streams(*config, datasets, **pool, std::move(instance).value(), &io, cache->get());
   (*pool)->serve(streams);  // worker events go to the stream manager from here on
   auto server = Server::create(io, *config, streams, datasets);
   if (!server.ok()) {

@@ -25,6 +25,7 @@
 #include "config.h"
 #include "data/fingerprint.h"
 #include "data/folder_listing.h"
+#include "data/regular_file.h"
 
 namespace batchd::daemon {
 
@@ -46,6 +47,10 @@ class ImageSamples {
     sample_name(i, &name);
     return name;
   }
+  // Sample i's file as it is now (an imagefolder's image, a webdataset's shard): one stat, for the sample cache,
+  // which uses an entry only while the file is unchanged. {} (inode 0) when it cannot be stat'ed or is no longer the
+  // file that was scanned or indexed.
+  virtual FileStamp stamp(uint64_t i) const = 0;
 };
 
 // The lm pipeline's view of a dataset: a flat array of N little-endian token ids, read as windows of T + 1 tokens

@@ -45,6 +45,7 @@ class ImageFolderDataset final : public Dataset, public ImageSamples {
   Status read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const override;
   using ImageSamples::sample_name;
   void sample_name(uint64_t i, std::string* out) const override { out->assign(paths_[i]); }
+  FileStamp stamp(uint64_t i) const override { return file_stamp(paths_[i], &files_[i]); }
 
   const std::string& root() const { return root_; }
   const std::string& path(uint64_t i) const { return paths_[i]; }  // absolute

@@ -66,4 +66,14 @@ Status pread_exactly(int fd, void* dst, size_t n, uint64_t offset, const std::st
   return ok_status();
 }
 
+FileStamp file_stamp(const std::string& path, const FileId* indexed) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  if (indexed != nullptr && !(FileId::of(st) == *indexed)) return {};
+  return {static_cast<uint64_t>(st.st_size),
+          static_cast<int64_t>(static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
+                               static_cast<uint64_t>(st.st_mtim.tv_nsec)),
+          static_cast<uint64_t>(st.st_ino)};
+}
+
 }  // namespace batchd::daemon

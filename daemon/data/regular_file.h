@@ -39,6 +39,19 @@ struct FileId {
   bool operator==(const FileId&) const = default;
 };
 
+// A file as it is now, for the sample cache (cache/sample_cache.h): an entry made from it is used only while the
+// file's size, mtime and inode are still these. inode 0: the file could not be stat'ed, or is no longer the file the
+// scan found (never matches an entry).
+struct FileStamp {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t inode = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+// stat(path) as a FileStamp, or {} when it fails or the file is not `indexed` (when given).
+FileStamp file_stamp(const std::string& path, const FileId* indexed = nullptr);
+
 // For scans: kDataError "<path> is a FIFO, not a regular file …" if `path` exists and is not a regular file; ok
 // otherwise (a path that cannot be stat'ed, a dangling symlink say, fails when it is read, per sample, named). Its
 // FileId in *id if id is not null ({0, 0} if it cannot be stat'ed).

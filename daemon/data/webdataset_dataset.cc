@@ -155,6 +155,13 @@ void WebDatasetDataset::sample_name(uint64_t i, std::string* out) const {
   out->assign(shard_path_[shard_of(i)]).append(": sample '").append(keys_, begin, key_end_[i] - begin).append("'");
 }
 
+FileStamp WebDatasetDataset::stamp(uint64_t i) const {
+  const size_t shard = shard_of(i);
+  const FileStamp now = file_stamp(shard_path_[shard], &shard_file_[shard]);
+  if (now.size != shard_size_[shard] || now.mtime_ns != shard_mtime_ns_[shard]) return {};
+  return now;
+}
+
 Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, int64_t* label) const {
   const size_t shard = shard_of(i);
   const std::string& path = shard_path_[shard];

@@ -56,6 +56,8 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
   // "<shard path>: sample '<key>'".
   using ImageSamples::sample_name;
   void sample_name(uint64_t i, std::string* out) const override;
+  // The shard's stamp, and {} once it differs from the one indexed (read_image refuses that shard too).
+  FileStamp stamp(uint64_t i) const override;
 
   // How the last open went, for the log and tests.
   struct OpenStats {

@@ -67,6 +67,7 @@ Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanCo
                      "carries its own parameters (e.g. decode's exact_decode, random_resized_crop's size)");
     }
     chosen.spec = req.spec();
+    chosen.client_spec = true;
     return chosen;
   }
   chosen.name = req.pipeline();

@@ -17,6 +17,7 @@ struct ChosenPipeline {
   std::string name;
   wire::PipelineOptions options;
   wire::PipelineSpec spec;
+  bool client_spec = false;  // the spec is the request's own (not a [pipelines.NAME] or a preset's)
 };
 
 // kInvalidArgument naming the option and the fix: a spec beside a daemon pipeline's name, a bad display name, preset

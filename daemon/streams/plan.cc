@@ -253,6 +253,8 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   attach.set_seed(req.seed());
   *attach.mutable_pipeline_options() = std::move(source.chosen.options);
   *attach.mutable_spec() = source.chosen.spec;
+  attach.set_owner_uid(context.uid);
+  attach.set_client_spec(source.chosen.client_spec);
   *opened.mutable_spec() = std::move(source.chosen.spec);
 
   StreamPlan planned{std::move(opened), std::move(attach), std::move(sampler).value(), req.on_error(),

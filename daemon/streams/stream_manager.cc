@@ -7,10 +7,11 @@
 namespace batchd::daemon {
 
 StreamManager::StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers,
-                             SegmentInstance instance, boost::asio::io_context* io)
+                             SegmentInstance instance, boost::asio::io_context* io, SampleCache* cache)
     : config_(config),
       io_(io),
       datasets_(datasets),
+      cache_(cache),
       segments_(std::move(instance), config.limits.max_shm_bytes),
       scheduler_(workers) {}
 

@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 
+#include "cache/sample_cache.h"
 #include "config.h"
 #include "data/dataset.h"
 #include "streams/plan.h"
@@ -64,9 +65,10 @@ class StreamManager final : public WorkerEvents {
   // `workers` must outlive the manager; the manager must be the pool's WorkerEvents before any event arrives.
   // `instance` (this daemon's identity in /dev/shm) goes to the segment pool, which releases it after the last
   // segment.
-  // `io` runs the attached workers' watchdogs; without it (unit tests) AttachWorker is refused.
+  // `io` runs the attached workers' watchdogs; without it (unit tests) AttachWorker is refused. `cache`: the
+  // daemon's sample cache (null: none), which must outlive the manager.
   StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers, SegmentInstance instance,
-                boost::asio::io_context* io = nullptr);
+                boost::asio::io_context* io = nullptr, SampleCache* cache = nullptr);
 
   struct Opened {
     wire::StreamOpened reply;
@@ -148,6 +150,7 @@ class StreamManager final : public WorkerEvents {
   const Config& config_;
   boost::asio::io_context* io_;
   const DatasetRegistry& datasets_;
+  SampleCache* cache_;
   SegmentPool segments_;  // before streams_: outlives every Segment
   Scheduler scheduler_;
   std::map<uint64_t, Entry> streams_;

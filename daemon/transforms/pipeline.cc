@@ -41,6 +41,7 @@ struct Entry {
   Family family;
   VisionMode mode;    // vision only
   bool normalize;     // fmnist: float32 normalized (else raw uint8); vision: ToTensor + Normalize (else uint8)
+  bool cached = false;  // vision: a cache point ends the ops (cache_point.h)
 };
 constexpr Entry kPipelines[] = {
     {"fmnist", "", Family::kFmnist, VisionMode::kTrain, true},
@@ -49,6 +50,8 @@ constexpr Entry kPipelines[] = {
     {"train224_u8", "train_u8", Family::kVision, VisionMode::kTrain, false},
     {"val224", "val", Family::kVision, VisionMode::kVal, true},
     {"val224_u8", "val_u8", Family::kVision, VisionMode::kVal, false},
+    {"val224_cached", "val_cached", Family::kVision, VisionMode::kVal, true, true},
+    {"val224_u8_cached", "val_u8_cached", Family::kVision, VisionMode::kVal, false, true},
     {"lm", "", Family::kLm, VisionMode::kTrain, false},
 };
 
@@ -128,12 +131,14 @@ Result<wire::PipelineSpec> preset_spec(const std::string& name, const wire::Pipe
   } else {
     add("pil_to_tensor", {});
   }
+  if ((*entry)->cached) add("cache", {});
   return spec;
 }
 
 Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
-                                                const wire::PipelineOptions& options, const wire::PipelineSpec& spec) {
-  if (spec.ops_size() > 0) return make_spec_pipeline(spec, std::move(dataset));
+                                                const wire::PipelineOptions& options, const wire::PipelineSpec& spec,
+                                                const CacheBinding& cache) {
+  if (spec.ops_size() > 0) return make_spec_pipeline(spec, std::move(dataset), cache);
   auto entry = find_entry(name);
   if (!entry.ok()) return entry.error();
   switch ((*entry)->family) {
@@ -148,7 +153,7 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::sh
       }
       auto preset = preset_spec(name, options);
       if (!preset.ok()) return preset.error();
-      return make_spec_pipeline(*preset, std::move(dataset));
+      return make_spec_pipeline(*preset, std::move(dataset), cache);
     }
     case Family::kLm:
       return make_lm_pipeline(std::move(dataset), options.lm());

@@ -16,12 +16,15 @@
 //   val224       Resize(R) (shorter side, bilinear, antialiased) + CenterCrop(C) + ToTensor + Normalize: float32
 //                [B,3,C,C]. R = resize_size (256).
 //   val224_u8    the same without ToTensor/Normalize: image uint8 [B,3,C,C].
+//   val224_cached, val224_u8_cached   val224 and val224_u8 followed by a cache point (cache_point.h): the first pass
+//                decodes, later epochs and streams copy the sample's bytes from the daemon's cache (cache.max_bytes).
 // The four vision presets are op lists (preset_spec below; docs/operations.md "Pipelines"), run by the spec
 // pipeline (spec_pipeline.h) as any client's or config's op list is.
 //   lm           language-model windows: input_ids int64 [B,T] = w[:-1], targets int64 [B,T] = w[1:] of the window
 //                w = tokens[i*T : i*T+T+1] of sample i, or tokens[i : i+T+1] for random windows (T = the stream's
 //                seq_len, by default the dataset's; lm_pipeline.h). Needs a `tokens` dataset.
-// `train`, `train_u8`, `val` and `val_u8` are the same pipelines by their size-free names.
+// `train`, `train_u8`, `val`, `val_u8`, `val_cached` and `val_u8_cached` are the same pipelines by their size-free
+// names.
 #pragma once
 
 #include <atomic>
@@ -35,6 +38,7 @@
 #include "batchd.pb.h"
 #include "batchd/result.h"
 #include "data/dataset.h"
+#include "transforms/cache_point.h"
 
 namespace batchd::daemon {
 
@@ -85,8 +89,11 @@ struct BatchContext {
 };
 
 // Nanoseconds spent per stage since the last take_stage_times() (for the per-stage breakdown in batchctl status).
+// With a cache point (transforms/cache_point.h), read_ns also counts the copies out of the cache, and the counts
+// say what it did for the samples.
 struct StageTimes {
   uint64_t read_ns = 0, decode_ns = 0, resize_ns = 0, normalize_ns = 0;
+  uint64_t cache_hits = 0, cache_fills = 0, cache_uncached = 0;
 };
 
 // Nanoseconds since `t` (a stage's start); moves `t` to now, the next stage's start.
@@ -135,8 +142,9 @@ Result<wire::PipelineSpec> preset_spec(const std::string& name, const wire::Pipe
 // Builds the pipeline for `dataset`: `spec` when it has ops (canonical, as plan_spec writes it), else the built-in
 // pipeline `name` with `options` (as resolve_pipeline_options returns them). kNotFound for an unknown name,
 // kInvalidArgument if the pipeline does not fit the dataset's format.
+// `cache`: the worker's cache and the stream's key and owner, for a spec with a cache point (cache_point.h).
 Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
                                                 const wire::PipelineOptions& options = {},
-                                                const wire::PipelineSpec& spec = {});
+                                                const wire::PipelineSpec& spec = {}, const CacheBinding& cache = {});
 
 }  // namespace batchd::daemon

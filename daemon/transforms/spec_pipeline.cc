@@ -1,9 +1,12 @@
 #include "transforms/spec_pipeline.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstring>
 
 #include "data/imagefolder_dataset.h"
+#include "transforms/cache_point.h"
 #include "transforms/fused_head.h"
 #include "transforms/fused_tail.h"
 #include "transforms/ops/op_registry.h"
@@ -29,13 +32,27 @@ class SpecPipeline final : public Pipeline {
   SpecPipeline(std::shared_ptr<const Dataset> dataset, ops::PlannedSpec planned)
       : dataset_(std::move(dataset)), images_(*dataset_->images()), planned_(std::move(planned)) {}
 
-  Status compile() {
-    const auto& o = planned_.canonical.ops();
+  Status compile(const CacheBinding& binding) {
+    // The cache op is a point between two steps, not a step: the steps are the ops without it, and cache_at_ is
+    // where it was (the number of ops before it).
+    steps_ = planned_.canonical;
+    CachePrefix prefix;
+    if (planned_.cache_at >= 0) {
+      steps_.mutable_ops()->DeleteSubrange(planned_.cache_at, 1);
+      prefix = cache_prefix(planned_.canonical, planned_.cache_at);
+      cache_at_ = prefix.point;
+    }
+    const auto& o = steps_.ops();
+    n_ = o.size();
+    wire::PipelineSpec before_point;  // the head fuses only ops before the point
+    for (int i = 0; i < (cache_at_ >= 0 ? cache_at_ : n_); ++i) *before_point.add_ops() = o[i];
     int used = 0;
-    auto head = fused_head(planned_.canonical, &times_, &used);
+    auto head = fused_head(before_point, &times_, &used);
     if (!head.ok()) return head.error();
     head_ = std::move(head).value();
+    used_ = used;
     has_tail_ = find_tail(o, &tail_);
+    if (has_tail_ && cache_at_ > tail_.first && cache_at_ < tail_.end) has_tail_ = false;  // the point splits it
     const int middle_end = has_tail_ ? tail_.first : o.size();
     ops::ValueType type{.kind = Kind::kEncoded};
     const int64_t classes = planned_.num_classes;
@@ -52,7 +69,9 @@ class SpecPipeline final : public Pipeline {
       }
       return kernels;
     };
+    std::optional<ops::ValueType> at_point;
     for (int i = 0; i < o.size(); ++i) {
+      if (i == cache_at_) at_point = type;
       auto next = ops::plan_op_type(o[i], type, classes);
       if (!next.ok()) return next.error();
       if (i >= used && (i < middle_end || (has_tail_ && i >= tail_.end))) {
@@ -61,6 +80,13 @@ class SpecPipeline final : public Pipeline {
         (i < middle_end ? middle_ : after_tail_).push_back(std::move(k).value());
       }
       type = *next;
+    }
+    if (cache_at_ >= 0) {
+      const auto kind = cache_at_ == n_ ? CachePoint::Kind::kSlot
+                        : at_point->kind == ops::Kind::kImage ? CachePoint::Kind::kImage
+                                                              : CachePoint::Kind::kTensor;
+      cache_.emplace(binding, prefix.id, kind,
+                     planned_.tensors[0].sample_bytes());
     }
     for (const auto& op : planned_.canonical.batch_ops()) {
       auto k = compile_batch(op);
@@ -71,7 +97,15 @@ class SpecPipeline final : public Pipeline {
   }
 
   const std::vector<TensorDesc>& tensors() const override { return planned_.tensors; }
-  StageTimes take_stage_times() override { return std::exchange(times_, StageTimes{}); }
+  StageTimes take_stage_times() override {
+    if (cache_) {
+      const CacheCounts c = cache_->take_counts();
+      times_.cache_hits = c.hits;
+      times_.cache_fills = c.fills;
+      times_.cache_uncached = c.uncached;
+    }
+    return std::exchange(times_, StageTimes{});
+  }
   bool whole_batches() const override { return !batch_.empty(); }
 
   Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
@@ -135,44 +169,76 @@ class SpecPipeline final : public Pipeline {
   // `copy`: which repeated_aug copy of idx this is (0 without repeated_aug); it seeds the draws with idx.
   Status make_sample(uint64_t idx, uint32_t copy, const BatchContext& context, char* dst, int64_t* label) {
     auto t = Clock::now();
+    SampleRng rng(context.seed, context.epoch, static_cast<int64_t>(idx), copy);
+    if (!cache_) {
+      BATCHD_RETURN_IF_ERROR(read(idx, label, t));
+      return run_steps(0, n_, rng, dst, t);
+    }
+    // The steps before the point draw nothing (the plan refuses random ones): rng is where the steps after it
+    // expect it whether the value is read from the cache or computed.
+    const FileStamp stamp = images_.stamp(idx);
+    if (cache_->load(idx, stamp, &sample_, dst, label)) {
+      times_.read_ns += stage_ns(t);
+      images_.sample_name(idx, &name_);  // the steps after the point name the sample in their errors
+      sample_.name = &name_;
+      return run_steps(cache_at_, n_, rng, dst, t);
+    }
+    BATCHD_RETURN_IF_ERROR(read(idx, label, t));
+    BATCHD_RETURN_IF_ERROR(run_steps(0, cache_at_, rng, dst, t));
+    cache_->store(idx, stamp, sample_, dst, *label);
+    return run_steps(cache_at_, n_, rng, dst, t);
+  }
+
+  Status read(uint64_t idx, int64_t* label, Clock::time_point& t) {
     BATCHD_RETURN_IF_ERROR(images_.read_image(idx, &bytes_, label));
     times_.read_ns += stage_ns(t);
     images_.sample_name(idx, &name_);
     sample_.bytes = bytes_;
     sample_.name = &name_;
-    SampleRng rng(context.seed, context.epoch, static_cast<int64_t>(idx), copy);
-    if (head_) {
+    return ok_status();
+  }
+
+  // Runs steps [from, to) on sample_ (from 0: its file's bytes are read); to == n_: writes the sample's row at dst.
+  Status run_steps(int from, int to, SampleRng& rng, char* dst, Clock::time_point& t) {
+    if (from == to) return ok_status();
+    if (from == 0 && head_) {
       BATCHD_RETURN_IF_ERROR(head_->run(sample_, rng));  // times itself (decode, resize)
       t = Clock::now();
     }
-    for (size_t k = 0; k < middle_.size(); ++k) {
-      if (middle_[k]) BATCHD_RETURN_IF_ERROR(middle_[k]->run(sample_, rng));
-      if (k == 0 && !head_) times_.decode_ns += stage_ns(t);
+    const int middle_end = has_tail_ ? tail_.first : n_;
+    for (int i = std::max(from, used_); i < std::min(to, middle_end); ++i) {
+      auto& k = middle_[i - used_];
+      if (k) BATCHD_RETURN_IF_ERROR(k->run(sample_, rng));
+      if (i == 0 && !head_) times_.decode_ns += stage_ns(t);
     }
     times_.resize_ns += stage_ns(t);
-    if (!has_tail_) return write_from_tensor(dst);
-    bool flip_h = false, flip_v = false;
-    for (const auto& f : tail_.flips) {
-      if (rng.uniform(0.0, 1.0) < f.p) (f.horizontal ? flip_h : flip_v) ^= true;  // torch.rand(1) < p
-    }
-    if (tail_.to_slot) {
-      if (tail_.dtype == wire::FLOAT32) {
-        tail_.write_float(sample_.image, flip_h, flip_v, reinterpret_cast<float*>(dst));
-      } else {
-        tail_.write(sample_.image, flip_h, flip_v, reinterpret_cast<uint8_t*>(dst));
+    if (has_tail_ && from <= tail_.first && to >= tail_.end) {
+      bool flip_h = false, flip_v = false;
+      for (const auto& f : tail_.flips) {
+        if (rng.uniform(0.0, 1.0) < f.p) (f.horizontal ? flip_h : flip_v) ^= true;  // torch.rand(1) < p
       }
-      times_.normalize_ns += stage_ns(t);
-      return ok_status();
+      if (tail_.to_slot) {  // the tail ends the steps (to == n_)
+        if (tail_.dtype == wire::FLOAT32) {
+          tail_.write_float(sample_.image, flip_h, flip_v, reinterpret_cast<float*>(dst));
+        } else {
+          tail_.write(sample_.image, flip_h, flip_v, reinterpret_cast<uint8_t*>(dst));
+        }
+        times_.normalize_ns += stage_ns(t);
+        return ok_status();
+      }
+      sample_.channels = 3;
+      sample_.height = sample_.image.height;
+      sample_.width = sample_.image.width;
+      sample_.tensor.resize(static_cast<size_t>(3) * sample_.height * sample_.width);
+      tail_.write_float(sample_.image, flip_h, flip_v, sample_.tensor.data());
     }
-    sample_.channels = 3;
-    sample_.height = sample_.image.height;
-    sample_.width = sample_.image.width;
-    sample_.tensor.resize(static_cast<size_t>(3) * sample_.height * sample_.width);
-    tail_.write_float(sample_.image, flip_h, flip_v, sample_.tensor.data());
-    for (auto& k : after_tail_) {
-      if (k) BATCHD_RETURN_IF_ERROR(k->run(sample_, rng));
+    if (has_tail_) {
+      for (int i = std::max(from, tail_.end); i < to; ++i) {
+        auto& k = after_tail_[i - tail_.end];
+        if (k) BATCHD_RETURN_IF_ERROR(k->run(sample_, rng));
+      }
     }
-    return write_from_tensor(dst, &t);
+    return to == n_ ? write_from_tensor(dst, &t) : ok_status();
   }
 
   Status write_from_tensor(char* dst, Clock::time_point* t = nullptr) {
@@ -203,6 +269,10 @@ class SpecPipeline final : public Pipeline {
   std::shared_ptr<const Dataset> dataset_;  // keeps images_ alive
   const ImageSamples& images_;
   ops::PlannedSpec planned_;
+  wire::PipelineSpec steps_;  // the canonical ops without the cache op
+  int n_ = 0, used_ = 0;      // steps; steps the head replaces
+  int cache_at_ = -1;         // the cache point: the number of steps before it; -1: none
+  std::optional<CachePoint> cache_;
   std::unique_ptr<SampleKernel> head_;
   Kernels middle_, after_tail_;
   std::vector<std::unique_ptr<ops::BatchKernel>> batch_;
@@ -217,7 +287,8 @@ class SpecPipeline final : public Pipeline {
 }  // namespace
 
 Result<std::unique_ptr<Pipeline>> make_spec_pipeline(const wire::PipelineSpec& canonical,
-                                                     std::shared_ptr<const Dataset> dataset) {
+                                                     std::shared_ptr<const Dataset> dataset,
+                                                     const CacheBinding& cache) {
   if (dataset->images() == nullptr) {
     return Error(ErrorCode::kInvalidArgument, "a pipeline of ops needs an image dataset (imagefolder or webdataset); "
                                               "'" + dataset->name() + "' is " + dataset->format());
@@ -226,7 +297,7 @@ Result<std::unique_ptr<Pipeline>> make_spec_pipeline(const wire::PipelineSpec& c
   auto planned = ops::plan_spec(canonical, context);
   if (!planned.ok()) return planned.error();
   auto pipeline = std::make_unique<SpecPipeline>(std::move(dataset), std::move(planned).value());
-  BATCHD_RETURN_IF_ERROR(pipeline->compile());
+  BATCHD_RETURN_IF_ERROR(pipeline->compile(cache));
   return std::unique_ptr<Pipeline>(std::move(pipeline));
 }
 

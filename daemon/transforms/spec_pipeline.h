@@ -9,11 +9,14 @@
 //         through a per-channel table (fused_tail.h).
 // Batch ops (mixup, cutmix) run in finish_batch() over the whole batch; a stream with batch ops is made in one
 // task per batch (whole_batches()). Labels: int64, or the float32 one-hot [K] (smoothed) with batch ops.
+// A `cache` op is a point between steps (cache_point.h): a hit skips every step before it, the file's read included;
+// the head fuses only steps before the point, and a tail the point would split runs as kernels.
 // Not thread-safe (one per worker and stream); no allocation per sample once the buffers have grown.
 #pragma once
 
 #include <memory>
 
+#include "transforms/cache_point.h"
 #include "transforms/ops/op.h"
 #include "transforms/pipeline.h"
 
@@ -21,8 +24,10 @@ namespace batchd::daemon {
 
 // kInvalidArgument if `dataset` holds no images or the spec does not plan (it was planned by the daemon already:
 // a worker sees this only for a spec from another daemon version).
+// `cache`: where the spec has a cache point, the worker's cache and the stream's key and owner (cache_point.h).
 Result<std::unique_ptr<Pipeline>> make_spec_pipeline(const wire::PipelineSpec& canonical,
-                                                     std::shared_ptr<const Dataset> dataset);
+                                                     std::shared_ptr<const Dataset> dataset,
+                                                     const CacheBinding& cache = {});
 
 // The classes of an image dataset (an imagefolder's class directories), 0 when it does not say.
 int64_t dataset_classes(const Dataset& dataset);

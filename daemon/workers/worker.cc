@@ -30,13 +30,14 @@ struct AttachedStream {
 class Worker {
  public:
   Worker(int channel, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
-         FaultInjection faults)
+         FaultInjection faults, SampleCache* cache)
       : channel_(channel),
         datasets_(datasets),
         decoder_(max_frame_bytes),
         max_frame_bytes_(max_frame_bytes),
         progress_(progress),
-        sample_progress_(&progress->sample, faults) {}
+        sample_progress_(&progress->sample, faults),
+        cache_(cache) {}
 
   int run() {
     std::vector<char> buffer(1 << 16);
@@ -93,7 +94,8 @@ class Worker {
     fds_.erase(fds_.begin());
     auto dataset = datasets_.find_key(a.dataset_key());
     if (!dataset.ok()) return dataset.error();
-    auto pipeline = make_pipeline(a.pipeline(), *dataset, a.pipeline_options(), a.spec());
+    const CacheBinding cache{cache_, cache_hash(a.dataset_key()), a.owner_uid(), a.client_spec()};
+    auto pipeline = make_pipeline(a.pipeline(), *dataset, a.pipeline_options(), a.spec(), cache);
     if (!pipeline.ok()) return pipeline.error();
     auto mapping = wire::Mapping::map(fd.get(), a.segment_bytes(), /*writable=*/true, /*populate=*/true);
     if (!mapping.ok()) return mapping.error().with_context("worker mapping stream " + std::to_string(a.stream_id()));
@@ -158,6 +160,9 @@ class Worker {
     stages->set_resize(times.resize_ns);
     stages->set_normalize(times.normalize_ns);
     stages->set_samples(n - made);
+    stages->set_cache_hits(times.cache_hits);
+    stages->set_cache_fills(times.cache_fills);
+    stages->set_cache_uncached(times.cache_uncached);
     if (!st.ok()) {
       *done.mutable_error() = wire::to_wire(st.error());
       if (st.error().code() == ErrorCode::kDataError && failed_sample >= 0) {
@@ -193,13 +198,14 @@ class Worker {
   std::vector<uint64_t> chunk_offsets_;  // scratch: the task's rows in each tensor
   WorkerProgress* progress_;
   SampleProgress sample_progress_;
+  SampleCache* cache_;
 };
 
 }  // namespace
 
 int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
-               FaultInjection faults) {
-  return Worker(channel_fd, datasets, max_frame_bytes, progress, faults).run();
+               FaultInjection faults, SampleCache* cache) {
+  return Worker(channel_fd, datasets, max_frame_bytes, progress, faults, cache).run();
 }
 
 }  // namespace batchd::daemon

@@ -20,7 +20,8 @@ namespace batchd::daemon {
 
 // Runs the worker loop on `channel_fd`; returns the process exit code. `progress` is the slot's shared page;
 // `faults` is fault injection for tests (off by default).
+// `cache`: the daemon's sample cache, shared with every worker (null: none), for streams with a cache point.
 int run_worker(int channel_fd, const DatasetRegistry& datasets, uint32_t max_frame_bytes, WorkerProgress* progress,
-               FaultInjection faults = {});
+               FaultInjection faults = {}, SampleCache* cache = nullptr);
 
 }  // namespace batchd::daemon

@@ -33,7 +33,8 @@ WorkerPool::~WorkerPool() {
 
 Status WorkerPool::spawn(size_t w) {
   Worker& worker = workers_[w];
-  auto forked = fork_worker(w, datasets_, options_.max_frame_bytes, worker.progress->get(), options_.faults);
+  auto forked = fork_worker(w, datasets_, options_.max_frame_bytes, worker.progress->get(), options_.faults,
+                            options_.cache);
   if (!forked.ok()) return forked.error();
   const pid_t pid = forked->pid;
   worker.pid = pid;
@@ -124,8 +125,18 @@ void WorkerPool::retire(size_t w, int signal, std::chrono::milliseconds grace, C
   worker.watchdog->cancel();
   const pid_t pid = std::exchange(worker.pid, -1);
   if (pid <= 0) return;
+  // Once it is reaped (it can write nothing more), the cache entry it was filling, if any, is dropped: it would
+  // never be committed (and is never read: sample_cache.h).
   reaper_.end(pid, signal, grace, "worker " + std::to_string(w) + " (pid " + std::to_string(pid) + ")",
-              std::move(on_exit));
+              [cache = options_.cache, pid, on_exit = std::move(on_exit)](int status) {
+                if (cache != nullptr) {
+                  if (const uint64_t bytes = cache->reclaim_filler(pid); bytes > 0) {
+                    spdlog::info("worker (pid {}) ended while filling a cache entry: its {} bytes were dropped", pid,
+                                 bytes);
+                  }
+                }
+                if (on_exit) on_exit(status);
+              });
 }
 
 void WorkerPool::on_death(size_t w, const std::string& why) {

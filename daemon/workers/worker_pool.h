@@ -51,6 +51,9 @@ class WorkerPool final : public Workers {
     TaskTimeouts timeouts;                             // the watchdog's budget per task (daemon.task_timeout_*)
     std::chrono::milliseconds exit_grace{5000};        // SIGTERM (or EOF) to SIGKILL for a worker being retired
     FaultInjection faults;                             // tests only (--fault-crash-on-sample, --fault-hang-...)
+    // The daemon's sample cache (cache.max_bytes), mapped before the fork so every worker shares it; null: none.
+    // A worker that dies has its half-written entries dropped (SampleCache::reclaim_filler).
+    SampleCache* cache = nullptr;
   };
 
   // Forks `options.count` workers. Must be called before the process creates any thread (the io_context itself

@@ -17,7 +17,7 @@ namespace {
 
 // Runs in the child right after fork(): a clean slate, then the worker loop; never returns.
 [[noreturn]] void become_worker(int channel, pid_t parent, const DatasetRegistry& datasets, uint32_t max_frame,
-                                WorkerProgress* progress, FaultInjection faults) {
+                                WorkerProgress* progress, FaultInjection faults, SampleCache* cache) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -28,13 +28,13 @@ namespace {
   ::prctl(PR_SET_NAME, "batchd-worker");
   if (::dup2(channel, 3) < 0) ::_exit(3);
   ::close_range(4, ~0u, 0);
-  ::_exit(run_worker(3, datasets, max_frame, progress, faults));
+  ::_exit(run_worker(3, datasets, max_frame, progress, faults, cache));
 }
 
 }  // namespace
 
 Result<ForkedWorker> fork_worker(size_t slot, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-                                 WorkerProgress* progress, FaultInjection faults) {
+                                 WorkerProgress* progress, FaultInjection faults, SampleCache* cache) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
     return posix_error("socketpair for worker " + std::to_string(slot), errno);
@@ -49,7 +49,7 @@ Result<ForkedWorker> fork_worker(size_t slot, const DatasetRegistry& datasets, u
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &previous);
   const pid_t pid = ::fork();
-  if (pid == 0) become_worker(theirs.get(), parent, datasets, max_frame_bytes, progress, faults);
+  if (pid == 0) become_worker(theirs.get(), parent, datasets, max_frame_bytes, progress, faults, cache);
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (pid < 0) return posix_error("fork of worker " + std::to_string(slot), fork_errno);

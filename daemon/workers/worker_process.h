@@ -24,8 +24,9 @@ struct ForkedWorker {
 };
 
 // kIo naming socketpair or fork (and errno) on failure. `faults`: fault injection for tests.
+// `cache`: the daemon's sample cache (mapped before the fork, so the worker shares it), or null.
 Result<ForkedWorker> fork_worker(size_t slot, const DatasetRegistry& datasets, uint32_t max_frame_bytes,
-                                 WorkerProgress* progress, FaultInjection faults);
+                                 WorkerProgress* progress, FaultInjection faults, SampleCache* cache);
 
 // "exited with status 3", "killed by signal Killed", ...
 std::string describe_exit(int status);

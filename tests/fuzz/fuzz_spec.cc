@@ -39,6 +39,7 @@ class TinyImages final : public Dataset, public ImageSamples {
   }
   void sample_name(uint64_t i, std::string* out) const override { *out = "tiny " + std::to_string(i); }
   using ImageSamples::sample_name;
+  FileStamp stamp(uint64_t) const override { return {}; }  // no file: never cached
 
  private:
   std::string name_ = "tiny";

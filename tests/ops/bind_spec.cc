@@ -30,6 +30,7 @@ class BytesDataset final : public daemon::Dataset, public daemon::ImageSamples {
   }
   void sample_name(uint64_t i, std::string* out) const override { *out = "image " + std::to_string(i); }
   using ImageSamples::sample_name;
+  daemon::FileStamp stamp(uint64_t) const override { return {}; }  // bytes, no file: never cached
 
  private:
   std::string name_ = "memory";

@@ -1,6 +1,8 @@
 // The control family: random_apply, random_choice, random_order (torchvision 0.14's RandomApply, RandomChoice,
 // RandomOrder), over a nested list of per-sample ops. The spec planner plans and canonicalizes the nested ops
-// (spec_plan.cc); the kernels here draw as torchvision does and run the nested kernels.
+// (spec_plan.cc); the kernels here draw as torchvision does and run the nested kernels. And `cache`, the cache point
+// (cache/sample_cache.h): a place in the list, not a transform; the spec pipeline reads or fills the host-wide cache
+// there, and the planner refuses it where what comes before is random (spec_plan.cc).
 #include <numeric>
 
 #include "transforms/ops/op_registry.h"
@@ -129,6 +131,22 @@ void add_control_ops(std::vector<OpDef>* defs) {
     return with_nested<RandomOrderKernel>(op, in, compile_list);
   };
   defs->push_back(std::move(order));
+
+  OpDef cache;
+  cache.name = "cache";
+  cache.follows = "tf.data.Dataset.cache, host-wide: what the ops before it make of a sample is kept in the "
+                  "daemon's cache (cache.max_bytes) and read, not recomputed, by later epochs, streams and trainers";
+  cache.plan = [](const wire::Op&, const ValueType& in, const OpPlanContext&) -> Result<ValueType> {
+    if (in.kind == Kind::kEncoded) {
+      return Error(ErrorCode::kInvalidArgument, "comes after decode: the file's bytes are in the page cache already");
+    }
+    return in;
+  };
+  // The spec pipeline handles the point itself (a hit skips the ops before it); as a kernel it changes nothing.
+  cache.compile = [](const wire::Op&, const ValueType&, const CompileList&) {
+    return fn_kernel([](Sample&, SampleRng&) {});
+  };
+  defs->push_back(std::move(cache));
 }
 
 }  // namespace batchd::daemon::ops

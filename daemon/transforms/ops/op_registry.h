@@ -31,7 +31,7 @@ void add_geometry_ops(std::vector<OpDef>* defs);   // decode, resize, crops, fli
 void add_color_ops(std::vector<OpDef>* defs);     // color_jitter, random_grayscale, gaussian_blur
 void add_augment_ops(std::vector<OpDef>* defs);   // trivial_augment_wide, rand_augment, auto_augment
 void add_tensor_ops(std::vector<OpDef>* defs);     // to_tensor, pil_to_tensor, convert_image_dtype, normalize, ...
-void add_control_ops(std::vector<OpDef>* defs);    // random_apply, random_choice, random_order
+void add_control_ops(std::vector<OpDef>* defs);    // random_apply, random_choice, random_order, cache
 void add_erasing_ops(std::vector<OpDef>* defs);    // random_erasing
 void add_batch_ops(std::vector<OpDef>* defs);      // mixup, cutmix (and random_choice's batch kernel)
 

@@ -1,6 +1,7 @@
 #include "transforms/ops/spec_plan.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "transforms/ops/op_registry.h"
 
@@ -128,6 +129,56 @@ void resolve_num_classes(google::protobuf::RepeatedPtrField<wire::Op>* ops, int6
   }
 }
 
+// A `cache` op nested anywhere in `ops` (random_apply & co.): the first one's position.
+std::optional<std::string> nested_cache(const google::protobuf::RepeatedPtrField<wire::Op>& ops,
+                                        const std::string& where) {
+  for (int i = 0; i < ops.size(); ++i) {
+    const std::string pos = where + "[" + std::to_string(i) + "]";
+    if (ops[i].name() == "cache") return pos;
+    for (const auto& p : ops[i].params()) {
+      if (p.value().kind_case() != wire::OpValue::kOps) continue;
+      if (auto found = nested_cache(p.value().ops().ops(), pos + "." + p.key())) return found;
+    }
+  }
+  return std::nullopt;
+}
+
+// The cache point's index in the canonical ops (`first`: the index of the request's ops[0] there), or -1; refuses
+// a cache point that is nested, repeated, or after a random op.
+Result<int> find_cache_point(const wire::PipelineSpec& canonical, int first) {
+  auto pos = [&](int i) { return "ops[" + std::to_string(i - first) + "]"; };
+  int at = -1;
+  for (int i = 0; i < canonical.ops_size(); ++i) {
+    const wire::Op& op = canonical.ops(i);
+    if (op.name() != "cache") {
+      for (const auto& p : op.params()) {
+        if (p.value().kind_case() != wire::OpValue::kOps) continue;
+        if (auto nested = nested_cache(p.value().ops().ops(), pos(i) + "." + p.key())) {
+          return Error(ErrorCode::kInvalidArgument, *nested + " (cache): the cache point goes at the top level of "
+                                                    "ops, not inside " + op.name() + ": what it holds must be the "
+                                                    "same every epoch");
+        }
+      }
+      continue;
+    }
+    if (at >= 0) {
+      return Error(ErrorCode::kInvalidArgument, pos(i) + " (cache): a spec has one cache point, and " + pos(at) +
+                                                    " is one already");
+    }
+    for (int j = 0; j < i; ++j) {
+      const OpDef* def = find_op(canonical.ops(j).name());
+      if (def != nullptr && def->random) {
+        return Error(ErrorCode::kInvalidArgument,
+                     pos(i) + " (cache): " + pos(j) + " (" + def->name + ") before it is random: what reaches the "
+                     "cache point must be the same every epoch (tf.data's rule for Dataset.cache); put the cache "
+                     "point before " + pos(j) + ", after the deterministic ops (decode, resize, center_crop, ...)");
+      }
+    }
+    at = i;
+  }
+  return at;
+}
+
 }  // namespace
 
 Result<ValueType> plan_op_type(const wire::Op& op, const ValueType& in, int64_t num_classes) {
@@ -163,6 +214,9 @@ Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContex
   }
   auto batch = planner.plan_list(spec.batch_ops(), *image, true, "batch_ops", planned.canonical.mutable_batch_ops());
   if (!batch.ok()) return batch.error();
+  auto cache_at = find_cache_point(planned.canonical, has_decode ? 0 : 1);
+  if (!cache_at.ok()) return cache_at.error();
+  planned.cache_at = *cache_at;
   planned.image = *image;
   const int64_t h = image->height, w = image->width;
   planned.tensors.push_back({"image", image->dtype, image->hwc ? std::vector<int64_t>{h, w, 3}

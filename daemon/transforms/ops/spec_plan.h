@@ -5,7 +5,9 @@
 // included); an op that does not fit its input (normalize before the image is a float tensor, an image op after
 // to_tensor, decode anywhere but first, mixup on a non-float output); a per-sample op in batch_ops or a batch op in
 // ops; more than limits.max_ops ops, nested ones included; output whose size depends on the input image (collate
-// needs fixed shapes: the image ops must end in a crop or a resize to [h, w]); no tensor conversion at the end.
+// needs fixed shapes: the image ops must end in a crop or a resize to [h, w]); no tensor conversion at the end; a
+// `cache` op (the cache point, cache/sample_cache.h) nested in another op, in batch_ops, twice, or after a random op
+// (tf.data's rule: what reaches the cache point must be the same every epoch; the error names the random op).
 // The canonical spec starts with `decode` (added with its defaults when the spec does not start with it), and
 // every op has every parameter (defaults written), sorted by key: equal recipes give byte-equal canonical specs.
 // Pure: no I/O, cheap (it runs on the daemon's event loop).
@@ -25,6 +27,7 @@ struct PlannedSpec {
   std::vector<TensorDesc> tensors;  // "image" (dtype, [3, h, w] or [h, w, 3]), "label" (int64 [] or float32 [K])
   int64_t num_classes = 0;          // K of the one-hot label when there are batch ops, else 0
   double label_smoothing = 0;       // of the one-hot label
+  int cache_at = -1;                // the index of the `cache` op in canonical.ops(), -1 if none
 };
 
 // The longest op count plan_spec accepts whatever limits.max_ops says (nesting is bounded by it too).

@@ -1,0 +1,375 @@
+#include "cache/sample_cache.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+
+#include "streams/splitmix64.h"
+
+namespace batchd::daemon {
+
+namespace {
+
+enum State : uint32_t { kEmpty = 0, kClaimed = 1, kFilling = 2, kReady = 3, kDead = 4 };
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kAlign = 64;            // entries' bytes start on a cache line
+constexpr uint64_t kBytesPerSlot = 8192;   // one index entry per 8 KiB of cache (a 52x52 RGB image)
+constexpr uint64_t kMinSlots = 1024;
+constexpr uint64_t kMaxSlots = 1ull << 26;
+constexpr uint64_t kMaxProbes = 64;        // linear probing: an entry is this near its home slot, or not cached
+constexpr size_t kUidSlots = 256;
+constexpr size_t kFillerSlots = 1024;  // worker processes that fill, at once (a row each; freed at their death)
+constexpr uint64_t kMagic = 0x3165686361636462ull;  // "bdcache1"
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+uint64_t pow2_at_least(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// Adds `n` to `counter` if the sum stays within `bound`.
+bool reserve(std::atomic<uint64_t>& counter, uint64_t n, uint64_t bound) {
+  uint64_t now = counter.load(std::memory_order_relaxed);
+  do {
+    if (now + n > bound) return false;
+  } while (!counter.compare_exchange_weak(now, now + n, std::memory_order_relaxed));
+  return true;
+}
+
+}  // namespace
+
+// Which entry a filling worker has claimed (-1: none): what the daemon drops when that worker dies.
+struct SampleCache::Filler {
+  std::atomic<int32_t> pid;  // 0: a free row
+  std::atomic<int64_t> slot;
+};
+
+struct SampleCache::Header {
+  uint64_t magic;
+  std::atomic<uint64_t> next;          // bump pointer: offset of the next allocation in the data area
+  std::atomic<uint64_t> live_bytes;
+  std::atomic<uint64_t> index_used;
+  std::atomic<uint64_t> dropped_bytes;
+  std::atomic<uint64_t> refused_full, refused_uid, refused_index;
+  struct UidBytes {
+    std::atomic<uint32_t> uid_plus_one;  // 0: a free row
+    std::atomic<uint64_t> bytes;
+  } uids[kUidSlots];
+  Filler fillers[kFillerSlots];
+};
+
+struct SampleCache::Entry {
+  std::atomic<uint32_t> state;
+  std::atomic<int32_t> filler;  // the pid of the worker that claimed it
+  CacheKey key;
+  FileStamp stamp;
+  CachedShape shape;
+  uint64_t offset, bytes;       // in the data area
+  uint32_t uid;
+  uint8_t uid_bounded;
+};
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "the cache's atomics are shared between processes: they must be lock-free");
+
+uint64_t cache_hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
+
+Result<std::unique_ptr<SampleCache>> SampleCache::create(const Options& options) {
+  if (options.max_bytes < (1u << 20)) {
+    return Error(ErrorCode::kInvalidArgument, "cache.max_bytes = " + std::to_string(options.max_bytes) +
+                                                  " is below 1 MiB, too small for the cache's index: raise it, or set "
+                                                  "0 to run without a cache");
+  }
+  const uint64_t slots = std::clamp(pow2_at_least(options.max_bytes / kBytesPerSlot), kMinSlots, kMaxSlots);
+  const uint64_t data_offset = round_up(round_up(sizeof(Header), kPage) + slots * sizeof(Entry), kPage);
+  const uint64_t map_bytes = data_offset + kVirtualFactor * options.max_bytes;
+  const int fd = ::memfd_create("batchd-cache", MFD_CLOEXEC);
+  if (fd < 0) return posix_error("memfd_create for the sample cache", errno);
+  if (::ftruncate(fd, static_cast<off_t>(map_bytes)) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return posix_error("ftruncate of the sample cache's memfd to " + std::to_string(map_bytes) + " bytes", e);
+  }
+  void* base = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (base == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd);
+    return posix_error("mmap of the sample cache (" + std::to_string(map_bytes) + " bytes)", e);
+  }
+  return std::unique_ptr<SampleCache>(
+      new SampleCache(options, fd, static_cast<uint8_t*>(base), map_bytes, slots, data_offset));
+}
+
+SampleCache::SampleCache(Options options, int fd, uint8_t* base, uint64_t map_bytes, uint64_t slots,
+                         uint64_t data_offset)
+    : options_(options), fd_(fd), base_(base), map_bytes_(map_bytes), slots_(slots), data_offset_(data_offset),
+      header_(new (base) Header{}) {  // a fresh memfd reads as zeros: every entry kEmpty
+  header_->magic = kMagic;
+  // The index counts against the bound: what is left of max_bytes is for entries' bytes.
+  header_->live_bytes.store(data_offset, std::memory_order_relaxed);
+}
+
+SampleCache::~SampleCache() {
+  ::munmap(base_, map_bytes_);
+  ::close(fd_);
+}
+
+SampleCache::Entry& SampleCache::entry(uint64_t slot) const {
+  return reinterpret_cast<Entry*>(base_ + round_up(sizeof(Header), kPage))[slot];
+}
+
+namespace {
+uint64_t home_slot(const CacheKey& key, uint64_t slots) {
+  const uint64_t h = SplitMix64::mix(key.dataset ^ SplitMix64::mix(key.prefix ^ SplitMix64::mix(key.sample)));
+  return h & (slots - 1);
+}
+}  // namespace
+
+std::optional<SampleCache::Found> SampleCache::find(const CacheKey& key, const FileStamp& stamp) const {
+  const uint64_t home = home_slot(key, slots_);
+  for (uint64_t i = 0; i < kMaxProbes; ++i) {
+    const uint64_t slot = (home + i) & (slots_ - 1);
+    Entry& e = entry(slot);
+    const uint32_t state = e.state.load(std::memory_order_acquire);
+    if (state == kEmpty) return std::nullopt;  // the end of the probe chain
+    // Only a ready entry's fields are read: they were written before its release store and never change after.
+    if (state != kReady || !(e.key == key)) continue;
+    if (!(e.stamp == stamp)) {  // the file changed since it was made: dropped (whoever wins the CAS releases it)
+      uint32_t ready = kReady;
+      if (e.state.compare_exchange_strong(ready, kDead, std::memory_order_acq_rel)) const_cast<SampleCache*>(this)->release(e);
+      continue;
+    }
+    return Found{{base_ + data_offset_ + e.offset, e.bytes}, e.shape, slot};
+  }
+  return std::nullopt;
+}
+
+bool SampleCache::still_valid(const Found& found) const {
+  std::atomic_thread_fence(std::memory_order_acquire);  // the copy happens before this load
+  return entry(found.slot).state.load(std::memory_order_acquire) == kReady;
+}
+
+std::optional<SampleCache::Fill> SampleCache::begin_fill(const CacheKey& key, const FileStamp& stamp,
+                                                         const CachedShape& shape, uint64_t bytes, uint32_t uid,
+                                                         bool uid_bounded) {
+  if (stamp.inode == 0 || bytes == 0) return std::nullopt;
+  if (filler_ == nullptr) {  // this process's row, claimed at its first fill
+    const auto pid = static_cast<int32_t>(::getpid());
+    for (auto& r : header_->fillers) {
+      int32_t free = 0;
+      if (r.pid.compare_exchange_strong(free, pid)) {
+        r.slot.store(-1, std::memory_order_relaxed);
+        filler_ = &r;
+        break;
+      }
+    }
+    if (filler_ == nullptr) return std::nullopt;  // more than kFillerSlots workers filling: served uncached
+  }
+  const uint64_t size = round_up(bytes, kAlign);
+  if (header_->index_used.load(std::memory_order_relaxed) >= slots_ / 4 * 3) {
+    header_->refused_index.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  // The bytes first (the counters), then the slot: a refusal leaves the index as it was.
+  if (!reserve(header_->live_bytes, size, options_.max_bytes)) {
+    header_->refused_full.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  Header::UidBytes* row = nullptr;
+  auto unreserve = [&] {
+    header_->live_bytes.fetch_sub(size, std::memory_order_relaxed);
+    if (row != nullptr) row->bytes.fetch_sub(size, std::memory_order_relaxed);
+  };
+  if (uid_bounded) {
+    for (auto& r : header_->uids) {
+      uint32_t v = r.uid_plus_one.load(std::memory_order_relaxed);
+      if (v == 0 && r.uid_plus_one.compare_exchange_strong(v, uid + 1)) v = uid + 1;
+      if (v == uid + 1) {
+        row = &r;
+        break;
+      }
+    }
+    if (row == nullptr || !reserve(row->bytes, size, options_.max_bytes_per_uid)) {
+      row = nullptr;
+      unreserve();
+      header_->refused_uid.fetch_add(1, std::memory_order_relaxed);
+      return std::nullopt;
+    }
+  }
+  const uint64_t offset = header_->next.fetch_add(size, std::memory_order_relaxed);
+  if (offset + size > kVirtualFactor * options_.max_bytes) {
+    unreserve();
+    header_->refused_full.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  // The pages now, where a failure is an error and not a SIGBUS in the middle of the copy (a host out of memory).
+  uint8_t* data = base_ + data_offset_ + offset;
+  const auto page_start = reinterpret_cast<uintptr_t>(data) / kPage * kPage;
+  const uint64_t page_len = round_up(reinterpret_cast<uintptr_t>(data) + size - page_start, kPage);
+  if (::madvise(reinterpret_cast<void*>(page_start), page_len, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+    unreserve();
+    header_->refused_full.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  const uint64_t home = home_slot(key, slots_);
+  for (uint64_t i = 0; i < kMaxProbes; ++i) {
+    const uint64_t slot = (home + i) & (slots_ - 1);
+    Entry& e = entry(slot);
+    uint32_t state = kEmpty;
+    if (!e.state.compare_exchange_strong(state, kClaimed, std::memory_order_acq_rel)) continue;
+    header_->index_used.fetch_add(1, std::memory_order_relaxed);
+    filler_->slot.store(static_cast<int64_t>(slot), std::memory_order_release);
+    e.filler.store(filler_->pid.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    e.key = key;
+    e.stamp = stamp;
+    e.shape = shape;
+    e.offset = offset;
+    e.bytes = bytes;
+    e.uid = uid;
+    e.uid_bounded = uid_bounded ? 1 : 0;
+    e.state.store(kFilling, std::memory_order_release);  // from here on the daemon can release it (reclaim_filler)
+    Fill fill;
+    fill.cache_ = this;
+    fill.slot_ = slot;
+    fill.bytes_ = std::span<uint8_t>(data, bytes);
+    return fill;
+  }
+  unreserve();  // no free slot near home: the bytes of the range stay unused (counted nowhere)
+  header_->refused_index.fetch_add(1, std::memory_order_relaxed);
+  return std::nullopt;
+}
+
+SampleCache::Fill& SampleCache::Fill::operator=(Fill&& other) noexcept {
+  if (this != &other) {
+    if (cache_ != nullptr) cache_->abandon(slot_);
+    cache_ = std::exchange(other.cache_, nullptr);
+    slot_ = other.slot_;
+    bytes_ = other.bytes_;
+  }
+  return *this;
+}
+
+SampleCache::Fill::~Fill() {
+  if (cache_ != nullptr) cache_->abandon(slot_);
+}
+
+void SampleCache::Fill::commit() {
+  if (cache_ == nullptr) return;
+  cache_->entry(slot_).state.store(kReady, std::memory_order_release);
+  cache_->filler_->slot.store(-1, std::memory_order_release);
+  cache_ = nullptr;
+}
+
+void SampleCache::abandon(uint64_t slot) {
+  Entry& e = entry(slot);
+  e.state.store(kDead, std::memory_order_release);
+  filler_->slot.store(-1, std::memory_order_release);
+  release(e);
+}
+
+// The entry is dead (no reader uses it from here on): its pages go back to the host and its bytes stop counting.
+void SampleCache::release(Entry& e) {
+  const uint64_t size = round_up(e.bytes, kAlign);
+  const auto start = reinterpret_cast<uintptr_t>(base_ + data_offset_ + e.offset);
+  const uint64_t first = round_up(start, kPage), last = (start + size) / kPage * kPage;
+  // Only the pages wholly its own: a neighbour's bytes may share the first and last.
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_REMOVE);
+  header_->live_bytes.fetch_sub(size, std::memory_order_relaxed);
+  header_->dropped_bytes.fetch_add(size, std::memory_order_relaxed);
+  if (e.uid_bounded != 0) {
+    for (auto& r : header_->uids) {
+      if (r.uid_plus_one.load(std::memory_order_relaxed) == e.uid + 1) {
+        r.bytes.fetch_sub(size, std::memory_order_relaxed);
+        break;
+      }
+    }
+  }
+}
+
+uint64_t SampleCache::reclaim_filler(int32_t pid) {
+  if (pid <= 0) return 0;
+  for (auto& r : header_->fillers) {
+    if (r.pid.load(std::memory_order_acquire) != pid) continue;
+    const int64_t slot = r.slot.load(std::memory_order_acquire);
+    uint64_t dropped = 0;
+    if (slot >= 0 && static_cast<uint64_t>(slot) < slots_) {
+      Entry& e = entry(static_cast<uint64_t>(slot));
+      uint32_t state = e.state.load(std::memory_order_acquire);
+      // A claimed entry's fields may be half written (the worker died between its claim and its filling store):
+      // it is made dead, and nothing of it released: at most one entry's bytes per such death stay counted.
+      if ((state == kFilling || state == kClaimed) && e.filler.load(std::memory_order_relaxed) == pid &&
+          e.state.compare_exchange_strong(state, kDead, std::memory_order_acq_rel) && state == kFilling) {
+        release(e);
+        dropped = e.bytes;
+      }
+    }
+    r.slot.store(-1, std::memory_order_relaxed);
+    r.pid.store(0, std::memory_order_release);  // the row is free for another worker
+    return dropped;
+  }
+  return 0;  // it never filled
+}
+
+uint64_t SampleCache::drop(const std::function<bool(uint64_t, uint64_t)>& which) {
+  uint64_t dropped = 0;
+  for (uint64_t slot = 0; slot < slots_; ++slot) {
+    Entry& e = entry(slot);
+    uint32_t state = e.state.load(std::memory_order_acquire);
+    // Ready entries only: a filling one belongs to its worker until it commits (a later drop takes it).
+    if (state != kReady || !which(e.key.dataset, e.key.prefix)) continue;
+    if (!e.state.compare_exchange_strong(state, kDead, std::memory_order_acq_rel)) continue;
+    release(e);
+    dropped += e.bytes;
+  }
+  return dropped;
+}
+
+std::vector<CacheGroup> SampleCache::groups() const {
+  std::map<std::pair<uint64_t, uint64_t>, CacheGroup> by;
+  for (uint64_t slot = 0; slot < slots_; ++slot) {
+    const Entry& e = entry(slot);
+    const uint32_t state = e.state.load(std::memory_order_acquire);
+    if (state != kReady && state != kFilling) continue;
+    auto& g = by[{e.key.dataset, e.key.prefix}];
+    g.dataset = e.key.dataset;
+    g.prefix = e.key.prefix;
+    if (state == kReady) {
+      ++g.entries;
+      g.bytes += e.bytes;
+    } else {
+      ++g.filling;
+    }
+  }
+  std::vector<CacheGroup> out;
+  for (auto& [k, g] : by) out.push_back(g);
+  return out;
+}
+
+CacheTotals SampleCache::totals() const {
+  CacheTotals t;
+  t.max_bytes = options_.max_bytes;
+  t.max_bytes_per_uid = options_.max_bytes_per_uid;
+  t.live_bytes = header_->live_bytes.load(std::memory_order_relaxed);
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) t.resident_bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+  t.index_slots = slots_;
+  t.index_used = header_->index_used.load(std::memory_order_relaxed);
+  t.dropped_bytes = header_->dropped_bytes.load(std::memory_order_relaxed);
+  t.refused_full = header_->refused_full.load(std::memory_order_relaxed);
+  t.refused_uid = header_->refused_uid.load(std::memory_order_relaxed);
+  t.refused_index = header_->refused_index.load(std::memory_order_relaxed);
+  for (const auto& r : header_->uids) {
+    const uint32_t v = r.uid_plus_one.load(std::memory_order_relaxed);
+    if (v != 0) t.uid_bytes.emplace_back(v - 1, r.bytes.load(std::memory_order_relaxed));
+  }
+  return t;
+}
+
+}  // namespace batchd::daemon

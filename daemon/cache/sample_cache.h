@@ -1,0 +1,166 @@
+// sample_cache.h — the host-wide cache point (issue 27): what a pipeline's deterministic prefix made of a sample,
+// kept in daemon-owned shared memory so that later epochs, later streams and other trainers read it instead of
+// reading, decoding and resizing the file again.
+//
+// Memory. One memfd (no name in /dev/shm: nothing to leak; it goes with the last process that maps it), created by
+// the daemon before it forks its workers, who inherit the mapping (respawns too: they fork from the daemon). It is
+// sparse: pages exist only where an entry was written. Layout: a header (counters, the per-uid table), an index of
+// fixed-size entries (open addressing, linear probing), then the data area. Each entry's bytes are allocated once
+// from a bump pointer and never move or get reused within the daemon's life: CoorDL's fill-once, never-evict
+// ("MinIO") policy, whose hit rate under per-epoch reshuffles is cache size / dataset size, where LRU thrashes.
+// Live bytes (ready and filling entries) are bounded by Options::max_bytes; when an entry is dropped (batchctl cache
+// --drop, a reload that changed its dataset, a worker that died filling it) its pages are punched out of the memfd
+// (the memory goes back to the host) and its bytes no longer count, but its address range is not reused: the
+// virtual data area is kVirtualFactor x max_bytes, so a few full drops fit before the cache stops admitting.
+//
+// No torn entry is ever read. An entry's state goes empty -> filling (a CAS: one filler wins; another worker that
+// misses the same sample at the same time fills a second entry, harmlessly: the first ready one found is used) ->
+// ready (a release store, after every byte and field is written) -> dead (dropped; never ready again). A reader uses
+// an entry only if it loads `ready` (acquire) before it copies and still loads `ready` after (the bytes are never
+// rewritten, only punched to zeros after the state leaves `ready`, so a copy that raced a drop is detected and
+// thrown away). A worker killed while filling leaves its entry `filling`, which no reader uses; the daemon turns the
+// dead worker's filling entries dead and punches them (reclaim_filler).
+//
+// Used by workers (lookup, fill: one thread each) and by the daemon's event loop (reclaim, drop, stats), in
+// different processes at once: everything shared is atomic or written before a release store.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "batchd/result.h"
+#include "data/regular_file.h"  // FileStamp: the sample's file when its entry was made, checked at every use
+
+namespace batchd::daemon {
+
+// Which sample an entry holds: the dataset as loaded (hash of DatasetRegistry::key, which a reload that changes the
+// dataset changes), the ops before the cache point (cache_prefix_id), and the sample index.
+struct CacheKey {
+  uint64_t dataset = 0;
+  uint64_t prefix = 0;
+  int64_t sample = 0;
+  bool operator==(const CacheKey&) const = default;
+};
+
+// What the bytes of an entry are (spec_pipeline.cc writes and reads them).
+struct CachedShape {
+  uint8_t kind = 0;       // spec_pipeline.cc's CachedKind: an RGB image, a tensor's values, the slot's bytes
+  uint8_t dtype = 0;      // wire::DType of a tensor
+  uint8_t channels = 0;
+  uint8_t hwc = 0;
+  uint32_t height = 0, width = 0;
+  int64_t label = 0;      // the sample's label (read with the file): a hit reads no file
+};
+
+// Totals of one (dataset, prefix) of the index (stats()).
+struct CacheGroup {
+  uint64_t dataset = 0, prefix = 0;
+  uint64_t entries = 0;   // ready
+  uint64_t bytes = 0;     // of the ready entries
+  uint64_t filling = 0;   // entries being written now (or left by a worker that died: reclaimed at its death)
+};
+
+struct CacheTotals {
+  uint64_t max_bytes = 0;          // Options::max_bytes
+  uint64_t max_bytes_per_uid = 0;
+  uint64_t live_bytes = 0;         // bytes of ready + filling entries (what the bound counts)
+  uint64_t resident_bytes = 0;     // memory the memfd holds now (its allocated blocks: index pages included)
+  uint64_t index_slots = 0, index_used = 0;  // entries of the index, and those not empty (dead ones included)
+  uint64_t dropped_bytes = 0;      // bytes of entries dropped (punched out) in the daemon's life
+  uint64_t refused_full = 0;       // fills refused: max_bytes reached (or the virtual area used up)
+  uint64_t refused_uid = 0;        // fills refused: the uid's max_bytes_per_uid reached
+  uint64_t refused_index = 0;      // fills refused: the index is too full
+  std::vector<std::pair<uint32_t, uint64_t>> uid_bytes;  // live bytes per uid of bounded fills
+};
+
+class SampleCache {
+ public:
+  struct Options {
+    uint64_t max_bytes = 0;          // cache.max_bytes: live bytes of all entries, the index included; 0 = no cache
+    uint64_t max_bytes_per_uid = 0;  // cache.max_bytes_per_uid: live bytes one uid's client-sent specs may fill
+  };
+  // An entry found: its bytes (valid while the daemon lives; zeros once dropped) and shape. Copy them, then call
+  // still_valid(): only then are the copied bytes the entry's.
+  struct Found {
+    std::span<const uint8_t> bytes;
+    CachedShape shape;
+    uint64_t slot = 0;
+  };
+  // An entry being filled: write `bytes`, then commit(). Destroyed uncommitted (an error in the ops after the claim),
+  // it is dropped.
+  class Fill {
+   public:
+    Fill() = default;
+    Fill(Fill&& other) noexcept { *this = std::move(other); }
+    Fill& operator=(Fill&& other) noexcept;
+    ~Fill();
+    std::span<uint8_t> bytes() const { return bytes_; }
+    void commit();
+
+   private:
+    friend class SampleCache;
+    SampleCache* cache_ = nullptr;
+    uint64_t slot_ = 0;
+    std::span<uint8_t> bytes_;
+  };
+
+  // kInvalidArgument if max_bytes is too small to hold its index (at least 1 MiB); errors of memfd_create, ftruncate
+  // and mmap naming the call.
+  static Result<std::unique_ptr<SampleCache>> create(const Options& options);
+  ~SampleCache();
+  SampleCache(const SampleCache&) = delete;
+  SampleCache& operator=(const SampleCache&) = delete;
+
+  // Worker side. The ready entry for `key` made from the file `stamp` describes, if any.
+  std::optional<Found> find(const CacheKey& key, const FileStamp& stamp) const;
+  // True if the entry `found` came from is still ready: the bytes copied from it are whole.
+  bool still_valid(const Found& found) const;
+  // Claims an entry and `bytes` of memory for it, or nothing (the cache is full, the uid's share is full, the index
+  // is too full, the memory could not be had): the caller then serves the sample uncached. `uid_bounded`: a
+  // client-sent spec, whose fills count against max_bytes_per_uid of `uid`.
+  std::optional<Fill> begin_fill(const CacheKey& key, const FileStamp& stamp, const CachedShape& shape,
+                                 uint64_t bytes, uint32_t uid, bool uid_bounded);
+
+  // Daemon side. Drops the filling entries of worker process `pid` (it died): they can never be committed.
+  uint64_t reclaim_filler(int32_t pid);
+  // Drops every entry `drop` selects (by dataset hash and prefix), filling ones included (their fill will not be
+  // committed); returns the bytes dropped.
+  uint64_t drop(const std::function<bool(uint64_t dataset, uint64_t prefix)>& which);
+  std::vector<CacheGroup> groups() const;
+  CacheTotals totals() const;
+  const Options& options() const { return options_; }
+
+  struct Header;
+  struct Entry;
+  struct Filler;
+
+ private:
+  SampleCache(Options options, int fd, uint8_t* base, uint64_t map_bytes, uint64_t slots, uint64_t data_offset);
+  void abandon(uint64_t slot);
+  void release(Entry& e);
+  Entry& entry(uint64_t slot) const;
+
+  Options options_;
+  int fd_;
+  uint8_t* base_;
+  uint64_t map_bytes_;
+  uint64_t slots_;
+  uint64_t data_offset_;
+  Header* header_;
+  Filler* filler_ = nullptr;  // this process's row in the header's filler table (workers, from their first fill)
+};
+
+// The ratio of the data area's address range to max_bytes: dropped ranges are not reused (see above).
+inline constexpr uint64_t kVirtualFactor = 8;
+
+// 64-bit ids of a dataset key and of a canonical op prefix (std::hash: the same in the daemon and its workers, which
+// are one binary; not stable across versions, which never share a cache).
+uint64_t cache_hash(std::string_view text);
+
+}  // namespace batchd::daemon
