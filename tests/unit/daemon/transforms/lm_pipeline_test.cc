@@ -223,7 +223,8 @@ TEST_F(LmPipelineTest, LmTakesNoVisionOptionsAndIsListedAmongTheKnownPipelines) 
   auto unknown = resolve_pipeline_options("gpt", wire::PipelineOptions{});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().message(),
-            "unknown pipeline 'gpt' (known: fmnist, fmnist_u8, train224, train224_u8, val224, val224_u8, lm)");
+            "unknown pipeline 'gpt' (known: fmnist, fmnist_u8, train224, train224_u8, val224, val224_u8, val224_cached, "
+            "val224_u8_cached, lm)");
 }
 
 }  // namespace
