@@ -317,8 +317,8 @@ uint64_t SampleCache::reclaim_filler(int32_t pid) {
   return 0;  // it never filled
 }
 
-uint64_t SampleCache::drop(const std::function<bool(uint64_t, uint64_t)>& which) {
-  uint64_t dropped = 0;
+std::pair<uint64_t, uint64_t> SampleCache::drop(const std::function<bool(uint64_t, uint64_t)>& which) {
+  uint64_t dropped = 0, entries = 0;
   for (uint64_t slot = 0; slot < slots_; ++slot) {
     Entry& e = entry(slot);
     uint32_t state = e.state.load(std::memory_order_acquire);
@@ -327,8 +327,9 @@ uint64_t SampleCache::drop(const std::function<bool(uint64_t, uint64_t)>& which)
     if (!e.state.compare_exchange_strong(state, kDead, std::memory_order_acq_rel)) continue;
     release(e);
     dropped += e.bytes;
+    ++entries;
   }
-  return dropped;
+  return {entries, dropped};
 }
 
 std::vector<CacheGroup> SampleCache::groups() const {

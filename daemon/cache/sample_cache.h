@@ -32,6 +32,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "batchd/result.h"
@@ -129,9 +130,10 @@ class SampleCache {
 
   // Daemon side. Drops the filling entries of worker process `pid` (it died): they can never be committed.
   uint64_t reclaim_filler(int32_t pid);
-  // Drops every entry `drop` selects (by dataset hash and prefix), filling ones included (their fill will not be
-  // committed); returns the bytes dropped.
-  uint64_t drop(const std::function<bool(uint64_t dataset, uint64_t prefix)>& which);
+  // Drops every ready entry `which` selects (by dataset hash and prefix): readers stop using it, its pages go back
+  // to the host. A filling entry belongs to its worker until it commits (a later drop takes it). Returns the entries
+  // and bytes dropped.
+  std::pair<uint64_t, uint64_t> drop(const std::function<bool(uint64_t dataset, uint64_t prefix)>& which);
   std::vector<CacheGroup> groups() const;
   CacheTotals totals() const;
   const Options& options() const { return options_; }
