@@ -75,13 +75,17 @@ def one_epoch(l):
     return [{k: v.clone() for k, v in batch.items()} for batch in l]
 
 
-def epochs(l, n=2, between=None):
+def epochs(make_loader, n=2, between=None):
+    """Epochs 0..n-1, each from a Loader of its own (set_epoch(e)): nothing of epoch e is made before between()
+    ran, as a Loader's prefetch would make the first batches of its next pass during the last of this one."""
     out = []
     for e in range(n):
         if e == 1 and between is not None:
             between()
+        l = make_loader()
+        l.set_epoch(e)
         out.append(one_epoch(l))
-    l.close()
+        l.close()
     return out
 
 
@@ -100,25 +104,26 @@ def assert_same(a, b, what):
 @pytest.mark.parametrize("preset,garbled", [("val224", "garbled_val"), ("val224_u8", "garbled_u8")])
 def test_cached_and_uncached_presets_give_the_same_batches(daemon, preset, garbled):
     sock, roots, _ = daemon
-    uncached = epochs(loader(sock, "photos", pipeline=preset))
-    cached = epochs(loader(sock, "photos", pipeline=preset + "_cached"))
+    uncached = epochs(lambda: loader(sock, "photos", pipeline=preset))
+    cached = epochs(lambda: loader(sock, "photos", pipeline=preset + "_cached"))
     assert_same(uncached, cached, f"{preset} vs {preset}_cached")
     assert not torch.equal(uncached[0][0]["index"], uncached[1][0]["index"]), "the epochs are shuffled apart"
     # Epoch 2 from the cache: the files under it are garbage by then.
-    served = epochs(loader(sock, garbled, pipeline=preset + "_cached"), between=lambda: garble(roots[garbled]))
+    served = epochs(lambda: loader(sock, garbled, pipeline=preset + "_cached"),
+                    between=lambda: garble(roots[garbled]))
     assert_same(uncached, served, f"{preset}_cached with epoch 2 from the cache")
 
 
 def test_a_train_recipe_after_the_point_makes_what_it_makes_without_it(daemon):
     sock, roots, _ = daemon
-    uncached = epochs(loader(sock, "photos", transform=TRAIN))
-    cached = epochs(loader(sock, "photos", transform=TRAIN_CACHED))
+    uncached = epochs(lambda: loader(sock, "photos", transform=TRAIN))
+    cached = epochs(lambda: loader(sock, "photos", transform=TRAIN_CACHED))
     assert_same(uncached, cached, "train recipe vs the same with a cache point")
     first = {int(i): n for n, i in enumerate(uncached[0][0]["index"])}
     again = [(n, first[int(i)]) for n, i in enumerate(uncached[1][0]["index"]) if int(i) in first]
     assert all(not torch.equal(uncached[1][0]["image"][n], uncached[0][0]["image"][m]) for n, m in again), \
         "the random ops after the point draw anew each epoch"
-    served = epochs(loader(sock, "garbled_train", transform=TRAIN_CACHED),
+    served = epochs(lambda: loader(sock, "garbled_train", transform=TRAIN_CACHED),
                     between=lambda: garble(roots["garbled_train"]))
     assert_same(uncached, served, "train recipe with epoch 2's pixels from the cache")
 
@@ -134,8 +139,9 @@ def test_a_random_op_before_the_cache_is_refused_naming_it(daemon):
 
 def test_a_worker_killed_mid_fill_has_its_batch_redone_and_its_entry_never_read():
     for sock, roots, log_path in _daemon(["photos", "garbled"], ["--fault-crash-in-cache-fill", str(CRASH_SAMPLE)]):
-        uncached = epochs(loader(sock, "photos", pipeline="val224"))
-        served = epochs(loader(sock, "garbled", pipeline="val224_cached"), between=lambda: garble(roots["garbled"]))
+        uncached = epochs(lambda: loader(sock, "photos", pipeline="val224"))
+        served = epochs(lambda: loader(sock, "garbled", pipeline="val224_cached"),
+                        between=lambda: garble(roots["garbled"]))
         assert_same(uncached, served, "val224_cached after a worker died filling an entry")
         with open(log_path) as f:
             log = f.read()
