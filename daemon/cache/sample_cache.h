@@ -156,6 +156,7 @@ class SampleCache {
   uint64_t data_offset_;
   Header* header_;
   Filler* filler_ = nullptr;  // this process's row in the header's filler table (workers, from their first fill)
+  int32_t filler_pid_ = 0;    // whose row it is: a process forked after its parent filled claims a row of its own
 };
 
 // The ratio of the data area's address range to max_bytes: dropped ranges are not reused (see above).
