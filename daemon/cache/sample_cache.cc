@@ -160,6 +160,15 @@ std::optional<SampleCache::Fill> SampleCache::begin_fill(const CacheKey& key, co
                                                          const CachedShape& shape, uint64_t bytes, uint32_t uid,
                                                          bool uid_bounded) {
   if (stamp.inode == 0 || bytes == 0) return std::nullopt;
+  // Another worker made it, or is making it (filling: its key is published): one entry per sample, not two. (One
+  // still claimed, its key not yet written, is not seen: then two entries may hold it, harmlessly.)
+  const uint64_t first = home_slot(key, slots_);
+  for (uint64_t i = 0; i < kMaxProbes; ++i) {
+    Entry& e = entry((first + i) & (slots_ - 1));
+    const uint32_t state = e.state.load(std::memory_order_acquire);
+    if (state == kEmpty) break;
+    if ((state == kFilling || state == kReady) && e.key == key && e.stamp == stamp) return std::nullopt;
+  }
   // This process's row, claimed at its first fill. A child forked after its parent filled inherits filler_ but
   // not the row (reclaim_filler(child) must find the child's pid there): it claims its own.
   const auto pid = static_cast<int32_t>(::getpid());

@@ -122,8 +122,9 @@ class SampleCache {
   std::optional<Found> find(const CacheKey& key, const FileStamp& stamp) const;
   // True if the entry `found` came from is still ready: the bytes copied from it are whole.
   bool still_valid(const Found& found) const;
-  // Claims an entry and `bytes` of memory for it, or nothing (the cache is full, the uid's share is full, the index
-  // is too full, the memory could not be had): the caller then serves the sample uncached. `uid_bounded`: a
+  // Claims an entry and `bytes` of memory for it, or nothing (an entry for `key` is ready or being filled by
+  // another worker already; the cache is full, the uid's share is full, the index is too full, the memory could not
+  // be had): the caller then serves the sample uncached. `uid_bounded`: a
   // client-sent spec, whose fills count against max_bytes_per_uid of `uid`.
   std::optional<Fill> begin_fill(const CacheKey& key, const FileStamp& stamp, const CachedShape& shape,
                                  uint64_t bytes, uint32_t uid, bool uid_bounded);

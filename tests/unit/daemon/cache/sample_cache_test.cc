@@ -120,13 +120,24 @@ TEST(SampleCacheTest, AnEntryOfAnotherVersionOfTheFileIsAMissAndIsDropped) {
   auto sut = make_cache(4 * kMiB);
   const uint64_t empty = sut->totals().live_bytes;
   const CacheKey k = key_of(1);
-  ASSERT_TRUE(fill(*sut, k));
   for (FileStamp changed : {FileStamp{1001, 12345, 77}, FileStamp{1000, 12346, 77}, FileStamp{1000, 12345, 78}}) {
     ASSERT_TRUE(fill(*sut, k));  // a fresh entry for each version tried: the stale one is dropped by the miss
     EXPECT_FALSE(sut->find(k, changed)) << "size, mtime or inode changed";
     EXPECT_FALSE(sut->find(k, kStamp)) << "the stale entry was dropped, not kept for the old stamp";
     EXPECT_EQ(sut->totals().live_bytes, empty);
   }
+}
+
+TEST(SampleCacheTest, ASampleReadyOrBeingFilledIsNotFilledTwice) {
+  auto sut = make_cache(4 * kMiB);
+  const CacheKey k = key_of(3);
+  auto first = sut->begin_fill(k, kStamp, {}, 1000, 0, false);
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(sut->begin_fill(k, kStamp, {}, 1000, 0, false)) << "being filled by another worker";
+  first->commit();
+  EXPECT_FALSE(sut->begin_fill(k, kStamp, {}, 1000, 0, false)) << "ready";
+  EXPECT_EQ(sut->groups().size(), 1u);
+  EXPECT_EQ(sut->groups()[0].entries, 1u);
 }
 
 TEST(SampleCacheTest, ADropMakesACopyInvalidAndSelectsByDatasetAndPrefix) {
