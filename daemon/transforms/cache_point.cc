@@ -36,6 +36,9 @@ CachePrefix cache_prefix(const wire::PipelineSpec& canonical, int cache_at) {
     coded.SetSerializationDeterministic(true);
     prefix.SerializeToCodedStream(&coded);
   }
+  // A point that ends the steps keeps the slot's bytes (CachePoint::Kind::kSlot), one inside them the value there:
+  // two kinds of entry, two ids, even where the ops before are the same.
+  if (out.point == steps.ops_size()) bytes += "#slot";
   out.id = cache_hash(bytes);
   return out;
 }
@@ -61,6 +64,7 @@ bool CachePoint::load(uint64_t index, const FileStamp& stamp, ops::Sample* sampl
   const auto found = binding_.cache->find({binding_.dataset, prefix_, static_cast<int64_t>(index)}, stamp);
   if (!found) return false;
   const CachedShape& shape = found->shape;
+  if (shape.kind != static_cast<uint8_t>(kind_)) return false;  // cannot be (the id says the kind): never trusted
   const uint8_t* src = found->bytes.data();
   const uint64_t pixels = static_cast<uint64_t>(shape.height) * shape.width;
   switch (kind_) {
