@@ -11,6 +11,7 @@
 //       removes a file in use, nor, unless run as root, another user's (batchd/wire/shm_scan.h). Exits 1 when a
 //       daemon took the connection but its live segments could not be had (the report says they are missing).
 //   batchctl [--socket PATH] health [--live]   the probes' question: answers and takes new streams (batchctl_health.h)
+//   batchctl [--socket PATH] cache [DATASET] [--drop] [--json]   the sample cache; --drop empties it (batchctl_cache.h)
 //
 // --timeout S: the deadline of each request (ConnectOptions::request_timeout; default $BATCHD_TIMEOUT, else 30 s).
 // Exit status: 0 on success, 1 if the daemon cannot be reached, does not answer in time or answers with an error
@@ -22,6 +23,7 @@
 #include <optional>
 #include <thread>
 
+#include "batchctl_cache.h"
 #include "batchctl_health.h"
 #include "batchctl_shm.h"
 #include "batchctl_summary.h"
@@ -97,6 +99,9 @@ COMMANDS
   stats       per-stream samples/s, MB/s, ahead% and stall%; per-worker busy% (--watch N to refresh);
               --summary: one line of at most 80 columns (see batchctl stats --help)
   shm         /dev/shm usage and leaks; works with the daemon down (--gc removes orphans)
+  cache       the sample cache (pipelines' cache points): bytes used of cache.max_bytes, hits, fills; per dataset
+              and op prefix (admins): entries, bytes, fill progress, hit rate. cache DATASET: that dataset only;
+              --drop [DATASET]: drop its entries, or every entry (admins only)
   health      exit 0 if the daemon answers, is not draining and has a worker (--live: if it answers); for
               probes: one small request, whatever the number of streams, for anyone who can connect
   datasets    the datasets the daemon declares: format, state, samples, content fingerprint (--json: in full, and
@@ -170,7 +175,13 @@ segments missing), 2 usage error.)",
   shm_cmd->add_flag("--include-foreign", shm_options.include_foreign,
                     "with --gc: also remove PyTorch leftovers (torch_*) that no process has open or mapped")
       ->needs(gc);
-  for (auto* cmd : {status_cmd, stats_cmd, datasets_cmd, streams_cmd, workers_cmd, shm_cmd}) {
+  std::string cache_dataset;
+  bool cache_drop = false;
+  auto* cache_cmd = app.add_subcommand("cache", "the sample cache: use, hits, and per dataset and ops its entries");
+  cache_cmd->add_option("dataset", cache_dataset, "show (or with --drop, drop) this dataset's entries only");
+  cache_cmd->add_flag("--drop", cache_drop, "drop the entries of DATASET, or every entry (admins only): their memory "
+                                            "goes back to the host; the samples are computed again when next read");
+  for (auto* cmd : {status_cmd, stats_cmd, datasets_cmd, streams_cmd, workers_cmd, shm_cmd, cache_cmd}) {
     cmd->add_flag("--json", json, "print one JSON object");
   }
   summary_opt->excludes(stats_cmd->get_option("--json"));
@@ -184,11 +195,17 @@ segments missing), 2 usage error.)",
   if (timeout) connect.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(*timeout * 1000)));
   if (*drain_cmd || *shutdown_cmd) return send_ack_request(connect, shutdown_cmd->parsed());
   if (*health_cmd) return batchd::ctl::run_health(connect, live);
+  if (*cache_cmd && cache_drop) return batchd::ctl::run_cache_drop(connect, cache_dataset);
   if (*shm_cmd) {
     shm_options.socket_path = socket;
     shm_options.request_timeout = connect.request_timeout;
     const auto report = batchd::shm_report(shm_options);
     if (!json) batchd::ctl::print_shm_report(report);
+    if (!json && report.daemon_reachable) {  // the cache: shared memory of the daemon's, not a file in /dev/shm
+      auto admin = batchd::Admin::connect(connect);
+      auto st = admin.ok() ? admin->status_page(0) : batchd::Result<batchd::DaemonStatus>(admin.error());
+      if (st.ok()) batchd::ctl::print_cache_memory(st->cache);
+    }
     const int printed = json ? batchd::ctl::print_json(batchd::to_json(report)) : 0;
     return report.segments_missing ? 1 : printed;
   }
@@ -198,7 +215,7 @@ segments missing), 2 usage error.)",
   if (!status) return 1;
   if (json) {
     batchd::DaemonStatus view = *status;
-    if (*datasets_cmd || *streams_cmd || *workers_cmd) {
+    if (*datasets_cmd || *streams_cmd || *workers_cmd || *cache_cmd) {
       view = {};  // only the part asked for; every other field at its default, as before
       if (*datasets_cmd) {
         view.datasets = status->datasets;
@@ -206,12 +223,14 @@ segments missing), 2 usage error.)",
       }
       if (*streams_cmd) view.streams = status->streams;
       if (*workers_cmd) view.workers = status->workers;
+      if (*cache_cmd) view.cache = status->cache;
     }
     return batchd::ctl::print_json(batchd::to_json(view));
   }
   if (*datasets_cmd) batchd::ctl::print_datasets(*status);
   if (*streams_cmd) batchd::ctl::print_streams(*status);
   if (*workers_cmd) batchd::ctl::print_workers(*status);
+  if (*cache_cmd) batchd::ctl::print_cache(*status, cache_dataset);
   if (*status_cmd) {
     const auto& d = served.daemon;
     std::printf("socket %s: daemon pid %d, uid %u%s\n", served.socket.c_str(), d.pid, static_cast<unsigned>(d.uid),

@@ -62,6 +62,10 @@ void print_streams(const DaemonStatus& st) {
                 s.client_pid, s.state.c_str(), s.on_error.c_str(),
                 static_cast<unsigned long long>(s.batches_delivered), total_text(s.batches_total).c_str(),
                 static_cast<unsigned long long>(s.samples_skipped));
+    if (const auto& g = s.stages; g.cache_hits + g.cache_fills + g.cache_uncached > 0) {  // a cache point
+      std::printf("       cache: %llu hits, %llu filled, %llu uncached\n", static_cast<unsigned long long>(g.cache_hits),
+                  static_cast<unsigned long long>(g.cache_fills), static_cast<unsigned long long>(g.cache_uncached));
+    }
     if (!s.external.empty()) {  // a trainer's own Dataset: its worker processes are the trainer's, attached here
       std::printf("       %s: %zu attached worker(s)", s.external.c_str(), s.attached_workers.size());
       const char* sep = " (pids ";

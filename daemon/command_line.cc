@@ -47,6 +47,10 @@ void add_options(CLI::App& app, CommandLine* line) {
                  "fault injection for tests: every worker hangs (until the watchdog kills it) when it reaches this "
                  "sample index")
       ->group("Fault injection (tests only)");
+  app.add_option("--fault-crash-in-cache-fill", line->faults.crash_in_cache_fill,
+                 "fault injection for tests: the first worker that fills the cache entry of this sample index writes "
+                 "half of it and SIGKILLs itself (once per daemon: the redo fills it)")
+      ->group("Fault injection (tests only)");
 }
 
 Status apply_options(const CLI::App& app, const CommandLine& line, Config* config) {

@@ -52,6 +52,10 @@ void ConfigReload::reload() {
   for (const auto& name : summary.unavailable) {
     if (auto d = datasets.find(name); !d.ok()) spdlog::warn("dataset {}: {}", name, d.error().message());
   }
+  // A dataset changed or removed has a new key (or none): its old load's cache entries can never be hit again.
+  if (const uint64_t bytes = streams.drop_stale_cache(); bytes > 0) {
+    spdlog::info("SIGHUP: dropped {} bytes of sample-cache entries of datasets changed or removed", bytes);
+  }
   loader.fingerprint(datasets.take_fingerprint_jobs());  // every available dataset's, computed again
   loader.load(std::move(summary.jobs));
   // Workers fork again from the daemon, which now holds the new datasets; the old ones are retired without

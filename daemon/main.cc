@@ -145,6 +145,10 @@ int main(int argc, char** argv) {
   pool_options.timeouts = TaskTimeouts{std::chrono::seconds(config->task_timeout_min_s),
                                        std::chrono::milliseconds(config->per_sample_timeout_ms)};
   pool_options.faults = line.faults;
+  if (auto shared = share_fault_flags(&pool_options.faults); !shared.ok()) {
+    spdlog::critical("{}", shared.error().message());
+    return 1;
+  }
   pool_options.cache = cache->get();
   auto pool = WorkerPool::start(io, pool_options, datasets);
   if (!pool.ok()) {

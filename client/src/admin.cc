@@ -120,6 +120,15 @@ Result<std::string> Admin::shutdown() {
   return ack_of(*core_, std::move(request));
 }
 
+Result<CacheDropped> Admin::drop_cache(const std::string& dataset) {
+  wire::Request request;
+  request.mutable_cache_drop()->set_dataset(dataset);
+  auto reply = core_->call(std::move(request));
+  if (!reply.ok()) return reply.error();
+  if (!reply->reply.has_cache_dropped()) return Error(ErrorCode::kProtocol, "the daemon answered without cache_dropped");
+  return CacheDropped{reply->reply.cache_dropped().entries(), reply->reply.cache_dropped().bytes()};
+}
+
 Result<std::string> to_json(const DaemonStatus& status) { return json_of(detail::to_wire(status)); }
 Result<std::string> to_json(const ShmReport& report) { return json_of(detail::to_wire(report)); }
 

@@ -21,7 +21,10 @@ StageTimes stages_from_wire(const wire::StageNanos& s) {
           .decode_nanos = s.decode(),
           .resize_nanos = s.resize(),
           .normalize_nanos = s.normalize(),
-          .samples = s.samples()};
+          .samples = s.samples(),
+          .cache_hits = s.cache_hits(),
+          .cache_fills = s.cache_fills(),
+          .cache_uncached = s.cache_uncached()};
 }
 
 void fill_wire(const StageTimes& s, wire::StageNanos* w) {
@@ -30,6 +33,9 @@ void fill_wire(const StageTimes& s, wire::StageNanos* w) {
   w->set_resize(s.resize_nanos);
   w->set_normalize(s.normalize_nanos);
   w->set_samples(s.samples);
+  w->set_cache_hits(s.cache_hits);
+  w->set_cache_fills(s.cache_fills);
+  w->set_cache_uncached(s.cache_uncached);
 }
 
 void fill_wire(const StreamStatus& s, wire::StreamInfo* w) {
@@ -238,6 +244,7 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
   s.streams_omitted = w.streams_omitted();
   s.segment_bytes_omitted = w.segment_bytes_omitted();
   s.next_after_stream_id = w.next_after_stream_id();
+  s.cache = from_wire(w.cache());
   return s;
 }
 
@@ -265,6 +272,7 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   w.set_streams_omitted(s.streams_omitted);
   w.set_segment_bytes_omitted(s.segment_bytes_omitted);
   w.set_next_after_stream_id(s.next_after_stream_id);
+  *w.mutable_cache() = to_wire(s.cache);
   return w;
 }
 

@@ -18,6 +18,8 @@ DatasetStatus from_wire(const wire::DatasetInfo& dataset);
 SegmentStatus from_wire(const wire::SegmentInfo& segment);
 DaemonHealth from_wire(const wire::HealthReply& health);
 wire::SegmentInfo to_wire(const SegmentStatus& segment);
+CacheStatus from_wire(const wire::CacheStatus& cache);  // cache_wire.cc
+wire::CacheStatus to_wire(const CacheStatus& cache);
 
 // ShmReport is made by the client (shm_report), never received: one way only.
 wire::ShmReport to_wire(const ShmReport& report);

@@ -160,13 +160,17 @@ std::optional<SampleCache::Fill> SampleCache::begin_fill(const CacheKey& key, co
                                                          const CachedShape& shape, uint64_t bytes, uint32_t uid,
                                                          bool uid_bounded) {
   if (stamp.inode == 0 || bytes == 0) return std::nullopt;
-  if (filler_ == nullptr) {  // this process's row, claimed at its first fill
-    const auto pid = static_cast<int32_t>(::getpid());
+  // This process's row, claimed at its first fill. A child forked after its parent filled inherits filler_ but
+  // not the row (reclaim_filler(child) must find the child's pid there): it claims its own.
+  const auto pid = static_cast<int32_t>(::getpid());
+  if (filler_ == nullptr || filler_pid_ != pid) {
+    filler_ = nullptr;
     for (auto& r : header_->fillers) {
       int32_t free = 0;
       if (r.pid.compare_exchange_strong(free, pid)) {
         r.slot.store(-1, std::memory_order_relaxed);
         filler_ = &r;
+        filler_pid_ = pid;
         break;
       }
     }
@@ -317,8 +321,8 @@ uint64_t SampleCache::reclaim_filler(int32_t pid) {
   return 0;  // it never filled
 }
 
-uint64_t SampleCache::drop(const std::function<bool(uint64_t, uint64_t)>& which) {
-  uint64_t dropped = 0;
+std::pair<uint64_t, uint64_t> SampleCache::drop(const std::function<bool(uint64_t, uint64_t)>& which) {
+  uint64_t dropped = 0, entries = 0;
   for (uint64_t slot = 0; slot < slots_; ++slot) {
     Entry& e = entry(slot);
     uint32_t state = e.state.load(std::memory_order_acquire);
@@ -327,8 +331,9 @@ uint64_t SampleCache::drop(const std::function<bool(uint64_t, uint64_t)>& which)
     if (!e.state.compare_exchange_strong(state, kDead, std::memory_order_acq_rel)) continue;
     release(e);
     dropped += e.bytes;
+    ++entries;
   }
-  return dropped;
+  return {entries, dropped};
 }
 
 std::vector<CacheGroup> SampleCache::groups() const {

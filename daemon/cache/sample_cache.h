@@ -32,6 +32,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "batchd/result.h"
@@ -129,9 +130,10 @@ class SampleCache {
 
   // Daemon side. Drops the filling entries of worker process `pid` (it died): they can never be committed.
   uint64_t reclaim_filler(int32_t pid);
-  // Drops every entry `drop` selects (by dataset hash and prefix), filling ones included (their fill will not be
-  // committed); returns the bytes dropped.
-  uint64_t drop(const std::function<bool(uint64_t dataset, uint64_t prefix)>& which);
+  // Drops every ready entry `which` selects (by dataset hash and prefix): readers stop using it, its pages go back
+  // to the host. A filling entry belongs to its worker until it commits (a later drop takes it). Returns the entries
+  // and bytes dropped.
+  std::pair<uint64_t, uint64_t> drop(const std::function<bool(uint64_t dataset, uint64_t prefix)>& which);
   std::vector<CacheGroup> groups() const;
   CacheTotals totals() const;
   const Options& options() const { return options_; }
@@ -154,6 +156,7 @@ class SampleCache {
   uint64_t data_offset_;
   Header* header_;
   Filler* filler_ = nullptr;  // this process's row in the header's filler table (workers, from their first fill)
+  int32_t filler_pid_ = 0;    // whose row it is: a process forked after its parent filled claims a row of its own
 };
 
 // The ratio of the data area's address range to max_bytes: dropped ranges are not reused (see above).

@@ -48,6 +48,7 @@ bool requires_admin(wire::Request::BodyCase body) {
   switch (body) {
     case wire::Request::kDrain:
     case wire::Request::kShutdown:
+    case wire::Request::kCacheDrop:  // the cache is every user's: only an admin empties it
       return true;
     case wire::Request::kOpenStream:
     case wire::Request::kCloseStream:

@@ -170,6 +170,17 @@ void Connection::dispatch(const wire::Request& request) {
       }
       return;
     }
+    case wire::Request::kCacheDrop: {
+      const std::string& dataset = request.cache_drop().dataset();
+      const auto [entries, bytes] = streams_.drop_cache(dataset);
+      spdlog::info("cache drop ({}) requested by {}: {} entries, {} bytes dropped",
+                   dataset.empty() ? "every dataset" : "dataset " + dataset.substr(0, 80), credentials_.describe(),
+                   entries, bytes);
+      wire::Reply r;
+      r.mutable_cache_dropped()->set_entries(entries);
+      r.mutable_cache_dropped()->set_bytes(bytes);
+      return reply(rid, std::move(r));
+    }
     case wire::Request::kDrain: {
       streams_.set_draining(true);
       spdlog::info("drain requested by {}: refusing new streams", credentials_.describe());

@@ -92,6 +92,37 @@ std::string prometheus_text(const wire::StatusReply& st) {
   family("batchd_segment_bytes", "gauge", "Bytes of shared memory held by open streams' segments.");
   o << "batchd_segment_bytes " << shm << '\n';
 
+  // The sample cache (issue 27): daemon-wide; no dataset or op labels (a TCP reader has no credentials).
+  const wire::CacheStatus& cache = st.cache();
+  const std::pair<const char*, std::pair<const char*, uint64_t>> cache_gauges[] = {
+      {"batchd_cache_max_bytes", {"The sample cache's bound (cache.max_bytes; 0: no cache).", cache.max_bytes()}},
+      {"batchd_cache_bytes", {"Bytes of the sample cache's entries and index (what cache.max_bytes bounds).",
+                              cache.live_bytes()}},
+      {"batchd_cache_resident_bytes", {"Memory the sample cache holds now.", cache.resident_bytes()}},
+      {"batchd_cache_index_used", {"Index slots in use (dropped entries included).", cache.index_used()}},
+  };
+  for (const auto& [name, g] : cache_gauges) {
+    family(name, "gauge", g.first);
+    o << name << ' ' << g.second << '\n';
+  }
+  const std::pair<const char*, std::pair<const char*, uint64_t>> cache_counters[] = {
+      {"batchd_cache_hits_total", {"Samples served from the sample cache.", cache.hits()}},
+      {"batchd_cache_fills_total", {"Samples computed and kept in the sample cache.", cache.fills()}},
+      {"batchd_cache_uncached_total", {"Samples at a cache point computed and not kept (cache, uid share or index "
+                                       "full, or no cache).", cache.uncached()}},
+      {"batchd_cache_dropped_bytes_total", {"Bytes of cache entries dropped (batchctl cache --drop, reloads, "
+                                            "workers that died filling).", cache.dropped_bytes()}},
+  };
+  for (const auto& [name, c] : cache_counters) {
+    family(name, "counter", c.first);
+    o << name << ' ' << c.second << '\n';
+  }
+  family("batchd_cache_refused_total", "counter", "Cache fills refused, by reason (full: cache.max_bytes; uid: "
+                                                  "cache.max_bytes_per_uid; index: the index too full).");
+  o << "batchd_cache_refused_total{reason=\"full\"} " << cache.refused_full() << '\n';
+  o << "batchd_cache_refused_total{reason=\"uid\"} " << cache.refused_uid() << '\n';
+  o << "batchd_cache_refused_total{reason=\"index\"} " << cache.refused_index() << '\n';
+
   struct Metric {
     const char* name;
     const char* type;
@@ -112,6 +143,10 @@ std::string prometheus_text(const wire::StatusReply& st) {
        [](const wire::StreamInfo& s) { return static_cast<double>(s.samples_skipped()); }},
       {"batchd_stream_worker_deaths_total", "counter", "Workers that died making this stream's batches.",
        [](const wire::StreamInfo& s) { return static_cast<double>(s.worker_deaths()); }},
+      {"batchd_stream_cache_hits_total", "counter", "Samples of this stream served from the sample cache.",
+       [](const wire::StreamInfo& s) { return static_cast<double>(s.stages().cache_hits()); }},
+      {"batchd_stream_cache_fills_total", "counter", "Samples of this stream computed and kept in the sample cache.",
+       [](const wire::StreamInfo& s) { return static_cast<double>(s.stages().cache_fills()); }},
   };
   for (const auto& m : stream_metrics) {
     if (st.streams_size() == 0) break;  // per-stream series are off ([metrics] per_stream), or no stream is open

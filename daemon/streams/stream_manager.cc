@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "batchd/wire/convert.h"
+#include "transforms/cache_point.h"
 
 namespace batchd::daemon {
 
@@ -46,6 +47,16 @@ Result<StreamManager::Opened> StreamManager::open(const wire::OpenStream& req, c
   return Opened{entry.stream->opened(), std::move(client_fd)};
 }
 
+void StreamManager::note_cache_point(uint64_t id, const wire::WorkerAttach& attach, uint64_t samples) {
+  const auto& ops = attach.spec().ops();
+  for (int i = 0; i < ops.size(); ++i) {
+    if (ops[i].name() != "cache") continue;
+    const CachePrefix prefix = cache_prefix(attach.spec(), i);
+    cache_.add_stream(id, attach.dataset_key(), samples, prefix.id, prefix.text);
+    return;
+  }
+}
+
 StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segment, const Peer& owner,
                                                 EventSink* sink) {
   const bool external = planned.external;
@@ -69,6 +80,7 @@ StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segm
                                 std::chrono::milliseconds(config_.per_sample_timeout_ms)};
     attached = std::make_unique<AttachedWorkers>(*io_, id, config_.limits.max_attached_workers, timeouts, *this);
   }
+  if (!external) note_cache_point(id, stream->attach(), o.dataset_size());
   scheduler_.add(stream.get(), attached.get());
   Entry& entry = streams_[id];
   entry = Entry{std::move(stream), sink, nullptr, std::move(attached)};
@@ -215,6 +227,7 @@ size_t StreamManager::streams_of_uid(uint32_t uid) const {
 void StreamManager::erase(std::map<uint64_t, Entry>::iterator it) {
   const uint64_t id = it->first;
   scheduler_.remove(id);
+  cache_.remove_stream(id);
   spdlog::info("stream {} closed (segment released)", id);
   streams_.erase(it);  // the Segment unlinks the /dev/shm name (file_system) and returns its budget
 }
@@ -225,6 +238,7 @@ void StreamManager::on_task_done(size_t w, const wire::WorkerDone& done, Task ta
     Entry& entry = it->second;
     Stream& stream = *entry.stream;
     stream.add_work(w, done, task.samples() - task.work.made());  // the samples this worker made
+    cache_.count(task.stream_id(), done.stages());
     if (done.has_error() && done.sample_failed() && stream.running()) {
       // One bad sample: the stream's on_error policy decides (fail, or replace it and make the chunk again).
       const uint64_t sequence = task.sequence();

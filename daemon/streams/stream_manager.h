@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 
+#include "cache/cache_ledger.h"
 #include "cache/sample_cache.h"
 #include "config.h"
 #include "data/dataset.h"
@@ -111,6 +112,16 @@ class StreamManager final : public WorkerEvents {
 
   // While draining, OpenStream is refused; running streams continue.
   void set_draining(bool draining) { draining_ = draining; }
+  // batchctl cache --drop [DATASET]: the sample cache's ready entries of every load of `dataset` ("" = all);
+  // returns (entries, bytes) dropped.
+  std::pair<uint64_t, uint64_t> drop_cache(const std::string& dataset) { return cache_.drop(dataset); }
+  // After a reload (or a background open installed): drops the cache entries of dataset loads that are no longer
+  // current (their keys can never be hit again). Returns the bytes dropped.
+  uint64_t drop_stale_cache() {
+    return cache_.drop_stale([this](const std::string& key) {
+      return datasets_.key(key.substr(0, key.rfind('#'))) == key;
+    });
+  }
   bool draining() const { return draining_; }
 
   // WorkerEvents.
@@ -138,6 +149,8 @@ class StreamManager final : public WorkerEvents {
                             bool is_creator);
   // Starts scheduling a stream made from `planned` (its segment already created).
   Entry& add_stream(StreamPlan planned, Segment segment, const Peer& owner, EventSink* sink);
+  // A stream whose spec has a cache point: registered with the cache ledger (batchctl cache's groups).
+  void note_cache_point(uint64_t id, const wire::WorkerAttach& attach, uint64_t samples);
   // The subscriber on `connection_id` leaves the share of `it`; the production is erased after the last.
   void leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id);
   PlanContext plan_context(const Peer& owner) const;
@@ -150,7 +163,7 @@ class StreamManager final : public WorkerEvents {
   const Config& config_;
   boost::asio::io_context* io_;
   const DatasetRegistry& datasets_;
-  SampleCache* cache_;
+  CacheLedger cache_;
   SegmentPool segments_;  // before streams_: outlives every Segment
   Scheduler scheduler_;
   std::map<uint64_t, Entry> streams_;

@@ -30,6 +30,9 @@ void StreamStats::add_work(size_t worker, const wire::WorkerDone& done, uint32_t
   stages_.set_resize(stages_.resize() + s.resize());
   stages_.set_normalize(stages_.normalize() + s.normalize());
   stages_.set_samples(stages_.samples() + s.samples());
+  stages_.set_cache_hits(stages_.cache_hits() + s.cache_hits());
+  stages_.set_cache_fills(stages_.cache_fills() + s.cache_fills());
+  stages_.set_cache_uncached(stages_.cache_uncached() + s.cache_uncached());
 }
 
 double StreamStats::open_seconds() const { return std::chrono::duration<double>(Clock::now() - created_).count(); }

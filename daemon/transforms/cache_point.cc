@@ -3,6 +3,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -37,6 +39,22 @@ CachePrefix cache_prefix(const wire::PipelineSpec& canonical, int cache_at) {
   out.id = cache_hash(bytes);
   return out;
 }
+
+namespace {
+
+// Tests only: the first half of the entry's `bytes` written (from `src`; a pattern where the value needs a
+// conversion), then SIGKILL, as a worker killed mid-copy (the OOM killer, an admin) leaves it.
+[[noreturn]] void crash_mid_fill(const void* src, uint8_t* out, uint64_t bytes) {
+  if (src != nullptr) {
+    std::memcpy(out, src, bytes / 2);
+  } else {
+    std::memset(out, 0x5a, bytes / 2);
+  }
+  ::raise(SIGKILL);
+  std::abort();
+}
+
+}  // namespace
 
 bool CachePoint::load(uint64_t index, const FileStamp& stamp, ops::Sample* sample, char* dst, int64_t* label) {
   if (binding_.cache == nullptr) return false;
@@ -114,6 +132,13 @@ void CachePoint::store(uint64_t index, const FileStamp& stamp, const ops::Sample
     return;
   }
   uint8_t* out = fill->bytes().data();
+  if (static_cast<int64_t>(index) == binding_.crash_in_fill && binding_.crash_once != nullptr &&
+      binding_.crash_once->exchange(1) == 0) {
+    const void* src = kind_ == Kind::kSlot    ? static_cast<const void*>(dst)
+                      : kind_ == Kind::kImage ? static_cast<const void*>(sample.image.pixels.data())
+                      : shape.dtype == wire::UINT8 ? nullptr : static_cast<const void*>(sample.tensor.data());
+    crash_mid_fill(src, out, bytes);
+  }
   if (kind_ == Kind::kSlot) {
     std::memcpy(out, dst, bytes);
   } else if (kind_ == Kind::kImage) {

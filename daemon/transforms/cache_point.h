@@ -12,6 +12,7 @@
 // batches. One per worker and stream (spec_pipeline.cc); not thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,6 +29,10 @@ struct CacheBinding {
   uint64_t dataset = 0;          // cache_hash(the dataset's key, DatasetRegistry::key)
   uint32_t uid = 0;              // the stream's owner
   bool uid_bounded = false;      // a client-sent spec: its fills count against cache.max_bytes_per_uid
+  // Tests only (FaultInjection::crash_in_cache_fill): the worker that fills sample `crash_in_fill`'s entry writes
+  // half of it and SIGKILLs itself, if it is the first (*crash_once goes 0 -> 1). -1: off.
+  int64_t crash_in_fill = -1;
+  std::atomic<uint32_t>* crash_once = nullptr;
 };
 
 // Where the point of canonical spec `canonical` with its cache op at index `cache_at` (PlannedSpec::cache_at) is

@@ -2,8 +2,10 @@
 
 #include "batchd/wire/convert.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 
@@ -23,6 +25,14 @@ void SampleProgress::crash() {
 
 void SampleProgress::hang() {
   for (;;) ::pause();  // until the daemon's watchdog kills this worker
+}
+
+Status share_fault_flags(FaultInjection* faults) {
+  if (faults->crash_in_cache_fill < 0) return ok_status();
+  void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return posix_error("mmap of the fault injection's shared flags", errno);
+  faults->cache_fill_crashed = new (page) std::atomic<uint32_t>(0);  // the process's life: never unmapped
+  return ok_status();
 }
 
 uint64_t TensorDesc::sample_bytes() const {

@@ -51,10 +51,19 @@ struct TensorDesc {
 
 // Fault injection for tests only (--fault-crash-on-sample, --fault-hang-on-sample): a worker that reaches the
 // sample crashes (SIGSEGV) or hangs (sleeps until it is killed). -1: off.
+// --fault-crash-in-cache-fill: the first worker that fills the cache entry of that sample (cache_point.h) writes
+// half of its bytes and SIGKILLs itself; once per daemon (cache_fill_crashed, a flag in memory the workers share
+// since share_fault_flags()), so the task's redo fills the entry and the stream goes on.
 struct FaultInjection {
   int64_t crash_on_sample = -1;
   int64_t hang_on_sample = -1;
+  int64_t crash_in_cache_fill = -1;
+  std::atomic<uint32_t>* cache_fill_crashed = nullptr;
 };
+
+// Maps the flags of `faults` that its workers share (cache_fill_crashed) in an anonymous shared page, kept for the
+// process's life; call before the workers fork. kIo naming mmap on failure; nothing to do when no fault needs one.
+Status share_fault_flags(FaultInjection* faults);
 
 // Pipelines call at(index) before they touch each sample. It records the sample in the worker's progress page
 // (worker_progress.h), so that if the sample crashes or hangs the worker the daemon knows which one it was; and,

@@ -37,6 +37,7 @@ class Worker {
         max_frame_bytes_(max_frame_bytes),
         progress_(progress),
         sample_progress_(&progress->sample, faults),
+        faults_(faults),
         cache_(cache) {}
 
   int run() {
@@ -94,7 +95,8 @@ class Worker {
     fds_.erase(fds_.begin());
     auto dataset = datasets_.find_key(a.dataset_key());
     if (!dataset.ok()) return dataset.error();
-    const CacheBinding cache{cache_, cache_hash(a.dataset_key()), a.owner_uid(), a.client_spec()};
+    const CacheBinding cache{cache_, cache_hash(a.dataset_key()), a.owner_uid(), a.client_spec(),
+                             faults_.crash_in_cache_fill, faults_.cache_fill_crashed};
     auto pipeline = make_pipeline(a.pipeline(), *dataset, a.pipeline_options(), a.spec(), cache);
     if (!pipeline.ok()) return pipeline.error();
     auto mapping = wire::Mapping::map(fd.get(), a.segment_bytes(), /*writable=*/true, /*populate=*/true);
@@ -198,6 +200,7 @@ class Worker {
   std::vector<uint64_t> chunk_offsets_;  // scratch: the task's rows in each tensor
   WorkerProgress* progress_;
   SampleProgress sample_progress_;
+  FaultInjection faults_;
   SampleCache* cache_;
 };
 

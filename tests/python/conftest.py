@@ -28,10 +28,11 @@ def _accepts(sock):
 
 def _run_daemon(tmp, extra_args=(), **popen):
     """Starts batchd on a socket in tmp and yields the socket's path; stops it afterwards. `popen`: more arguments
-    of subprocess.Popen (user=, group= to run it as another user)."""
+    of subprocess.Popen (user=, group= to run it as another user). The log level is warn unless extra_args sets it."""
     binary = os.environ.get("BATCHD_BIN", os.path.join(ROOT, "build", "bin", "batchd"))
     sock = os.path.join(tmp, "batchd.sock")
-    proc = subprocess.Popen([binary, "--socket", sock, "--workers", "2", "--log-level", "warn", *extra_args], **popen)
+    level = [] if "--log-level" in extra_args else ["--log-level", "warn"]
+    proc = subprocess.Popen([binary, "--socket", sock, "--workers", "2", *level, *extra_args], **popen)
     try:
         for _ in range(1500):  # ready once it accepts: the socket file exists a moment before listen()
             if _accepts(sock):

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "batchd/cache_status.h"
 #include "batchd/client.h"
 #include "batchd/result.h"
 
@@ -41,6 +42,8 @@ struct StageTimes {
   uint64_t resize_nanos = 0;     // crop + resize (+ flip decision)
   uint64_t normalize_nanos = 0;  // normalize and write into the slot (the collate)
   uint64_t samples = 0;
+  // A pipeline with a cache point: samples served from the cache, computed and kept, computed and not kept.
+  uint64_t cache_hits = 0, cache_fills = 0, cache_uncached = 0;
 };
 
 // One worker process.
@@ -168,6 +171,7 @@ struct DaemonStatus {
   uint32_t streams_omitted = 0;
   uint64_t segment_bytes_omitted = 0;
   uint64_t next_after_stream_id = 0;
+  CacheStatus cache;  // the sample cache: totals for everyone, groups for admins (batchd/cache_status.h)
 };
 
 // The daemon's answer to the cheap health question (batchctl health, the Kubernetes probes): nothing about streams.
@@ -219,6 +223,9 @@ class Admin {
   // Drain and exit, as SIGTERM does: running streams end with "daemon shutting down". Returns the daemon's
   // acknowledgement, sent before it starts to drain; the connection closes when the daemon exits.
   Result<std::string> shutdown();
+  // Drops the sample cache's ready entries of every load of `dataset` ("" = all): memory back to the host, the
+  // samples computed again when next read.
+  Result<CacheDropped> drop_cache(const std::string& dataset);
 
  private:
   explicit Admin(std::shared_ptr<detail::ClientCore> core);
