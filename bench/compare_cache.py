@@ -17,10 +17,12 @@ each as seconds per epoch, epoch 0 (the fill) and epochs >= 1 apart, repeated R 
   d. a cache of half the working set: cache.max_bytes = the index + half the bytes of train224_cached's entries,
      computed from the images' sizes (an entry is the decoded image at max_side 256: round_up(h x w x 3, 64) bytes;
      the index as daemon/cache/sample_cache.cc sizes it). One epoch fills the cache, then E - 1 epochs (another
-     trainer, another seed) read it. Hit rate over those epochs = 1 - (bytes of sample files the workers read) /
-     (E - 1) x (bytes of all sample files): a hit reads no file, a miss reads its file once (pread, counted in the
-     workers' /proc/PID/io rchar). A byte-weighted estimate: the cache admits files in shuffled order, so it equals
-     the count-weighted rate in expectation (goal: within 0.05 of 0.5).
+     trainer, another seed) read it. Hit rate over those epochs = hits / samples at the cache point, from the
+     daemon's counters (batchctl cache --json) before and after them (goal: within 0.05 of 0.5); checked by a
+     measure that does not trust the daemon: 1 - (bytes of sample files the workers read) / (E - 1) x (bytes of all
+     sample files), since a hit reads no file and a miss reads its file once (pread, counted in the workers'
+     /proc/PID/io rchar): byte-weighted, equal to the count-weighted rate in expectation (admission follows the
+     shuffled order).
   e. PyTorch's DataLoader on the same folder, same batch size and workers, in the same run (torch.set_num_threads(1)):
      ../shared/bench/torch_peer.py for val224 and train224 (the comparison for a, b, and K concurrent DataLoaders
      for c); val224_u8 (Resize(256), CenterCrop(224), PILToTensor) by this script's own child. DataLoader has no
@@ -138,17 +140,33 @@ def case_trainers(args, pipeline, cached):
             1000 * cpu / (args.trainers * args.epochs * args.images))
 
 
+def cache_counts(sock):
+    """(hits, samples) of the daemon's cache points since it started (batchctl cache --json: hits, fills,
+    uncached)."""
+    out = subprocess.run([os.path.join(ROOT, "build", "bin", "batchctl"), "--socket", sock, "cache", "--json"],
+                         stdout=subprocess.PIPE, text=True, check=True).stdout
+    c = json.loads(out)["cache"]
+    hits, fills, uncached = (int(c.get(k, 0)) for k in ("hits", "fills", "uncached"))
+    return hits, hits + fills + uncached
+
+
 def case_half(args, sizes):
-    """(d): (cache.max_bytes, hit rate over epochs >= 1, steady s/epoch)."""
+    """(d): (cache.max_bytes, hit rate over epochs >= 1 from the daemon's counts, the same from the files the
+    workers read, steady s/epoch)."""
     max_bytes = cache_sizes.max_bytes_for(sizes["entry_bytes"] // 2)
     with daemon(args, max_bytes) as (sock, proc):
         run_all([bench_cmd(args, sock, "train224_cached", 1, 1)], "half cache, fill", 1, args.images, True)
-        before = cache_sizes.workers_rchar(children(proc.pid))
+        hits0, samples0 = cache_counts(sock)
+        read0 = cache_sizes.workers_rchar(children(proc.pid))
         rows = run_all([bench_cmd(args, sock, "train224_cached", args.epochs - 1, 2)], "half cache, read",
                        args.epochs - 1, args.images, True)[0]
-        read = cache_sizes.workers_rchar(children(proc.pid)) - before
-    hit = 1 - read / ((args.epochs - 1) * sizes["file_bytes"])
-    return max_bytes, hit, statistics.mean(seconds(r) for r in rows)
+        read = cache_sizes.workers_rchar(children(proc.pid)) - read0
+        hits1, samples1 = cache_counts(sock)
+    if samples1 - samples0 != (args.epochs - 1) * args.images:
+        die(f"half cache: the daemon counted {samples1 - samples0} samples at its cache point, expected "
+            f"{(args.epochs - 1) * args.images}")
+    hit_bytes = 1 - read / ((args.epochs - 1) * sizes["file_bytes"])
+    return max_bytes, (hits1 - hits0) / (samples1 - samples0), hit_bytes, statistics.mean(seconds(r) for r in rows)
 
 
 def summary(values):
@@ -208,7 +226,8 @@ def report(args, cases, sizes):
                 out["trainers"][name[9:]]["worker_cpu_ms_per_image"] = summary([r[1] for r in runs])
         elif name == "half cache":
             out["half"] = {"max_bytes": runs[0][0], "hit_rate": summary([r[1] for r in runs]),
-                           "steady_s": summary([r[2] for r in runs])}
+                           "hit_rate_from_file_bytes": summary([r[2] for r in runs]),
+                           "steady_s": summary([r[3] for r in runs])}
         else:
             out["single"][name] = {"epoch0_s": summary([r[0] for r in runs]), "steady_s": summary([r[1] for r in runs])}
     s = out["single"]
@@ -251,7 +270,8 @@ def print_tables(args, out):
     h, sz = out["half"], out["sizes"]
     print(f"\nhalf cache: entries of train224_cached {sz['entry_bytes']:,} bytes for {args.images} images "
           f"(files {sz['file_bytes']:,} bytes); cache.max_bytes = {h['max_bytes']:,} (index "
-          f"{cache_sizes.index_bytes(h['max_bytes']):,}); hit rate over epochs >= 1 {fmt(h['hit_rate'])}, "
+          f"{cache_sizes.index_bytes(h['max_bytes']):,}); hit rate over epochs >= 1 {fmt(h['hit_rate'])} (batchctl "
+          f"cache: hits / samples), {fmt(h['hit_rate_from_file_bytes'])} (from the file bytes read), "
           f"{fmt(h['steady_s'])} s/epoch\n")
     for name, value in out["ratios"].items():
         print(f"  {name}: {value:.2f}x")
@@ -278,9 +298,9 @@ def main():
         args.images, args.epochs, args.repeats, args.trainers = (args.images if args.root else 192), 2, 1, 2
     if args.epochs < 2:
         die("need --epochs >= 2 (steady state is epochs >= 1)")
-    for tool in ("batchd", "batchd-bench"):
+    for tool in ("batchd", "batchd-bench", "batchctl"):
         if not os.access(os.path.join(ROOT, "build", "bin", tool), os.X_OK):
-            die(f"build/bin/{tool} not found; build it (cmake --build build --target batchd batchd-bench)")
+            die(f"build/bin/{tool} not found; build it (cmake --build build --target batchd batchd-bench batchctl)")
     made = None
     if not args.root:
         made = tempfile.mkdtemp(prefix="batchd-cache-images-")
