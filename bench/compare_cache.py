@@ -27,7 +27,8 @@ each as seconds per epoch, epoch 0 (the fill) and epochs >= 1 apart, repeated R 
      ../shared/bench/torch_peer.py for val224 and train224 (the comparison for a, b, and K concurrent DataLoaders
      for c); val224_u8 (Resize(256), CenterCrop(224), PILToTensor) by this script's own child. DataLoader has no
      cache: each of its epochs decodes every image again.
-Every batchd trainer must see every image once per epoch (unique_indices), or this exits 1. --quick: 192 images,
+Ratios are taken per repeat (the runs of one repeat are minutes apart, not the whole run: a shared machine's load
+changes) and reported as median [min-max] over the repeats. Every batchd trainer must see every image once per epoch (unique_indices), or this exits 1. --quick: 192 images,
 2 epochs, 1 repeat, 2 trainers (a smoke run, < 1 min). --json prints one object instead of the tables.
 """
 import argparse
@@ -230,21 +231,23 @@ def report(args, cases, sizes):
                            "steady_s": summary([r[3] for r in runs])}
         else:
             out["single"][name] = {"epoch0_s": summary([r[0] for r in runs]), "steady_s": summary([r[1] for r in runs])}
-    s = out["single"]
-    ratio = lambda a, b: s[b]["steady_s"]["median"] / s[a]["steady_s"]["median"]  # noqa: E731  a faster than b
-    t = out["trainers"]
+    def per_repeat(a, b, i, scale=1):  # b's figure over a's, per repeat (runs of one repeat are adjacent in time)
+        return summary([scale * rb[i] / ra[i] for ra, rb in zip(cases[a], cases[b])])
+    steady = lambda a, b: per_repeat(a, b, 1)  # noqa: E731  (seconds: a faster than b)
+    rate = lambda a, b: per_repeat(b, a, 0)  # noqa: E731  (img/s of "trainers a" over "trainers b")
     out["ratios"] = {
-        "val224_cached / val224": ratio("val224_cached", "val224"),
-        "val224_u8_cached / val224_u8": ratio("val224_u8_cached", "val224_u8"),
-        "train224_cached / train224": ratio("train224_cached", "train224"),
-        "trainers cached / uncached": t["train224_cached"]["img_per_s"]["median"] / t["train224"]["img_per_s"]["median"],
-        "val224 / DataLoader": ratio("val224", "DataLoader val224"),
-        "val224_cached / DataLoader val224": ratio("val224_cached", "DataLoader val224"),
-        "val224_u8_cached / DataLoader val224_u8": ratio("val224_u8_cached", "DataLoader val224_u8"),
-        "train224 / DataLoader": ratio("train224", "DataLoader train224"),
-        "train224_cached / DataLoader train224": ratio("train224_cached", "DataLoader train224"),
-        "trainers cached / DataLoader": (t["train224_cached"]["img_per_s"]["median"]
-                                         / t["DataLoader train224"]["img_per_s"]["median"]),
+        "val224_cached / val224": steady("val224_cached", "val224"),
+        "val224_u8_cached / val224_u8": steady("val224_u8_cached", "val224_u8"),
+        "train224_cached / train224": steady("train224_cached", "train224"),
+        "trainers cached / uncached": rate("trainers train224_cached", "trainers train224"),
+        "val224 / DataLoader": steady("val224", "DataLoader val224"),
+        "val224_cached / DataLoader val224": steady("val224_cached", "DataLoader val224"),
+        "val224_u8 / DataLoader val224_u8": steady("val224_u8", "DataLoader val224_u8"),
+        "val224_u8_cached / DataLoader val224_u8": steady("val224_u8_cached", "DataLoader val224_u8"),
+        "train224 / DataLoader": steady("train224", "DataLoader train224"),
+        "train224_cached / DataLoader train224": steady("train224_cached", "DataLoader train224"),
+        "trainers uncached / DataLoader": rate("trainers train224", "trainers DataLoader train224"),
+        "trainers cached / DataLoader": rate("trainers train224_cached", "trainers DataLoader train224"),
     }
     out["sizes"] = sizes
     return out
@@ -273,8 +276,9 @@ def print_tables(args, out):
           f"{cache_sizes.index_bytes(h['max_bytes']):,}); hit rate over epochs >= 1 {fmt(h['hit_rate'])} (batchctl "
           f"cache: hits / samples), {fmt(h['hit_rate_from_file_bytes'])} (from the file bytes read), "
           f"{fmt(h['steady_s'])} s/epoch\n")
+    print("ratios at epochs >= 1, per repeat, median [min-max]:")
     for name, value in out["ratios"].items():
-        print(f"  {name}: {value:.2f}x")
+        print(f"  {name}: {fmt(value, 2)}x")
 
 
 def main():
