@@ -31,20 +31,26 @@ from compare_imagefolder import ensure_tree  # noqa: E402
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def children(pid):
+    """The pids of the direct children of `pid` (the daemon's workers), from /proc."""
+    kids = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            kids += open(f"/proc/{pid}/task/{task}/children").read().split()
+        except OSError:
+            continue
+    return kids
+
+
 def children_cpu_seconds(pid):
     """utime + stime of the direct children of `pid` (the daemon's workers), in seconds."""
     total = 0.0
-    for task in os.listdir(f"/proc/{pid}/task"):
+    for kid in children(pid):
         try:
-            kids = open(f"/proc/{pid}/task/{task}/children").read().split()
+            fields = open(f"/proc/{kid}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        for kid in kids:
-            try:
-                fields = open(f"/proc/{kid}/stat").read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15 of stat)
+        total += (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15 of stat)
     return total
 
 

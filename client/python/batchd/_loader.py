@@ -59,13 +59,15 @@ class Loader(StreamPasses):
             torch.distributed when iteration starts (see below).
         repeated_aug: K >= 2: every sample K times per epoch across ranks (an epoch K times as long), each copy
             with its own augmentation, on K ranks when world_size >= K; None = off (docs/operations.md).
-        pipeline: a pipeline by name: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224", "val224_u8" (image
-            datasets), "lm" (token datasets) or a [pipelines.NAME] of the daemon's config. Give exactly one of
+        pipeline: a pipeline by name: "fmnist", "fmnist_u8", "train224", "train224_u8", "val224", "val224_u8",
+            "val224_cached", "val224_u8_cached" (image datasets; the _cached ones keep each sample's result in the
+            daemon's host-wide cache: docs/operations.md, "Cache"), "lm" (token datasets) or a [pipelines.NAME] of
+            the daemon's config. Give exactly one of
             pipeline= and transform= (BatchdError otherwise). A batch's tensors (as_dict=True adds "index" int64 [B]):
               fmnist            "image" float32 [B,1,28,28], "label" int64 [B]
               fmnist_u8         "image" uint8 [B,1,28,28], "label" int64 [B]
-              train224, val224  "image" float32 [B,3,C,C], "label" int64 [B]
-              train224_u8, val224_u8  "image" uint8 [B,3,C,C], "label" int64 [B]
+              train224, val224(_cached)  "image" float32 [B,3,C,C], "label" int64 [B]
+              train224_u8, val224_u8(_cached)  "image" uint8 [B,3,C,C], "label" int64 [B]
               lm                "input_ids" int64 [B,T] = w[:-1], "targets" int64 [B,T] = w[1:], where
                                 w = tokens[i*T : i*T+T+1] (tiled) or tokens[i : i+T+1] (random) is sample i's
                                 window and T the stream's seq_len

@@ -177,6 +177,9 @@ TEST(ConfigTest, ShippedExampleConfigParsesAndMatchesTheEmbeddedDefault) {
   EXPECT_EQ(example->shm_strategy, embedded->shm_strategy);
   EXPECT_EQ(example->limits.max_frame_bytes, embedded->limits.max_frame_bytes);
   EXPECT_EQ(example->limits.max_segment_bytes, embedded->limits.max_segment_bytes);
+  EXPECT_EQ(example->cache.max_bytes, embedded->cache.max_bytes);
+  EXPECT_EQ(example->cache.max_bytes, -1) << "cache.max_bytes absent: a quarter of limits.max_shm_bytes";
+  EXPECT_EQ(example->cache.max_bytes_per_uid, embedded->cache.max_bytes_per_uid);
   ASSERT_EQ(example->datasets.size(), embedded->datasets.size());
   for (size_t i = 0; i < example->datasets.size(); ++i) {
     EXPECT_EQ(example->datasets[i].name, embedded->datasets[i].name);
