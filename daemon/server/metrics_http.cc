@@ -147,6 +147,9 @@ std::string prometheus_text(const wire::StatusReply& st) {
        [](const wire::StreamInfo& s) { return static_cast<double>(s.stages().cache_hits()); }},
       {"batchd_stream_cache_fills_total", "counter", "Samples of this stream computed and kept in the sample cache.",
        [](const wire::StreamInfo& s) { return static_cast<double>(s.stages().cache_fills()); }},
+      {"batchd_stream_cache_uncached_total", "counter",
+       "Samples of this stream at a cache point computed and not kept (cache, uid share or index full).",
+       [](const wire::StreamInfo& s) { return static_cast<double>(s.stages().cache_uncached()); }},
   };
   for (const auto& m : stream_metrics) {
     if (st.streams_size() == 0) break;  // per-stream series are off ([metrics] per_stream), or no stream is open

@@ -102,6 +102,7 @@ def test_stream_hit_counts_batchctl_cache_and_metrics(daemon):
         assert hits and int(hits[0].split()[1]) >= N, body
         assert f"batchd_cache_max_bytes {64 << 20}" in body
         assert "batchd_stream_cache_hits_total{stream=" in body
+        assert "batchd_stream_cache_uncached_total{stream=" in body
     finally:
         loader.close()
 
