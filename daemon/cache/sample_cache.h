@@ -77,7 +77,9 @@ struct CacheTotals {
   uint64_t refused_full = 0;       // fills refused: max_bytes reached (or the virtual area used up)
   uint64_t refused_uid = 0;        // fills refused: the uid's max_bytes_per_uid reached
   uint64_t refused_index = 0;      // fills refused: the index is too full
-  std::vector<std::pair<uint32_t, uint64_t>> uid_bytes;  // live bytes per uid of bounded fills
+  // Per uid, what its live bounded fills count against max_bytes_per_uid: their bytes, each at least 8 KiB (an
+  // entry's share of the index: tiny entries cannot take it all).
+  std::vector<std::pair<uint32_t, uint64_t>> uid_bytes;
 };
 
 class SampleCache {
@@ -85,6 +87,7 @@ class SampleCache {
   struct Options {
     uint64_t max_bytes = 0;          // cache.max_bytes: live bytes of all entries, the index included; 0 = no cache
     uint64_t max_bytes_per_uid = 0;  // cache.max_bytes_per_uid: live bytes one uid's client-sent specs may fill
+                                     // (an entry counts at least 8 KiB there: its share of the index)
   };
   // An entry found: its bytes (valid while the daemon lives; zeros once dropped) and shape. Copy them, then call
   // still_valid(): only then are the copied bytes the entry's.
