@@ -85,8 +85,6 @@ struct SampleCache::Entry {
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "the cache's atomics are shared between processes: they must be lock-free");
 
-uint64_t cache_hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
-
 Result<std::unique_ptr<SampleCache>> SampleCache::create(const Options& options) {
   if (options.max_bytes < (1u << 20)) {
     return Error(ErrorCode::kInvalidArgument, "cache.max_bytes = " + std::to_string(options.max_bytes) +

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "batchd/result.h"
+#include "cache/cache_hash.h"  // cache_hash: the ids of CacheKey
 #include "data/regular_file.h"  // FileStamp: the sample's file when its entry was made, checked at every use
 
 namespace batchd::daemon {
@@ -165,9 +166,5 @@ class SampleCache {
 
 // The ratio of the data area's address range to max_bytes: dropped ranges are not reused (see above).
 inline constexpr uint64_t kVirtualFactor = 8;
-
-// 64-bit ids of a dataset key and of a canonical op prefix (std::hash: the same in the daemon and its workers, which
-// are one binary; not stable across versions, which never share a cache).
-uint64_t cache_hash(std::string_view text);
 
 }  // namespace batchd::daemon
