@@ -34,6 +34,12 @@ uint64_t pow2_at_least(uint64_t v) {
   return p;
 }
 
+// What a uid-bounded entry of `size` bytes counts against max_bytes_per_uid: at least its share of the index (one
+// entry per kBytesPerSlot), so that one uid's tiny entries (a 1x1 image: 64 bytes) cannot take the index every
+// user's entries share while its bytes stay far below its share. A uid holds at most max_bytes_per_uid /
+// kBytesPerSlot entries, max_bytes_per_uid / max_bytes of the index.
+uint64_t uid_charge(uint64_t size) { return std::max(size, kBytesPerSlot); }
+
 // Adds `n` to `counter` if the sum stays within `bound`.
 bool reserve(std::atomic<uint64_t>& counter, uint64_t n, uint64_t bound) {
   uint64_t now = counter.load(std::memory_order_relaxed);
@@ -78,8 +84,6 @@ struct SampleCache::Entry {
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "the cache's atomics are shared between processes: they must be lock-free");
-
-uint64_t cache_hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
 
 Result<std::unique_ptr<SampleCache>> SampleCache::create(const Options& options) {
   if (options.max_bytes < (1u << 20)) {
@@ -198,7 +202,7 @@ std::optional<SampleCache::Fill> SampleCache::begin_fill(const CacheKey& key, co
   Header::UidBytes* row = nullptr;
   auto unreserve = [&] {
     header_->live_bytes.fetch_sub(size, std::memory_order_relaxed);
-    if (row != nullptr) row->bytes.fetch_sub(size, std::memory_order_relaxed);
+    if (row != nullptr) row->bytes.fetch_sub(uid_charge(size), std::memory_order_relaxed);
   };
   if (uid_bounded) {
     for (auto& r : header_->uids) {
@@ -209,7 +213,7 @@ std::optional<SampleCache::Fill> SampleCache::begin_fill(const CacheKey& key, co
         break;
       }
     }
-    if (row == nullptr || !reserve(row->bytes, size, options_.max_bytes_per_uid)) {
+    if (row == nullptr || !reserve(row->bytes, uid_charge(size), options_.max_bytes_per_uid)) {
       row = nullptr;
       unreserve();
       header_->refused_uid.fetch_add(1, std::memory_order_relaxed);
@@ -299,7 +303,7 @@ void SampleCache::release(Entry& e) {
   if (e.uid_bounded != 0) {
     for (auto& r : header_->uids) {
       if (r.uid_plus_one.load(std::memory_order_relaxed) == e.uid + 1) {
-        r.bytes.fetch_sub(size, std::memory_order_relaxed);
+        r.bytes.fetch_sub(uid_charge(size), std::memory_order_relaxed);
         break;
       }
     }

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "batchd/result.h"
+#include "cache/cache_hash.h"  // cache_hash: the ids of CacheKey
 #include "data/regular_file.h"  // FileStamp: the sample's file when its entry was made, checked at every use
 
 namespace batchd::daemon {
@@ -77,7 +78,9 @@ struct CacheTotals {
   uint64_t refused_full = 0;       // fills refused: max_bytes reached (or the virtual area used up)
   uint64_t refused_uid = 0;        // fills refused: the uid's max_bytes_per_uid reached
   uint64_t refused_index = 0;      // fills refused: the index is too full
-  std::vector<std::pair<uint32_t, uint64_t>> uid_bytes;  // live bytes per uid of bounded fills
+  // Per uid, what its live bounded fills count against max_bytes_per_uid: their bytes, each at least 8 KiB (an
+  // entry's share of the index: tiny entries cannot take it all).
+  std::vector<std::pair<uint32_t, uint64_t>> uid_bytes;
 };
 
 class SampleCache {
@@ -85,6 +88,7 @@ class SampleCache {
   struct Options {
     uint64_t max_bytes = 0;          // cache.max_bytes: live bytes of all entries, the index included; 0 = no cache
     uint64_t max_bytes_per_uid = 0;  // cache.max_bytes_per_uid: live bytes one uid's client-sent specs may fill
+                                     // (an entry counts at least 8 KiB there: its share of the index)
   };
   // An entry found: its bytes (valid while the daemon lives; zeros once dropped) and shape. Copy them, then call
   // still_valid(): only then are the copied bytes the entry's.
@@ -162,9 +166,5 @@ class SampleCache {
 
 // The ratio of the data area's address range to max_bytes: dropped ranges are not reused (see above).
 inline constexpr uint64_t kVirtualFactor = 8;
-
-// 64-bit ids of a dataset key and of a canonical op prefix (std::hash: the same in the daemon and its workers, which
-// are one binary; not stable across versions, which never share a cache).
-uint64_t cache_hash(std::string_view text);
 
 }  // namespace batchd::daemon

@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -115,10 +116,11 @@ void CachePoint::store(uint64_t index, const FileStamp& stamp, const ops::Sample
     shape.channels = static_cast<uint8_t>(sample.channels);
     shape.height = static_cast<uint32_t>(sample.height);
     shape.width = static_cast<uint32_t>(sample.width);
-    // uint8 values (pil_to_tensor) are whole numbers 0..255 held as floats: kept as bytes, exactly.
+    // uint8 values (pil_to_tensor) are whole numbers 0..255 held as floats: kept as bytes, exactly. A -0.0 (255 - x
+    // of normalize(mean = 255, std = -1)) is not one: as a byte it would come back +0.0.
     bool whole = true;
     for (float v : sample.tensor) {
-      if (!(v >= 0 && v <= 255 && v == static_cast<float>(static_cast<uint8_t>(v)))) {
+      if (!(v >= 0 && v <= 255 && !std::signbit(v) && v == static_cast<float>(static_cast<uint8_t>(v)))) {
         whole = false;
         break;
       }
