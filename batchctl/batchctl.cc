@@ -195,7 +195,10 @@ segments missing), 2 usage error.)",
   if (timeout) connect.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(*timeout * 1000)));
   if (*drain_cmd || *shutdown_cmd) return send_ack_request(connect, shutdown_cmd->parsed());
   if (*health_cmd) return batchd::ctl::run_health(connect, live);
-  if (*cache_cmd && cache_drop) return batchd::ctl::run_cache_drop(connect, cache_dataset);
+  if (*cache_cmd) {
+    return cache_drop ? batchd::ctl::run_cache_drop(connect, cache_dataset)
+                      : batchd::ctl::run_cache(connect, cache_dataset, json);
+  }
   if (*shm_cmd) {
     shm_options.socket_path = socket;
     shm_options.request_timeout = connect.request_timeout;
@@ -215,7 +218,7 @@ segments missing), 2 usage error.)",
   if (!status) return 1;
   if (json) {
     batchd::DaemonStatus view = *status;
-    if (*datasets_cmd || *streams_cmd || *workers_cmd || *cache_cmd) {
+    if (*datasets_cmd || *streams_cmd || *workers_cmd) {
       view = {};  // only the part asked for; every other field at its default, as before
       if (*datasets_cmd) {
         view.datasets = status->datasets;
@@ -223,14 +226,12 @@ segments missing), 2 usage error.)",
       }
       if (*streams_cmd) view.streams = status->streams;
       if (*workers_cmd) view.workers = status->workers;
-      if (*cache_cmd) view.cache = status->cache;
     }
     return batchd::ctl::print_json(batchd::to_json(view));
   }
   if (*datasets_cmd) batchd::ctl::print_datasets(*status);
   if (*streams_cmd) batchd::ctl::print_streams(*status);
   if (*workers_cmd) batchd::ctl::print_workers(*status);
-  if (*cache_cmd) batchd::ctl::print_cache(*status, cache_dataset);
   if (*status_cmd) {
     const auto& d = served.daemon;
     std::printf("socket %s: daemon pid %d, uid %u%s\n", served.socket.c_str(), d.pid, static_cast<unsigned>(d.uid),

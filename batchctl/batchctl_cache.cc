@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "batchctl_views.h"
+
 #include "batchd/wire/shm_scan.h"
 
 namespace batchd::ctl {
@@ -68,6 +70,23 @@ void print_cache_memory(const CacheStatus& c) {
               "it; counted in limits.max_shm_bytes; batchctl cache)\n",
               wire::format_bytes(c.resident_bytes).c_str(), wire::format_bytes(c.live_bytes).c_str(),
               wire::format_bytes(c.max_bytes).c_str());
+}
+
+int run_cache(const ConnectOptions& connect, const std::string& dataset, bool json) {
+  auto admin = Admin::connect(connect);
+  // After the last possible stream id: the reply lists no stream, only the totals and the cache.
+  auto st = admin.ok() ? admin->status_page(~uint64_t{0}, /*cache_groups=*/true) : Result<DaemonStatus>(admin.error());
+  if (!st.ok()) {
+    std::fprintf(stderr, "batchctl: %s\n", st.error().message().c_str());
+    return 1;
+  }
+  if (json) {
+    DaemonStatus view;  // only the cache, every other field at its default (as batchctl streams --json)
+    view.cache = st->cache;
+    return print_json(to_json(view));
+  }
+  print_cache(*st, dataset);
+  return 0;
 }
 
 int run_cache_drop(const ConnectOptions& connect, const std::string& dataset) {

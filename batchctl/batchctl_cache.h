@@ -11,6 +11,9 @@ namespace batchd::ctl {
 
 // Prints the cache part of `status`, the groups of `dataset` only when it is not empty.
 void print_cache(const DaemonStatus& status, const std::string& dataset);
+// batchctl cache: asks for the cache with its groups (StatusRequest.cache_groups: no stream listed) and prints it,
+// or its JSON ({"cache": ...}); returns the exit status.
+int run_cache(const ConnectOptions& connect, const std::string& dataset, bool json);
 // One line for batchctl shm: the cache's memory (a memfd of the daemon's, in no directory).
 void print_cache_memory(const CacheStatus& cache);
 // --drop: asks the daemon, prints what was dropped; returns the exit status (1 if refused or unreachable).

@@ -72,9 +72,10 @@ Result<DaemonStatus> Admin::status() {
   return all;
 }
 
-Result<DaemonStatus> Admin::status_page(uint64_t after_stream_id) {
+Result<DaemonStatus> Admin::status_page(uint64_t after_stream_id, bool cache_groups) {
   wire::Request request;
   request.mutable_status()->set_after_stream_id(after_stream_id);
+  request.mutable_status()->set_cache_groups(cache_groups);
   auto reply = core_->call(std::move(request));
   if (!reply.ok()) return reply.error();
   if (!reply->reply.has_status()) return Error(ErrorCode::kProtocol, "the daemon answered a status request wrongly");

@@ -200,7 +200,9 @@ void Connection::dispatch(const wire::Request& request) {
       // A page of at most half a frame (status_page.h): however many streams, the reply is sent.
       const StatusPage page{request.status().after_stream_id(), max_reply_bytes_ / 2};
       wire::Reply r;
-      server_.fill_status(r.mutable_status(), admin_ ? StatusView::everything() : StatusView::own(peer_.uid), page);
+      StatusView view = admin_ ? StatusView::everything() : StatusView::own(peer_.uid);
+      view.cache_groups = admin_ && request.status().cache_groups();
+      server_.fill_status(r.mutable_status(), view, page);
       return reply(rid, std::move(r));
     }
     case wire::Request::kHealth: {

@@ -59,6 +59,7 @@ struct StatusView {
 
   bool all = false;
   std::optional<uint32_t> uid;
+  bool cache_groups = false;  // an admin asked for the sample cache's groups (StatusRequest.cache_groups)
 };
 
 class StreamManager final : public WorkerEvents {

@@ -35,7 +35,7 @@ void StreamManager::fill_status(wire::StatusReply* status, const StatusView& vie
     }
     list.add(std::move(info), std::move(segment));
   }
-  cache_.fill(status->mutable_cache(), view.all, [this](const std::string& name) { return datasets_.key(name); });
+  cache_.fill(status->mutable_cache(), view.all && view.cache_groups, [this](const std::string& name) { return datasets_.key(name); });
   status->set_batches_redone(batches_redone_);
   status->set_draining(draining_);
   status->set_instance_id(segments_.instance_id());

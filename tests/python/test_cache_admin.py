@@ -95,6 +95,9 @@ def test_stream_hit_counts_batchctl_cache_and_metrics(daemon):
         assert "cache:" in ctl(daemon, "streams").stdout
         g = group(daemon, "photos", VAL + " -> pil_to_tensor")
         assert g is not None and g["entries"] == N and g["dataset_samples"] == N and g["hits"] >= N, g
+        # The groups are a scan of the whole index: batchctl cache asks for them; status (and the metrics) never do.
+        status = json.loads(ctl(daemon, "status", "--json").stdout)["cache"]
+        assert int(status["hits"]) >= N and not status.get("groups"), status
         text = ctl(daemon, "cache").stdout
         assert "photos" in text and "100.0%" in text and "pil_to_tensor" in text, text
         body = urllib.request.urlopen(f"http://127.0.0.1:{daemon['port']}/metrics", timeout=10).read().decode()

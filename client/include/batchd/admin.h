@@ -207,7 +207,8 @@ class Admin {
   Result<DaemonStatus> status();
   // One page: the streams with ids above `after_stream_id`, as many as fit in one reply (docs/protocol.md, "Status
   // pages"); next_after_stream_id says where the next page starts.
-  Result<DaemonStatus> status_page(uint64_t after_stream_id);
+  // cache_groups: an admin's reply also has the sample cache's groups (cache.groups; a scan of its whole index).
+  Result<DaemonStatus> status_page(uint64_t after_stream_id, bool cache_groups = false);
   // Whether the daemon answers, and whether it takes new streams: one small request, whatever the number of streams
   // (for anyone who can connect).
   Result<DaemonHealth> health();
