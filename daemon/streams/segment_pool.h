@@ -79,6 +79,8 @@ class SegmentPool final {
 
   uint64_t bytes_in_use() const { return budget_.in_use(); }
   uint64_t bytes_limit() const { return budget_.limit(); }
+  // The sample cache's live bytes count in the same budget (limits.max_shm_bytes).
+  void set_also_held(std::function<uint64_t()> also_held) { budget_.set_also_held(std::move(also_held)); }
 
  private:
   SegmentInstance instance_;

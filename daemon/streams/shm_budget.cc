@@ -17,12 +17,15 @@ ShmBudget::ShmBudget(uint64_t limit_bytes, std::string shm_dir) : limit_(limit_b
 }
 
 Status ShmBudget::admit(uint64_t bytes, wire::SharingStrategy strategy) const {
-  if (in_use_ + bytes > limit_) {
+  const uint64_t cache = also_held_ ? also_held_() : 0;
+  if (in_use_ + cache + bytes > limit_) {
     return Error(ErrorCode::kResourceExhausted,
                  "the daemon's segment budget is exhausted: this stream needs " + wire::format_bytes(bytes) + ", " +
                      wire::format_bytes(in_use_) + " of " + wire::format_bytes(limit_) +
-                     " (limits.max_shm_bytes) are held by open streams; close streams, ask for a smaller "
-                     "batch_size or depth, or raise limits.max_shm_bytes");
+                     " (limits.max_shm_bytes) are held by open streams" +
+                     (cache > 0 ? " and " + wire::format_bytes(cache) + " by the sample cache (batchctl cache; "
+                                  "--drop frees it, cache.max_bytes bounds it)" : std::string()) +
+                     "; close streams, ask for a smaller batch_size or depth, or raise limits.max_shm_bytes");
   }
   if (strategy == wire::FILE_SYSTEM) {
     const auto space = wire::shm_space(shm_dir_);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "batchd.pb.h"
@@ -21,6 +22,8 @@ class ShmBudget final {
 
   // May a new segment of `bytes` be created now?
   Status admit(uint64_t bytes, wire::SharingStrategy strategy) const;
+  // Bytes held in the same budget by others (the sample cache's live bytes: cache/cache_config.h), asked at admit().
+  void set_also_held(std::function<uint64_t()> also_held) { also_held_ = std::move(also_held); }
   void add(uint64_t bytes) { in_use_ += bytes; }
   void remove(uint64_t bytes) { in_use_ -= bytes; }
 
@@ -31,6 +34,7 @@ class ShmBudget final {
   uint64_t limit_;
   std::string shm_dir_;
   uint64_t in_use_ = 0;
+  std::function<uint64_t()> also_held_;
 };
 
 }  // namespace batchd::daemon

@@ -14,7 +14,9 @@ StreamManager::StreamManager(const Config& config, const DatasetRegistry& datase
       datasets_(datasets),
       cache_(cache),
       segments_(std::move(instance), config.limits.max_shm_bytes),
-      scheduler_(workers) {}
+      scheduler_(workers) {
+  if (cache != nullptr) segments_.set_also_held([cache] { return cache->totals().live_bytes; });
+}
 
 PlanContext StreamManager::plan_context(const Peer& owner) const {
   return PlanContext{.limits = config_.limits,
