@@ -40,10 +40,6 @@ void CacheLedger::fill_totals(wire::CacheStatus* out) const {
   out->set_refused_index(t.refused_index);
 }
 
-uint64_t CacheLedger::key_hash(const wire::CacheGroupInfo& info) const {
-  return cache_hash(info.dataset() + "#" + std::to_string(info.load()));
-}
-
 std::pair<uint64_t, uint64_t> CacheLedger::drop(const std::string& name) {
   if (cache_ == nullptr) return {0, 0};
   return cache_->drop([&](uint64_t dataset, uint64_t) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -36,11 +37,13 @@ class CacheLedger {
   void fill(wire::CacheStatus* out, bool groups, const CurrentKey& current_key) const {
     fill_totals(out);
     if (!groups || cache_ == nullptr) return;
-    for (const auto& g : cache_->groups()) fill_group(g.dataset, g.prefix, &g, out, current_key);
+    std::set<std::pair<uint64_t, uint64_t>> listed;
+    for (const auto& g : cache_->groups()) {
+      fill_group(g.dataset, g.prefix, &g, out, current_key);
+      listed.insert({g.dataset, g.prefix});
+    }
     for (const auto& [k, c] : counts_) {  // groups with counts and no entry (dropped, or nothing admitted)
-      bool listed = false;
-      for (const auto& info : out->groups()) listed |= info.prefix_id() == k.second && key_hash(info) == k.first;
-      if (!listed) fill_group(k.first, k.second, nullptr, out, current_key);
+      if (!listed.count(k)) fill_group(k.first, k.second, nullptr, out, current_key);
     }
   }
 
@@ -58,7 +61,6 @@ class CacheLedger {
     uint64_t samples = 0;
   };
   void fill_totals(wire::CacheStatus* out) const;
-  uint64_t key_hash(const wire::CacheGroupInfo& info) const;
   template <typename CurrentKey>
   void fill_group(uint64_t dataset, uint64_t prefix, const CacheGroup* g, wire::CacheStatus* out,
                   const CurrentKey& current_key) const {

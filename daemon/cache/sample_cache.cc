@@ -6,39 +6,21 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <map>
 
+#include "cache/sample_cache_layout.h"
 #include "streams/splitmix64.h"
 
 namespace batchd::daemon {
 
+using namespace sample_cache_layout;  // NOLINT(google-build-using-namespace): the layout's own files
+
 namespace {
-
-enum State : uint32_t { kEmpty = 0, kClaimed = 1, kFilling = 2, kReady = 3, kDead = 4 };
-
-constexpr uint64_t kPage = 4096;
-constexpr uint64_t kAlign = 64;            // entries' bytes start on a cache line
-constexpr uint64_t kBytesPerSlot = 8192;   // one index entry per 8 KiB of cache (a 52x52 RGB image)
-constexpr uint64_t kMinSlots = 1024;
-constexpr uint64_t kMaxSlots = 1ull << 26;
-constexpr uint64_t kMaxProbes = 64;        // linear probing: an entry is this near its home slot, or not cached
-constexpr size_t kUidSlots = 256;
-constexpr size_t kFillerSlots = 1024;  // worker processes that fill, at once (a row each; freed at their death)
-constexpr uint64_t kMagic = 0x3165686361636462ull;  // "bdcache1"
-
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 uint64_t pow2_at_least(uint64_t v) {
   uint64_t p = 1;
   while (p < v) p <<= 1;
   return p;
 }
-
-// What a uid-bounded entry of `size` bytes counts against max_bytes_per_uid: at least its share of the index (one
-// entry per kBytesPerSlot), so that one uid's tiny entries (a 1x1 image: 64 bytes) cannot take the index every
-// user's entries share while its bytes stay far below its share. A uid holds at most max_bytes_per_uid /
-// kBytesPerSlot entries, max_bytes_per_uid / max_bytes of the index.
-uint64_t uid_charge(uint64_t size) { return std::max(size, kBytesPerSlot); }
 
 // Adds `n` to `counter` if the sum stays within `bound`.
 bool reserve(std::atomic<uint64_t>& counter, uint64_t n, uint64_t bound) {
@@ -50,40 +32,6 @@ bool reserve(std::atomic<uint64_t>& counter, uint64_t n, uint64_t bound) {
 }
 
 }  // namespace
-
-// Which entry a filling worker has claimed (-1: none): what the daemon drops when that worker dies.
-struct SampleCache::Filler {
-  std::atomic<int32_t> pid;  // 0: a free row
-  std::atomic<int64_t> slot;
-};
-
-struct SampleCache::Header {
-  uint64_t magic;
-  std::atomic<uint64_t> next;          // bump pointer: offset of the next allocation in the data area
-  std::atomic<uint64_t> live_bytes;
-  std::atomic<uint64_t> index_used;
-  std::atomic<uint64_t> dropped_bytes;
-  std::atomic<uint64_t> refused_full, refused_uid, refused_index;
-  struct UidBytes {
-    std::atomic<uint32_t> uid_plus_one;  // 0: a free row
-    std::atomic<uint64_t> bytes;
-  } uids[kUidSlots];
-  Filler fillers[kFillerSlots];
-};
-
-struct SampleCache::Entry {
-  std::atomic<uint32_t> state;
-  std::atomic<int32_t> filler;  // the pid of the worker that claimed it
-  CacheKey key;
-  FileStamp stamp;
-  CachedShape shape;
-  uint64_t offset, bytes;       // in the data area
-  uint32_t uid;
-  uint8_t uid_bounded;
-};
-
-static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
-              "the cache's atomics are shared between processes: they must be lock-free");
 
 Result<std::unique_ptr<SampleCache>> SampleCache::create(const Options& options) {
   if (options.max_bytes < (1u << 20)) {
@@ -308,86 +256,6 @@ void SampleCache::release(Entry& e) {
       }
     }
   }
-}
-
-uint64_t SampleCache::reclaim_filler(int32_t pid) {
-  if (pid <= 0) return 0;
-  for (auto& r : header_->fillers) {
-    if (r.pid.load(std::memory_order_acquire) != pid) continue;
-    const int64_t slot = r.slot.load(std::memory_order_acquire);
-    uint64_t dropped = 0;
-    if (slot >= 0 && static_cast<uint64_t>(slot) < slots_) {
-      Entry& e = entry(static_cast<uint64_t>(slot));
-      uint32_t state = e.state.load(std::memory_order_acquire);
-      // A claimed entry's fields may be half written (the worker died between its claim and its filling store):
-      // it is made dead, and nothing of it released: at most one entry's bytes per such death stay counted.
-      if ((state == kFilling || state == kClaimed) && e.filler.load(std::memory_order_relaxed) == pid &&
-          e.state.compare_exchange_strong(state, kDead, std::memory_order_acq_rel) && state == kFilling) {
-        release(e);
-        dropped = e.bytes;
-      }
-    }
-    r.slot.store(-1, std::memory_order_relaxed);
-    r.pid.store(0, std::memory_order_release);  // the row is free for another worker
-    return dropped;
-  }
-  return 0;  // it never filled
-}
-
-std::pair<uint64_t, uint64_t> SampleCache::drop(const std::function<bool(uint64_t, uint64_t)>& which) {
-  uint64_t dropped = 0, entries = 0;
-  for (uint64_t slot = 0; slot < slots_; ++slot) {
-    Entry& e = entry(slot);
-    uint32_t state = e.state.load(std::memory_order_acquire);
-    // Ready entries only: a filling one belongs to its worker until it commits (a later drop takes it).
-    if (state != kReady || !which(e.key.dataset, e.key.prefix)) continue;
-    if (!e.state.compare_exchange_strong(state, kDead, std::memory_order_acq_rel)) continue;
-    release(e);
-    dropped += e.bytes;
-    ++entries;
-  }
-  return {entries, dropped};
-}
-
-std::vector<CacheGroup> SampleCache::groups() const {
-  std::map<std::pair<uint64_t, uint64_t>, CacheGroup> by;
-  for (uint64_t slot = 0; slot < slots_; ++slot) {
-    const Entry& e = entry(slot);
-    const uint32_t state = e.state.load(std::memory_order_acquire);
-    if (state != kReady && state != kFilling) continue;
-    auto& g = by[{e.key.dataset, e.key.prefix}];
-    g.dataset = e.key.dataset;
-    g.prefix = e.key.prefix;
-    if (state == kReady) {
-      ++g.entries;
-      g.bytes += e.bytes;
-    } else {
-      ++g.filling;
-    }
-  }
-  std::vector<CacheGroup> out;
-  for (auto& [k, g] : by) out.push_back(g);
-  return out;
-}
-
-CacheTotals SampleCache::totals() const {
-  CacheTotals t;
-  t.max_bytes = options_.max_bytes;
-  t.max_bytes_per_uid = options_.max_bytes_per_uid;
-  t.live_bytes = header_->live_bytes.load(std::memory_order_relaxed);
-  struct stat st {};
-  if (::fstat(fd_, &st) == 0) t.resident_bytes = static_cast<uint64_t>(st.st_blocks) * 512;
-  t.index_slots = slots_;
-  t.index_used = header_->index_used.load(std::memory_order_relaxed);
-  t.dropped_bytes = header_->dropped_bytes.load(std::memory_order_relaxed);
-  t.refused_full = header_->refused_full.load(std::memory_order_relaxed);
-  t.refused_uid = header_->refused_uid.load(std::memory_order_relaxed);
-  t.refused_index = header_->refused_index.load(std::memory_order_relaxed);
-  for (const auto& r : header_->uids) {
-    const uint32_t v = r.uid_plus_one.load(std::memory_order_relaxed);
-    if (v != 0) t.uid_bytes.emplace_back(v - 1, r.bytes.load(std::memory_order_relaxed));
-  }
-  return t;
 }
 
 }  // namespace batchd::daemon

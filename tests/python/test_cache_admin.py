@@ -120,7 +120,9 @@ def test_drop_empties_a_dataset_and_the_next_epoch_fills_again(daemon):
     assert int(cache_status(daemon)["dropped_bytes"]) >= N * 150528
     epochs(daemon, "val224_u8_cached", 1)[0].close()
     after = group(daemon, "photos", VAL + " -> pil_to_tensor")
-    assert after["entries"] == N and after["fills"] >= before["fills"] + N, (before, after)
+    # Every sample refilled; two workers that missed one sample at the same moment (the next epoch's prefetch) may
+    # both have kept it (the issue allows "harmlessly twice"; begin_fill's check narrows it to its own duration).
+    assert N <= after["entries"] <= N + 2 and after["fills"] >= before["fills"] + N, (before, after)
 
 
 def test_two_trainers_with_different_seeds_share_the_prefix_each_sample_decoded_once(daemon):
