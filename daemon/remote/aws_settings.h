@@ -1,0 +1,46 @@
+// aws_settings.h — credentials, region and endpoint for s3:// URLs, found the way the AWS CLI and SDKs find them.
+//
+// Credentials, first found wins:
+//   1. the dataset's `credentials_file` (config key datasets.NAME.credentials_file: an AWS shared-credentials file,
+//      profile datasets.NAME.profile or "default"); never the secret inline in batchd's config;
+//   2. the environment: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN);
+//   3. the shared files: AWS_SHARED_CREDENTIALS_FILE (default ~/.aws/credentials) then AWS_CONFIG_FILE (default
+//      ~/.aws/config, sections "[profile NAME]", "[default]"), profile AWS_PROFILE (else "default");
+//   none: requests are sent unsigned (public buckets, servers that do not check).
+// Region: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region` in the config file, else "us-east-1".
+// Endpoint: datasets.NAME.endpoint_url, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's `endpoint_url`, else
+// "https://s3.REGION.amazonaws.com". Requests use path-style addressing (ENDPOINT/BUCKET/KEY).
+// A profile named but absent, or a credentials file that cannot be read or lacks a key, is kInvalidArgument naming
+// the file, the profile and the missing key — never a value. `describe()` says where each came from, without secrets
+// ("credentials from env AWS_ACCESS_KEY_ID (AKIA...WXYZ)": the key id's first 4 and last 4 characters only).
+// The environment and files are read once, at dataset load (on the loader's thread). Thread-compatible values.
+#pragma once
+
+#include <string>
+
+#include "batchd/result.h"
+
+namespace batchd::daemon::remote {
+
+struct AwsCredentials {
+  std::string access_key_id, secret_access_key, session_token;  // empty key id: anonymous
+  bool empty() const { return access_key_id.empty(); }
+};
+
+struct AwsSettings {
+  AwsCredentials credentials;
+  std::string region = "us-east-1";
+  std::string endpoint_url;  // scheme://host[:port][/path], no trailing '/'
+  std::string source;        // describe(): where each part came from, no secret
+  std::string describe() const { return source; }
+};
+
+// Per dataset, from its config (all optional).
+struct AwsOverrides {
+  std::string credentials_file, profile, endpoint_url, region;
+};
+
+// Reads the environment (getenv) and the files above. `key` names the dataset's config table in errors.
+Result<AwsSettings> resolve_aws_settings(const AwsOverrides& overrides, const std::string& key);
+
+}  // namespace batchd::daemon::remote

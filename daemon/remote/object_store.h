@@ -1,0 +1,92 @@
+// object_store.h — objects of remote shards: s3:// (S3 and S3-compatible servers) and http(s):// URLs, over libcurl.
+//
+// The one door through which the daemon talks to object storage. `stat` (HEAD), `list` (S3 ListObjectsV2, paginated,
+// sorted by key) and `fetch` (a whole object into a file). http(s):// URLs are fetched as they are; s3://BUCKET/KEY
+// goes to the resolved endpoint (remote/aws_settings.h: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
+// endpoint_url, else https://s3.REGION.amazonaws.com) with path-style addressing (ENDPOINT/BUCKET/KEY: what
+// S3-compatible servers (MinIO, Ceph, s3rver) serve), signed with AWS Signature Version 4 when credentials were
+// found (anonymous requests otherwise).
+//
+// Faults: a connection refused/reset, a timeout, an HTTP 5xx (503 SlowDown included), a truncated body (fewer bytes
+// than Content-Length or than the object's size) are retried up to HttpSettings::retries times with exponential
+// backoff and full jitter (AWS's "Exponential Backoff And Jitter": sleep uniform(0, min(cap, base * 2^attempt))),
+// then fail with kUnavailable naming the URL, the last HTTP status or curl error, and the attempts. 404 is kNotFound
+// and 401/403 kPermissionDenied at once (no retry), each naming the URL and the fix (the key or the credentials).
+// No transfer can hang: a connect timeout, and a transfer that moves fewer than 1 byte/s... see HttpSettings.
+// Errors, logs and counters never hold a secret: no credential, no Authorization or X-Amz-Security-Token header, no
+// query string of a presigned URL (a URL's query is shown as "?..."), no userinfo (a URL with user:password@ is
+// refused by parse_remote_url).
+//
+// Thread-compatible: one ObjectStore per thread (it owns a curl easy handle, so connections to a server are reused
+// between its requests). Stateless apart from the connection cache and the counters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "batchd/result.h"
+#include "remote/aws_settings.h"
+#include "remote/remote_url.h"
+
+namespace batchd::daemon::remote {
+
+// An object as a HEAD or a listing described it.
+struct RemoteObject {
+  std::string url;   // the shard's URL as the dataset names it (s3://bucket/key or http(s)://...)
+  uint64_t size = 0;  // bytes (Content-Length of a HEAD, Size of a listing)
+  std::string etag;  // as the server sent it, quotes included ("" if it sent none)
+};
+
+// Network settings ([remote] keys of the daemon's config; defaults here).
+struct HttpSettings {
+  double connect_timeout_s = 10;     // CURLOPT_CONNECTTIMEOUT
+  double stall_timeout_s = 30;       // a transfer below 1 byte/s for this long is aborted (CURLOPT_LOW_SPEED_*)
+  double request_timeout_s = 600;    // one request, whole (CURLOPT_TIMEOUT); 0 = none (the stall bound still holds)
+  uint32_t retries = 5;              // attempts after the first, for the retryable faults above
+  double backoff_base_s = 0.1;       // backoff: uniform(0, min(backoff_max_s, backoff_base_s * 2^attempt))
+  double backoff_max_s = 5;
+  std::string ca_file;               // PEM bundle of CAs for https ("" = the system's); CURLOPT_CAINFO
+};
+
+// Counters of one ObjectStore (summed by the caller across threads).
+struct TransferCounters {
+  uint64_t requests = 0, retries = 0, bytes = 0, failures = 0;
+};
+
+class ObjectStore final {
+ public:
+  // `s3` is used for s3:// URLs only (its credentials, region, endpoint). Never fails (curl's global init is done
+  // once per process by the implementation).
+  ObjectStore(HttpSettings http, AwsSettings s3);
+  ~ObjectStore();
+  ObjectStore(ObjectStore&&) noexcept;
+  ObjectStore& operator=(ObjectStore&&) noexcept;
+
+  // HEAD: the object's size and ETag. kNotFound (404), kPermissionDenied (401/403), kUnavailable (after retries),
+  // kInvalidArgument (a URL parse_remote_url refuses), kDataError (no Content-Length).
+  Result<RemoteObject> stat(const std::string& url);
+
+  // Every object under s3://BUCKET/PREFIX (ListObjectsV2 with prefix=PREFIX, every page), sorted by key (byte order),
+  // as s3://BUCKET/KEY URLs with their sizes and ETags. At most `max_objects` (kInvalidArgument past it).
+  // kInvalidArgument for an http(s) URL (HTTP has no listing), errors as stat() otherwise.
+  Result<std::vector<RemoteObject>> list(const std::string& s3_prefix_url, size_t max_objects);
+
+  // The whole of `object` into `fd` (a regular file opened for writing; truncated to 0 before each attempt; written
+  // from offset 0 with pwrite/write). Succeeds only if exactly object.size bytes arrived and the server's ETag is
+  // object.etag (when both are non-empty): a truncated body is retried as above; a body longer than object.size is
+  // cut off and refused (kDataError) — it bounds what a server can make the daemon write. An ETag other than
+  // object.etag (the object was replaced since it was listed/indexed; the request carries If-Match, a 412 means the
+  // same) is kDataError "changed on the server (ETag A, now B)" naming the URL and the fix (reload the dataset), not
+  // retried. A failed write (ENOSPC: a full disk) is kIo naming errno's text (the caller names the cache's key).
+  Status fetch(const RemoteObject& object, int fd);
+
+  const TransferCounters& counters() const { return counters_; }
+
+ private:
+  struct Impl;
+  Impl* impl_;
+  TransferCounters counters_;
+};
+
+}  // namespace batchd::daemon::remote
