@@ -125,8 +125,13 @@ Status parse_dataset(const std::string& name, const toml::node& node, const std:
       return bad(source, node, p + "root", "is required for format \"imagefolder\" (root/<class>/<image>.jpg)");
     }
   } else if (d.format == "webdataset") {
-    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"format", "shards", "image_field", "label_field"}, p, source));
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"format", "shards", "image_field", "label_field", "endpoint_url",
+                                               "region", "profile", "credentials_file"}, p, source));
     BATCHD_RETURN_IF_ERROR(read_string_list(*t, "shards", p, source, &d.shards));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "endpoint_url", p, source, &d.endpoint_url));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "region", p, source, &d.region));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "profile", p, source, &d.profile));
+    BATCHD_RETURN_IF_ERROR(read_string(*t, "credentials_file", p, source, &d.credentials_file));
     if (d.shards.empty()) {
       return bad(source, node, p + "shards",
                  "is required for format \"webdataset\" (\"/data/shard-{000000..000099}.tar\", a glob, or a list "
@@ -169,6 +174,29 @@ Status parse_dataset(const std::string& name, const toml::node& node, const std:
   return ok_status();
 }
 
+Status parse_remote(const toml::table& t, const std::string& source, RemoteSettings* r) {
+  const std::string p = "remote.";
+  BATCHD_RETURN_IF_ERROR(reject_unknown(t,
+                                        {"cache_max_bytes", "fetch_concurrency", "prefetch_shards",
+                                         "connect_timeout_s", "stall_timeout_s", "request_timeout_s", "retries",
+                                         "backoff_base_s", "backoff_max_s", "ca_file"},
+                                        p, source));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "cache_max_bytes", p, source, 0, int64_t{1} << 56, &r->cache_max_bytes));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "fetch_concurrency", p, source, 1, 256, &r->fetch_concurrency));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "prefetch_shards", p, source, 0, 4096, &r->prefetch_shards));
+  BATCHD_RETURN_IF_ERROR(read_number(t, "connect_timeout_s", p, source, 0.01, 3600, &r->connect_timeout_s));
+  BATCHD_RETURN_IF_ERROR(read_number(t, "stall_timeout_s", p, source, 0.1, 3600, &r->stall_timeout_s));
+  BATCHD_RETURN_IF_ERROR(read_number(t, "request_timeout_s", p, source, 0, 86400, &r->request_timeout_s));
+  BATCHD_RETURN_IF_ERROR(read_int(t, "retries", p, source, 0, 100, &r->retries));
+  BATCHD_RETURN_IF_ERROR(read_number(t, "backoff_base_s", p, source, 0, 60, &r->backoff_base_s));
+  BATCHD_RETURN_IF_ERROR(read_number(t, "backoff_max_s", p, source, 0, 600, &r->backoff_max_s));
+  BATCHD_RETURN_IF_ERROR(read_string(t, "ca_file", p, source, &r->ca_file));
+  if (!r->ca_file.empty() && r->ca_file.front() != '/') {
+    return bad(source, *t.get("ca_file"), p + "ca_file", "'" + r->ca_file + "' must be an absolute path");
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 std::string_view default_config_text() { return kDefaultConfigToml; }
@@ -199,8 +227,8 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
   }
   Config config;
   BATCHD_RETURN_IF_ERROR(reject_unknown(root, {"daemon", "limits", "shares", "cache", "datasets", "metrics",
-                                               "pipelines"}, "", source));
-  for (const char* section : {"daemon", "limits", "shares", "cache", "datasets", "metrics", "pipelines"}) {
+                                               "pipelines", "remote"}, "", source));
+  for (const char* section : {"daemon", "limits", "shares", "cache", "datasets", "metrics", "pipelines", "remote"}) {
     const toml::node* node = root.get(section);
     if (node != nullptr && !node->is_table()) return bad(source, *node, section, "must be a table ([" +
                                                                                   std::string(section) + "])");
@@ -219,6 +247,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     BATCHD_RETURN_IF_ERROR(read_int(*t, "max_bytes_per_uid", "cache.", source, 0, int64_t{1} << 50,
                                     &config.cache.max_bytes_per_uid));
   }
+  if (const auto* t = root["remote"].as_table()) BATCHD_RETURN_IF_ERROR(parse_remote(*t, source, &config.remote));
   if (const auto* t = root["metrics"].as_table()) {
     BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"listen", "per_stream"}, "metrics.", source));
     BATCHD_RETURN_IF_ERROR(read_string(*t, "listen", "metrics.", source, &config.metrics_listen));

@@ -34,6 +34,9 @@ struct DatasetConfig {
   std::string path;                          // tokens: the raw token array (nanoGPT's train.bin)
   std::string dtype = "uint16";              // tokens: "uint16" or "uint32", little-endian
   uint32_t seq_len = 0;                      // tokens: T, tokens per sample (a window holds T + 1)
+  // webdataset with s3:// shards (remote/aws_settings.h): where credentials, endpoint and region come from when not
+  // from the environment. Never a secret inline: credentials_file names an AWS shared-credentials file.
+  std::string endpoint_url, region, profile, credentials_file;
 
   bool operator==(const DatasetConfig&) const = default;
 };
@@ -100,6 +103,23 @@ struct CacheSettings {
   uint64_t max_bytes_per_uid = 0;
 };
 
+// [remote] (issue 28): remote shards (s3://, http(s)://) fetched into daemon.cache_dir/shards (remote/shard_store.h).
+// Read at start-up only.
+struct RemoteSettings {
+  // Bytes of fetched shards kept on disk under daemon.cache_dir. -1 (absent) = half of what the cache_dir's file
+  // system has free at start-up (plus what is cached already); 0 = remote shards refused.
+  int64_t cache_max_bytes = -1;
+  uint32_t fetch_concurrency = 4;  // shards downloaded at once (all datasets and streams together)
+  uint32_t prefetch_shards = 8;    // shards each stream asks for ahead of the batches being made
+  double connect_timeout_s = 10;   // per connection attempt
+  double stall_timeout_s = 30;     // a transfer moving < 1 byte/s this long is aborted (and retried)
+  double request_timeout_s = 600;  // one request, whole; 0 = none (the stall bound still holds)
+  uint32_t retries = 5;            // attempts after the first for 5xx, resets, timeouts, truncated bodies
+  double backoff_base_s = 0.1;     // retry n sleeps uniform(0, min(backoff_max_s, backoff_base_s * 2^n))
+  double backoff_max_s = 5;
+  std::string ca_file;             // PEM CAs for https ("" = the system's)
+};
+
 struct Config {
   std::string socket = "/run/batchd/batchd.sock";
   uint32_t socket_mode = 0660;
@@ -115,6 +135,7 @@ struct Config {
   Limits limits;
   Shares shares;
   CacheSettings cache;
+  RemoteSettings remote;
   std::string metrics_listen;  // "host:port" of the Prometheus endpoint; "" = off
   bool metrics_per_stream = false;  // per-stream series (stream, dataset, pipeline labels) on the endpoint
   std::vector<DatasetConfig> datasets;

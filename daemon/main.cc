@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <optional>
@@ -31,6 +32,7 @@
 #include "server/service_notify.h"
 #include "streams/orphan_segments.h"
 #include "streams/segment_instance.h"
+#include "remote/shard_store.h"
 #include "streams/stream_manager.h"
 #include "workers/worker_pool.h"
 
@@ -120,6 +122,16 @@ int main(int argc, char** argv) {
   remove_orphan_segments();
 
   prepare_index_cache_dir(config->cache_dir);
+  // Remote shards' cache (daemon.cache_dir/shards): its fetch threads start at the first fetch, after the fork.
+  std::shared_ptr<remote::ShardStore> shard_store;
+  if (!config->cache_dir.empty() && config->remote.cache_max_bytes != 0) {
+    auto store = remote::ShardStore::open(remote_store_options(*config));
+    if (store.ok()) {
+      shard_store = std::move(store).value();
+    } else {
+      spdlog::warn("remote shards are off: {}", store.error().message());
+    }
+  }
   DatasetRegistry datasets;
   auto initial = datasets.reload(config->datasets, {}, config->cache_dir);
   for (const auto& [name, d] : datasets.describe()) {
@@ -157,10 +169,14 @@ int main(int argc, char** argv) {
   }
   // Background opens (webdataset indexes): once one is installed, the workers fork again to hold it.
   DatasetLoader loader(io, datasets, config->cache_dir, [&](const std::string&) { (*pool)->restart_all(); });
+  loader.set_shard_store(shard_store);
   loader.fingerprint(datasets.take_fingerprint_jobs());
   loader.load(std::move(initial.jobs));
   StreamManager streams(*config, datasets, **pool, std::move(instance).value(), &io, cache->get());
   (*pool)->serve(streams);  // worker events go to the stream manager from here on
+  if (shard_store) {  // a shard fetched: tasks waiting for it may go
+    shard_store->set_on_change([&io, &streams] { boost::asio::post(io, [&streams] { streams.pump(); }); });
+  }
   auto server = Server::create(io, *config, streams, datasets);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message());
@@ -230,6 +246,7 @@ int main(int argc, char** argv) {
   for (int sig : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) sigaddset(&stop_signals, sig);
   ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
   loader.stop();    // the loader thread ends (it was cancelled when the drain began)
+  if (shard_store) shard_store->stop();  // transfers under way give up; nothing posts to io from here on
   (*pool)->stop();  // idempotent; no worker event may reach `streams` after this point
   (*pool)->wait_stopped(pool_options.exit_grace + std::chrono::seconds(1));  // bounded: SIGKILL after the grace
   streams.shutdown("daemon shutting down");

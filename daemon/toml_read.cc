@@ -55,4 +55,18 @@ Status read_bool(const toml::table& t, const char* key, const std::string& prefi
   return ok_status();
 }
 
+Status read_number(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,
+                   double lo, double hi, double* out) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return ok_status();
+  const auto v = node->value<double>();
+  if (!(node->is_integer() || node->is_floating_point()) || !v) return bad(source, *node, prefix + key, "must be a number");
+  if (!(*v >= lo && *v <= hi)) {
+    return bad(source, *node, prefix + key,
+               std::to_string(*v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  *out = *v;
+  return ok_status();
+}
+
 }  // namespace batchd::daemon

@@ -30,6 +30,10 @@ Status read_string_list(const toml::table& t, const char* key, const std::string
 Status read_bool(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,
                  bool* out);
 
+// Reads a number (an integer or a float) into *out if present, checking [lo, hi].
+Status read_number(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,
+                   double lo, double hi, double* out);
+
 // Reads an integer key into *out if present, checking [lo, hi].
 template <typename T>
 Status read_int(const toml::table& t, const char* key, const std::string& prefix, const std::string& source,

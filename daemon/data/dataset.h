@@ -29,6 +29,10 @@
 
 namespace batchd::daemon {
 
+namespace remote {
+class ShardStore;
+}
+
 // The vision pipelines' view of a dataset (train224, train224_u8, val224): sample i is an encoded image (JPEG or
 // PNG) and an integer class label. ImageFolder and WebDataset shards both provide it.
 class ImageSamples {
@@ -118,6 +122,9 @@ struct LoadProgress {
 struct OpenContext {
   std::string cache_dir;             // daemon.cache_dir; "" = no index cache
   LoadProgress* progress = nullptr;  // never null for a background open
+  // Where remote shards (s3://, http(s)://) are fetched to (remote/shard_store.h); null: remote shards are refused
+  // (daemon.cache_dir = "" or remote.cache_max_bytes = 0).
+  std::shared_ptr<remote::ShardStore> shard_store;
 };
 
 // Opens one dataset as configured. kNotFound / kDataError / kInvalidArgument naming the file (and offset).

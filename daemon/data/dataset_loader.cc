@@ -96,7 +96,7 @@ void DatasetLoader::run() {
     if (!cancel) {
       if (open) {
         *opened = guarded<std::shared_ptr<const Dataset>>(
-            "indexing", [&] { return open_dataset(open->config, OpenContext{cache_dir_, progress.get()}); });
+            "indexing", [&] { return open_dataset(open->config, OpenContext{cache_dir_, progress.get(), shard_store_}); });
       } else {
         *printed = guarded<Fingerprint>("computing the fingerprint",
                                         [&] { return print->dataset->fingerprint(&cancel); });

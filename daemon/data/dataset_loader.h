@@ -40,6 +40,8 @@ class DatasetLoader final {
   DatasetLoader(const DatasetLoader&) = delete;
   DatasetLoader& operator=(const DatasetLoader&) = delete;
 
+  // Remote shards of the datasets opened from now on are fetched into `store` (null: refused). Before load().
+  void set_shard_store(std::shared_ptr<remote::ShardStore> store) { shard_store_ = std::move(store); }
   // Queues jobs (from the event loop); each one's progress is visible through the registry from now on.
   void load(std::vector<LoadJob> jobs);
   // Queues fingerprint jobs (from the event loop).
@@ -58,6 +60,7 @@ class DatasetLoader final {
   boost::asio::io_context& io_;
   DatasetRegistry& registry_;
   const std::string cache_dir_;
+  std::shared_ptr<remote::ShardStore> shard_store_;
   std::function<void(const std::string&)> on_installed_;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -13,6 +13,7 @@
 #include "data/regular_file.h"
 #include "data/shard_spec.h"
 #include "data/tar_index.h"
+#include "remote/remote_url.h"
 
 namespace batchd::daemon {
 
@@ -38,7 +39,19 @@ bool parse_label(std::string_view text, int64_t* out) {
 
 }  // namespace
 
+std::shared_ptr<WebDatasetDataset> WebDatasetDataset::make(const DatasetConfig& c, const SampleFields& fields) {
+  auto ds = std::make_shared<WebDatasetDataset>();
+  ds->name_ = c.name;
+  ds->patterns_ = c.shards;
+  for (const auto& ext : fields.image) ds->image_exts_ += (ds->image_exts_.empty() ? "." : ", .") + ext;
+  ds->label_ext_ = "." + fields.label;
+  return ds;
+}
+
 Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const DatasetConfig& c, const OpenContext& ctx) {
+  if (std::any_of(c.shards.begin(), c.shards.end(), [](const std::string& p) { return remote::is_remote(p); })) {
+    return open_remote(c, ctx);  // webdataset_remote.cc
+  }
   const std::string key = "datasets." + c.name + ".shards";
   auto shards = expand_shards(c.shards, key);
   if (!shards.ok()) return shards.error();
@@ -49,11 +62,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const Dataset
   const SampleFields fields = SampleFields::parse(c.image_field, c.label_field);
   const std::string fields_text = c.image_field + "|" + c.label_field;
 
-  auto ds = std::make_shared<WebDatasetDataset>();
-  ds->name_ = c.name;
-  ds->patterns_ = c.shards;
-  for (const auto& ext : fields.image) ds->image_exts_ += (ds->image_exts_.empty() ? "." : ", .") + ext;
-  ds->label_ext_ = "." + fields.label;
+  auto ds = make(c, fields);
   OpenStats& stats = ds->stats_;
   stats.shards = n;
   LoadedIndexCache cache;
@@ -100,49 +109,63 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open(const Dataset
     }
   }
 
+  const uint64_t samples = ds->assemble(all, *shards);
+  if (samples == 0) {
+    return Error(ErrorCode::kDataError, "the " + std::to_string(n) + " shard(s) of " + key + " hold no sample "
+                                        "(no member named <key>.<extension>); check the pattern");
+  }
+  ds->describe(samples);
+  return ds;
+}
+
+void WebDatasetDataset::describe(uint64_t samples) {
+  const OpenStats& stats = stats_;
+  const size_t n = stats.shards;
+  summary_ = std::to_string(samples) + " samples in " + std::to_string(n) + (is_remote() ? " remote" : "") +
+             (n == 1 ? " shard (" : " shards (") +
+             (stats.cache_file.empty() ? "indexed; no cache_dir"
+                                       : std::to_string(stats.from_cache) + " from the index cache, " +
+                                             std::to_string(stats.indexed) + " indexed") + ")";
+  if (stats.without_image + stats.without_label > 0) {
+    summary_ += "; " + std::to_string(stats.without_image) + " without an image (" + image_exts_ + ") and " +
+                std::to_string(stats.without_label) + " without a label (" + label_ext_ +
+                "): they fail when read (on_error applies)";
+  }
+  if (!stats.cache_problem.empty()) summary_ += "; index cache: " + stats.cache_problem;
+}
+
+uint64_t WebDatasetDataset::assemble(std::vector<ShardIndex>& all, const std::vector<std::string>& paths) {
+  OpenStats& stats = stats_;
   uint64_t samples = 0, key_bytes = 0;
   for (const auto& s : all) {
     samples += s.samples();
     key_bytes += s.keys.size();
   }
-  if (samples == 0) {
-    return Error(ErrorCode::kDataError, "the " + std::to_string(n) + " shard(s) of " + key + " hold no sample "
-                                        "(no member named <key>.<extension>); check the pattern");
-  }
-  ds->keys_.reserve(key_bytes);
-  for (auto* v : {&ds->key_end_, &ds->image_offset_, &ds->label_offset_}) v->reserve(samples);
-  for (auto* v : {&ds->image_size_, &ds->label_size_}) v->reserve(samples);
-  for (size_t i = 0; i < n; ++i) {
+  if (samples == 0) return 0;
+  keys_.reserve(key_bytes);
+  for (auto* v : {&key_end_, &image_offset_, &label_offset_}) v->reserve(samples);
+  for (auto* v : {&image_size_, &label_size_}) v->reserve(samples);
+  for (size_t i = 0; i < all.size(); ++i) {
     ShardIndex& s = all[i];
-    ds->shard_path_.push_back((*shards)[i]);
-    ds->shard_size_.push_back(s.file_size);
-    ds->shard_mtime_ns_.push_back(s.mtime_ns);
-    ds->shard_file_.push_back(s.file);
-    ds->shard_first_.push_back(ds->key_end_.size());
-    const uint64_t base = ds->keys_.size();
-    ds->keys_ += s.keys;
-    for (uint32_t end : s.key_end) ds->key_end_.push_back(base + end);
-    ds->image_offset_.insert(ds->image_offset_.end(), s.image_offset.begin(), s.image_offset.end());
-    ds->label_offset_.insert(ds->label_offset_.end(), s.label_offset.begin(), s.label_offset.end());
-    ds->image_size_.insert(ds->image_size_.end(), s.image_size.begin(), s.image_size.end());
-    ds->label_size_.insert(ds->label_size_.end(), s.label_size.begin(), s.label_size.end());
+    shard_path_.push_back(paths[i]);
+    shard_size_.push_back(s.file_size);
+    shard_mtime_ns_.push_back(s.mtime_ns);
+    shard_file_.push_back(s.file);
+    shard_first_.push_back(key_end_.size());
+    const uint64_t base = keys_.size();
+    keys_ += s.keys;
+    for (uint32_t end : s.key_end) key_end_.push_back(base + end);
+    image_offset_.insert(image_offset_.end(), s.image_offset.begin(), s.image_offset.end());
+    label_offset_.insert(label_offset_.end(), s.label_offset.begin(), s.label_offset.end());
+    image_size_.insert(image_size_.end(), s.image_size.begin(), s.image_size.end());
+    label_size_.insert(label_size_.end(), s.label_size.begin(), s.label_size.end());
     stats.without_image += static_cast<uint64_t>(std::count(s.image_size.begin(), s.image_size.end(), kMissingField));
     stats.without_label += static_cast<uint64_t>(std::count(s.label_size.begin(), s.label_size.end(), kMissingField));
     s = ShardIndex{};  // release as we go
   }
-  ds->shard_first_.push_back(samples);
+  shard_first_.push_back(samples);
 
-  ds->summary_ = std::to_string(samples) + " samples in " + std::to_string(n) + (n == 1 ? " shard (" : " shards (") +
-                 (stats.cache_file.empty() ? "indexed; no cache_dir"
-                                           : std::to_string(stats.from_cache) + " from the index cache, " +
-                                                 std::to_string(stats.indexed) + " indexed") + ")";
-  if (stats.without_image + stats.without_label > 0) {
-    ds->summary_ += "; " + std::to_string(stats.without_image) + " without an image (" + ds->image_exts_ + ") and " +
-                    std::to_string(stats.without_label) + " without a label (" + ds->label_ext_ +
-                    "): they fail when read (on_error applies)";
-  }
-  if (!stats.cache_problem.empty()) ds->summary_ += "; index cache: " + stats.cache_problem;
-  return ds;
+  return samples;
 }
 
 size_t WebDatasetDataset::shard_of(uint64_t i) const {
@@ -152,11 +175,13 @@ size_t WebDatasetDataset::shard_of(uint64_t i) const {
 
 void WebDatasetDataset::sample_name(uint64_t i, std::string* out) const {
   const uint64_t begin = i == 0 ? 0 : key_end_[i - 1];
-  out->assign(shard_path_[shard_of(i)]).append(": sample '").append(keys_, begin, key_end_[i] - begin).append("'");
+  const size_t shard = shard_of(i);
+  out->assign(is_remote() ? remote_url_[shard] : shard_path_[shard]).append(": sample '").append(keys_, begin, key_end_[i] - begin).append("'");
 }
 
 FileStamp WebDatasetDataset::stamp(uint64_t i) const {
   const size_t shard = shard_of(i);
+  if (is_remote()) return remote_stamp(shard);
   const FileStamp now = file_stamp(shard_path_[shard], &shard_file_[shard]);
   if (now.size != shard_size_[shard] || now.mtime_ns != shard_mtime_ns_[shard]) return {};
   return now;
@@ -174,9 +199,13 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
     }
   }
   struct stat st {};
-  auto fd = open_regular_file(path, &st, &shard_file_[shard]);  // the file indexed, else nothing of it is read
+  // The file indexed, else nothing of it is read. A remote shard's local copy is the shard store's (its name says
+  // which URL, ETag and size it holds).
+  auto fd = open_regular_file(path, &st, is_remote() ? nullptr : &shard_file_[shard]);
+  if (!fd.ok() && is_remote()) return fail(remote_missing(shard, fd.error()));
   if (!fd.ok()) return fail("cannot be read: " + fd.error().message());
-  if (static_cast<uint64_t>(st.st_size) != shard_size_[shard] || mtime_ns(st) != shard_mtime_ns_[shard]) {
+  if (static_cast<uint64_t>(st.st_size) != shard_size_[shard] ||
+      (!is_remote() && mtime_ns(st) != shard_mtime_ns_[shard])) {
     return fail("cannot be read: the shard changed (size or mtime) since it was indexed; reload batchd "
                 "(systemctl reload batchd, SIGHUP) to index it again");
   }
@@ -201,8 +230,7 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
   return pread_all(bytes->data(), image_size_[i], image_offset_[i], "image");
 }
 
-Result<Fingerprint> WebDatasetDataset::fingerprint(const std::atomic<bool>* cancel) const {
-  FingerprintBuilder builder(format());
+void WebDatasetDataset::add_index(FingerprintBuilder& builder) const {
   builder.add_param("image_field", image_exts_);
   builder.add_param("label_field", label_ext_);
   const std::string index = "index (keys, member offsets and sizes) of " + std::to_string(size()) + " samples";
@@ -211,12 +239,19 @@ Result<Fingerprint> WebDatasetDataset::fingerprint(const std::atomic<bool>* canc
     builder.add_memory(index, v->data(), v->size() * sizeof(uint64_t));
   }
   for (const auto* v : {&image_size_, &label_size_}) builder.add_memory(index, v->data(), v->size() * sizeof(uint32_t));
+}
+
+Result<Fingerprint> WebDatasetDataset::fingerprint(const std::atomic<bool>* cancel) const {
+  FingerprintBuilder builder(format());
+  add_index(builder);
+  if (is_remote()) return remote_fingerprint(builder, cancel);
   const auto names = FingerprintBuilder::relative_to_common_directory(shard_path_);
   for (size_t s = 0; s < shard_path_.size(); ++s) builder.add_file(names[s], shard_path_[s]);
   return builder.finish(cancel);
 }
 
 std::string WebDatasetDataset::changed_on_disk() const {
+  if (is_remote()) return remote_changed();
   auto shards = expand_shards(patterns_, "datasets." + name_ + ".shards");
   if (!shards.ok()) return shards.error().message();
   if (*shards != shard_path_) {

@@ -26,7 +26,10 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/fingerprint.h"
 #include "data/regular_file.h"
+#include "data/tar_index.h"
+#include "remote/shard_store.h"
 
 namespace batchd::daemon {
 
@@ -70,8 +73,27 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
 
   size_t shard_of(uint64_t i) const;
   const std::string& shard_path(size_t shard) const { return shard_path_[shard]; }
+  size_t shards() const { return shard_path_.size(); }
+
+  // Remote shards (s3://, http(s)://; webdataset_remote.cc): each shard's local copy is the shard store's file
+  // (shard_path), fetched before a task reads it (streams/remote_reads.h). Null for local shards.
+  bool is_remote() const { return store_ != nullptr; }
+  remote::ShardStore* shard_store() const { return store_.get(); }
+  uint32_t shard_id(size_t shard) const { return remote_id_[shard]; }
+  const std::string& shard_url(size_t shard) const { return remote_url_[shard]; }
 
  private:
+  static std::shared_ptr<WebDatasetDataset> make(const DatasetConfig& config, const SampleFields& fields);
+  void add_index(FingerprintBuilder& builder) const;  // the fields and the index, for fingerprint()
+  static Result<std::shared_ptr<WebDatasetDataset>> open_remote(const DatasetConfig& config, const OpenContext& ctx);
+  // Appends the shards' indexes (released as it goes) to the dataset; the samples in all.
+  uint64_t assemble(std::vector<ShardIndex>& all, const std::vector<std::string>& paths);
+  void describe(uint64_t samples);  // summary_
+  FileStamp remote_stamp(size_t shard) const;
+  std::string remote_missing(size_t shard, const Error& error) const;
+  Result<Fingerprint> remote_fingerprint(FingerprintBuilder& builder, const std::atomic<bool>* cancel) const;
+  std::string remote_changed() const;
+
   std::string name_, image_exts_, label_ext_, summary_;
   std::vector<std::string> patterns_;  // the config's shards, for changed_on_disk
   OpenStats stats_;
@@ -86,6 +108,10 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
   std::vector<uint64_t> key_end_;
   std::vector<uint64_t> image_offset_, label_offset_;
   std::vector<uint32_t> image_size_, label_size_;
+  // Remote shards only.
+  std::shared_ptr<remote::ShardStore> store_;
+  std::vector<uint32_t> remote_id_;
+  std::vector<std::string> remote_url_, remote_etag_;
 };
 
 }  // namespace batchd::daemon

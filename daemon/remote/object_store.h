@@ -21,6 +21,7 @@
 // between its requests). Stateless apart from the connection cache and the counters.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -80,6 +81,10 @@ class ObjectStore final {
   // same) is kDataError "changed on the server (ETag A, now B)" naming the URL and the fix (reload the dataset), not
   // retried. A failed write (ENOSPC: a full disk) is kIo naming errno's text (the caller names the cache's key).
   Status fetch(const RemoteObject& object, int fd);
+
+  // A transfer under way gives up (kUnavailable "cancelled") soon after *cancel becomes true (checked by curl's
+  // progress callback, at least once a second); null: never. The flag must outlive the store's requests.
+  void set_cancel(const std::atomic<bool>* cancel);
 
   const TransferCounters& counters() const { return counters_; }
 

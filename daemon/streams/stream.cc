@@ -54,12 +54,18 @@ std::optional<Task> Stream::next_task() {
   if (!running()) return std::nullopt;
   // Redone chunks, then chunks of a batch already claimed (none at or after a failing batch), then a new batch.
   const uint64_t failing = policy_.failing_sequence();
+  if (parked_ && parked_->sequence() >= failing) parked_.reset();
+  if (parked_) {  // a task waiting for its remote shards goes first (its indices were taken)
+    Task task = std::move(*parked_);
+    parked_.reset();
+    return admitted(std::move(task));
+  }
   if (failing != UINT64_MAX) std::erase_if(redo_, [failing](const Task& t) { return t.sequence() >= failing; });
   if (!redo_.empty()) {
     Task task = std::move(redo_.front());
     redo_.pop_front();
     fill_indices(&task, task.end());  // a sample found bad since it was requeued never reaches a worker
-    return task;
+    return admitted(std::move(task));
   }
   while (!chunks_.empty() && chunks_.front().task.sequence() >= failing) chunks_.pop_front();
   if (chunks_.empty()) claim_next_batch();
@@ -68,7 +74,36 @@ std::optional<Task> Stream::next_task() {
   chunks_.pop_front();
   // Indices are taken at dispatch, so a sample found bad since the batch was claimed never reaches a worker.
   fill_indices(&chunk.task, chunk.end);
-  return std::move(chunk.task);
+  return admitted(std::move(chunk.task));
+}
+
+std::optional<Task> Stream::admitted(Task task) {
+  if (remote_ == nullptr) return task;
+  auto ready = remote_->admit(task);
+  if (!ready.ok()) {
+    policy_.fail_at(task.sequence(), ready.error());
+    return std::nullopt;
+  }
+  if (*ready) return task;
+  parked_ = std::move(task);  // asked again at the next pump (a fetch completing pumps)
+  return std::nullopt;
+}
+
+void Stream::look_ahead() {
+  if (remote_ == nullptr) return;
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> upcoming;
+  for (uint64_t seq = ring_.next_claim(); seq < ring_.total() && upcoming.size() < 256; ++seq) {
+    const BatchOrder::Item item = order_.at(seq);
+    upcoming.emplace_back(item.epoch, item.batch, plan_.sampler.batch_range(item.batch).first);
+  }
+  remote_->look_ahead(
+      upcoming,
+      [this](uint64_t epoch, uint64_t batch) {
+        const auto [first, last] = plan_.sampler.batch_range(batch);
+        auto span = sampler_indices(epoch, batch, 0, static_cast<uint32_t>(last - first));
+        return std::vector<int64_t>(span.begin(), span.end());
+      },
+      [this](uint64_t epoch) { return plan_.sampler.epoch_indices(epoch); });
 }
 
 void Stream::claim_next_batch() {
@@ -96,6 +131,7 @@ void Stream::claim_next_batch() {
     task.work.set_batch_samples(samples);
     chunks_.push_back({std::move(task), end});
   }
+  look_ahead();
 }
 
 void Stream::fill_indices(Task* task, uint32_t end) {
@@ -116,11 +152,13 @@ Result<Task> Stream::redo(Task task, Status decision) {
 }
 
 Result<Task> Stream::after_worker_death(Task task, const TaskLoss& loss) {
+  if (remote_ != nullptr) remote_->finished(task);  // admitted again when redone
   const Status decision = policy_.after_worker_death(&task.work, loss);
   return redo(std::move(task), decision);
 }
 
 Result<Task> Stream::after_bad_sample(Task task, int64_t sample, const Error& error) {
+  if (remote_ != nullptr) remote_->finished(task);  // admitted again when redone
   // The worker made every position before the first (from where it started) that holds `sample`: resume there.
   for (int p = static_cast<int>(task.work.made()); p < task.work.indices_size(); ++p) {
     if (task.work.indices(p) == sample) {
@@ -134,6 +172,7 @@ Result<Task> Stream::after_bad_sample(Task task, int64_t sample, const Error& er
 
 void Stream::on_done(const Task& task) {
   observe();
+  if (remote_ != nullptr) remote_->finished(task);
   ring_.finish(task.sequence(), task.work.slot(), task.begin());
 }
 

@@ -4,13 +4,15 @@
 //   StreamStats  what status and metrics show (stream_stats.h).
 // Stream turns sequences into tasks (the sampler's indices of a batch, with bad samples substituted) and slot
 // transitions into BatchReady events; it keeps its own queue of tasks to redo, served before its other tasks
-// (scheduler.h: in its own round-robin turn).
+// (scheduler.h: in its own round-robin turn). With remote shards a task waits (parked) until its shards are on
+// this host's disk (remote_reads.h).
 //
 // Not thread-safe: owned by the StreamManager on the daemon's io_context thread.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,6 +23,7 @@
 #include "streams/chunking.h"
 #include "streams/error_policy.h"
 #include "streams/plan.h"
+#include "streams/remote_reads.h"
 #include "streams/segment_pool.h"
 #include "streams/slot_ring.h"
 #include "streams/stream_stats.h"
@@ -77,6 +80,9 @@ class Stream final {
   void drop_remakes(uint64_t owner);
   // The delivered batch in `slot` is leased to `holders` subscribers (0 frees the slot).
   void set_holders(uint32_t slot, uint32_t holders) { ring_.set_holders(slot, holders); }
+  // Remote shards (streams/remote_reads.h): tasks wait for their shards, and the next batches' shards are fetched
+  // ahead. Set once, right after construction.
+  void set_remote(std::unique_ptr<RemoteReads> remote) { remote_ = std::move(remote); }
   // Batches remain to be made but no slot is free.
   bool out_of_slots() const {
     return running() && ring_.next_claim() < ring_.total() && !ring_.can_claim(policy_.failing_sequence());
@@ -114,8 +120,11 @@ class Stream final {
  private:
   // The sampler's indices of positions [begin, end) of batch `batch` of `epoch` (the epoch's order is cached).
   std::span<const int64_t> sampler_indices(uint64_t epoch, uint64_t batch, uint32_t begin, uint32_t end);
-  // Claims a slot for the next batch and queues its chunks in chunks_.
+  // Claims a slot for the next batch and queues its chunks in chunks_ (and, with remote shards, looks ahead).
   void claim_next_batch();
+  // `task` if it may go to a worker now (remote shards: all here); else parks it (or fails the stream at it).
+  std::optional<Task> admitted(Task task);
+  void look_ahead();
   // Sets task's indices for positions [begin, end) from the sampler, bad samples substituted (except the positions
   // made already), with repeated_aug each position's copy number (WorkerTask.copies), and records the chunk's
   // skipped count in its slot.
@@ -148,6 +157,8 @@ class Stream final {
   EpochIndices indices_[2];
   size_t indices_next_ = 0;  // which of indices_ to replace next
   std::vector<int64_t> draws_;  // random windows: the batch drawn last (sampler_indices)
+  std::unique_ptr<RemoteReads> remote_;  // remote shards only
+  std::optional<Task> parked_;           // taken, waiting for its remote shards
 };
 
 }  // namespace batchd::daemon

@@ -1,5 +1,7 @@
 #include "streams/stream_manager.h"
 
+#include "data/webdataset_dataset.h"
+
 #include <spdlog/spdlog.h>
 
 #include "batchd/wire/convert.h"
@@ -59,6 +61,14 @@ void StreamManager::note_cache_point(uint64_t id, const wire::WorkerAttach& atta
   }
 }
 
+void StreamManager::attach_remote_reads(Stream& stream) {
+  auto found = datasets_.find_key(stream.attach().dataset_key());
+  if (!found.ok()) return;
+  auto web = std::dynamic_pointer_cast<const WebDatasetDataset>(*found);
+  if (web == nullptr || !web->is_remote()) return;
+  stream.set_remote(std::make_unique<RemoteReads>(web, stream.id(), config_.remote.prefetch_shards));
+}
+
 StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segment, const Peer& owner,
                                                 EventSink* sink) {
   const bool external = planned.external;
@@ -83,6 +93,7 @@ StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segm
     attached = std::make_unique<AttachedWorkers>(*io_, id, config_.limits.max_attached_workers, timeouts, *this);
   }
   if (!external) note_cache_point(id, stream->attach(), o.dataset_size());
+  if (!external) attach_remote_reads(*stream);
   scheduler_.add(stream.get(), attached.get());
   Entry& entry = streams_[id];
   entry = Entry{std::move(stream), sink, nullptr, std::move(attached)};

@@ -97,6 +97,8 @@ class StreamManager final : public WorkerEvents {
   // The WorkerAttached reply and the progress page are sent: the new worker may get its first task now (a task
   // must follow them, and nothing else would give one to a stream's first workers).
   void after_worker_attached() { scheduler_.pump(); }
+  // Hands tasks to idle workers (a remote shard arrived: remote/shard_store.h's on_change).
+  void pump() { scheduler_.pump(); }
   // The attached worker on `connection_id` answered its task (a mismatch detaches it: attached_workers.h).
   void worker_done(uint64_t connection_id, uint64_t stream_id, const wire::WorkerDone& done);
 
@@ -152,6 +154,7 @@ class StreamManager final : public WorkerEvents {
   Entry& add_stream(StreamPlan planned, Segment segment, const Peer& owner, EventSink* sink);
   // A stream whose spec has a cache point: registered with the cache ledger (batchctl cache's groups).
   void note_cache_point(uint64_t id, const wire::WorkerAttach& attach, uint64_t samples);
+  void attach_remote_reads(Stream& stream);  // remote shards: the stream waits for, and fetches ahead, its shards
   // The subscriber on `connection_id` leaves the share of `it`; the production is erased after the last.
   void leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id);
   PlanContext plan_context(const Peer& owner) const;

@@ -1,0 +1,169 @@
+// webdataset_remote.cc — WebDatasetDataset over remote shards (s3://, http(s)://): the open (listing, HEADs, the index
+// cache keyed by URL + ETag + size, a fetch into the shard store for each shard not indexed yet) and the per-sample
+// parts that differ from local shards (names, stamps, the reason a local copy is missing, the fingerprint).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "data/index_cache.h"
+#include "data/shard_spec.h"
+#include "data/webdataset_dataset.h"
+#include "remote/aws_settings.h"
+#include "remote/remote_listing.h"
+#include "remote/remote_url.h"
+
+namespace batchd::daemon {
+
+namespace {
+
+// What stands for a remote shard's file identity in the index cache: no device, the ETag's hash for the inode.
+FileId remote_file_id(const remote::RemoteObject& object) {
+  return {0, XXH3_64bits(object.etag.data(), object.etag.size()) | 1};
+}
+
+}  // namespace
+
+Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const DatasetConfig& c,
+                                                                          const OpenContext& ctx) {
+  const std::string key = "datasets." + c.name + ".shards";
+  for (const auto& p : c.shards) {
+    if (!remote::is_remote(p)) {
+      return Error(ErrorCode::kInvalidArgument, key + " mixes local paths (" + p + ") with remote URLs: declare the "
+                                                "local shards as a dataset of their own");
+    }
+  }
+  if (ctx.shard_store == nullptr) {
+    return Error(ErrorCode::kInvalidArgument,
+                 key + " names remote shards, which are fetched into daemon.cache_dir/shards: set daemon.cache_dir "
+                       "(\"\" turns the cache off) and remote.cache_max_bytes (0 turns remote shards off)");
+  }
+  LoadProgress* progress = ctx.progress;
+  const std::atomic<bool>* cancel = progress != nullptr ? &progress->cancel : nullptr;
+  auto aws = remote::resolve_aws_settings({c.credentials_file, c.profile, c.endpoint_url, c.region},
+                                          "datasets." + c.name);
+  if (!aws.ok()) return aws.error();
+  auto settings = std::make_shared<const remote::AwsSettings>(std::move(aws).value());
+  remote::ObjectStore store(ctx.shard_store->http(), *settings);
+  store.set_cancel(cancel);
+  auto objects = remote::expand_remote_shards(c.shards, key, store, kMaxShards, cancel);
+  if (!objects.ok()) return objects.error();
+  const size_t n = objects->size();
+  if (progress != nullptr) progress->total = n;
+
+  const SampleFields fields = SampleFields::parse(c.image_field, c.label_field);
+  const std::string fields_text = c.image_field + "|" + c.label_field;
+  auto ds = make(c, fields);
+  ds->store_ = ctx.shard_store;
+  OpenStats& stats = ds->stats_;
+  stats.shards = n;
+  stats.cache_file = index_cache_path(ctx.cache_dir, c.shards, fields_text);
+  stats.cache_problem = index_cache_dir_problem(ctx.cache_dir);
+  const bool use_cache = stats.cache_problem.empty();
+  LoadedIndexCache cache;
+  if (use_cache) cache = load_index_cache(stats.cache_file, fields_text);
+  if (use_cache) stats.cache_problem = cache.problem;
+
+  std::vector<ShardIndex> all(n);
+  std::vector<std::string> urls, paths;
+  for (size_t i = 0; i < n; ++i) {
+    const remote::RemoteObject& object = (*objects)[i];
+    const uint32_t id = ctx.shard_store->add(object, settings, c.name);
+    ds->remote_id_.push_back(id);
+    ds->remote_url_.push_back(object.url);
+    ds->remote_etag_.push_back(object.etag);
+    urls.push_back(object.url);
+    paths.push_back(ctx.shard_store->path(id));
+    auto cached = cache.shards.find(object.url);
+    if (cached != cache.shards.end() && cached->second.file == remote_file_id(object) &&
+        cached->second.file_size == object.size) {
+      all[i] = std::move(cached->second);
+      ++stats.from_cache;
+    } else {
+      // Fetched into the store (where epoch 1 then finds it, while the bound allows) and indexed from there; held
+      // (acquire) while it is read, so no other fetch evicts it meanwhile.
+      Result<ShardIndex> indexed = Error(ErrorCode::kUnavailable, "cancelled");
+      for (int attempt = 0; attempt < 3; ++attempt) {
+        if (auto fetched = ctx.shard_store->fetch_now(id, cancel); !fetched.ok()) {
+          indexed = fetched.error();
+          break;
+        }
+        auto held = ctx.shard_store->acquire({id});
+        if (!held.ok()) return held.error();
+        if (*held != remote::ShardStore::Readiness::kReady) continue;  // evicted between the two: fetch again
+        indexed = index_shard(paths.back(), fields, cancel);
+        ctx.shard_store->release({id});
+        break;
+      }
+      if (!indexed.ok()) {
+        if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "indexing was cancelled");
+        return Error(indexed.error().code(), indexed.error().message() + " (shard " + std::to_string(i + 1) + " of " +
+                                                 std::to_string(n) + " in " + key + ": " +
+                                                 remote::redact(object.url) + ")");
+      }
+      all[i] = std::move(indexed).value();
+      all[i].file = remote_file_id(object);  // the cache entry is keyed by URL + ETag + size
+      all[i].mtime_ns = 0;
+      ++stats.indexed;
+    }
+    if (progress != nullptr) progress->done = i + 1;
+  }
+  if (use_cache && (stats.indexed > 0 || cache.shards.size() != n)) {
+    std::vector<const ShardIndex*> indexes;
+    for (const auto& s : all) indexes.push_back(&s);
+    if (auto saved = save_index_cache(stats.cache_file, fields_text, urls, indexes); !saved.ok()) {
+      stats.cache_problem += (stats.cache_problem.empty() ? "" : "; ") + saved.error().message();
+    }
+  }
+  const uint64_t samples = ds->assemble(all, paths);
+  if (samples == 0) {
+    return Error(ErrorCode::kDataError, "the " + std::to_string(n) + " shard(s) of " + key + " hold no sample "
+                                        "(no member named <key>.<extension>); check the pattern");
+  }
+  ds->describe(samples);
+  return ds;
+}
+
+FileStamp WebDatasetDataset::remote_stamp(size_t shard) const {
+  if (store_->changed_on_server(remote_id_[shard])) return {};
+  const std::string& etag = remote_etag_[shard];
+  return {shard_size_[shard], static_cast<int64_t>(XXH3_64bits(etag.data(), etag.size()) >> 1),
+          uint64_t{remote_id_[shard]} + 1};
+}
+
+std::string WebDatasetDataset::remote_missing(size_t shard, const Error& error) const {
+  const std::string& path = shard_path_[shard];
+  char reason[4096];
+  ssize_t n = -1;
+  if (int fd = ::open((path + ".error").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); fd >= 0) {
+    n = ::read(fd, reason, sizeof reason);
+    ::close(fd);
+  }
+  if (n > 0) {
+    return "cannot be read: fetching the shard failed: " + std::string(reason, static_cast<size_t>(n)) +
+           " (batchctl datasets shows the remote shards; the fetch is tried again later)";
+  }
+  return "cannot be read: the shard's local copy is missing (" + error.message() + "); it is fetched again for the "
+         "next task that needs it";
+}
+
+Result<Fingerprint> WebDatasetDataset::remote_fingerprint(FingerprintBuilder& builder,
+                                                          const std::atomic<bool>* cancel) const {
+  // The shards by URL, ETag and size: their content is what the server says it is (nothing is downloaded for this).
+  for (size_t s = 0; s < remote_url_.size(); ++s) {
+    builder.add_param("shard", remote_url_[s] + " " + remote_etag_[s] + " " + std::to_string(shard_size_[s]));
+  }
+  return builder.finish(cancel);
+}
+
+std::string WebDatasetDataset::remote_changed() const {
+  for (size_t s = 0; s < remote_url_.size(); ++s) {
+    if (store_->changed_on_server(remote_id_[s])) {
+      return remote::redact(remote_url_[s]) + " changed on the server since it was indexed (its ETag is no longer " +
+             remote_etag_[s] + ")";
+    }
+  }
+  return "";
+}
+
+}  // namespace batchd::daemon

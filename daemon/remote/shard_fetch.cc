@@ -1,0 +1,231 @@
+// shard_fetch.cc — the store's files and transfers: open() (the directory, leftovers, the bound), the fetch threads,
+// fetch_now, and one download (.part, fetch, fsync, rename; .error on failure). Bookkeeping: shard_store.cc.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "batchd/wire/unique_fd.h"
+#include "data/file_trust.h"
+#include "remote/shard_store.h"
+
+namespace batchd::daemon::remote {
+
+namespace {
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ShardStore>> ShardStore::open(ShardStoreOptions options) {
+  const std::string dir = options.dir;
+  if (dir.empty() || dir.front() != '/') {
+    return Error(ErrorCode::kInvalidArgument, "the remote shard cache needs daemon.cache_dir (an absolute path)");
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return posix_error("cannot create the remote shard cache " + dir + " (daemon.cache_dir must be writable by the "
+                       "daemon; systemd: CacheDirectory=batchd)", errno);
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return posix_error("cannot stat " + dir, errno);
+  if (const std::string why = why_not_the_daemons("the remote shard cache " + dir, st); !why.empty()) {
+    return Error(ErrorCode::kPermissionDenied, why + "; remove it (the daemon makes it again, mode 0700) or set "
+                                               "daemon.cache_dir to a directory of the daemon's");
+  }
+  std::shared_ptr<ShardStore> store(new ShardStore(std::move(options)));
+  uint64_t cached = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return posix_error("cannot list " + dir, errno);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = dir + "/" + name;
+    struct stat fst {};
+    if (::lstat(path.c_str(), &fst) != 0) continue;
+    // A crash mid-download leaves .part files; .error files describe fetches of the last run. Neither is kept.
+    if (ends_with(name, ".part") || ends_with(name, ".error") || !S_ISREG(fst.st_mode) || !ends_with(name, ".tar") ||
+        name.size() != 36 || fst.st_uid != ::geteuid()) {
+      if (S_ISREG(fst.st_mode) || S_ISLNK(fst.st_mode)) ::unlink(path.c_str());
+      continue;
+    }
+    store->orphans_[name] = static_cast<uint64_t>(fst.st_size);
+    cached += static_cast<uint64_t>(fst.st_size);
+  }
+  ::closedir(d);
+  store->bytes_ = cached;
+  if (store->options_.max_bytes >= 0) {
+    store->max_bytes_ = static_cast<uint64_t>(store->options_.max_bytes);
+  } else {
+    struct statvfs vfs {};
+    if (::statvfs(dir.c_str(), &vfs) != 0) return posix_error("cannot statvfs " + dir, errno);
+    store->max_bytes_ = (static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize + cached) / 2;
+  }
+  return store;
+}
+
+ShardStoreOptions remote_store_options(const Config& config) {
+  ShardStoreOptions o;
+  o.dir = config.cache_dir.empty() ? "" : config.cache_dir + "/shards";
+  o.max_bytes = config.remote.cache_max_bytes;
+  o.concurrency = config.remote.fetch_concurrency;
+  const RemoteSettings& r = config.remote;
+  o.http = HttpSettings{r.connect_timeout_s, r.stall_timeout_s, r.request_timeout_s, r.retries, r.backoff_base_s,
+                        r.backoff_max_s, r.ca_file};
+  return o;
+}
+
+ShardStore::~ShardStore() { stop(); }
+
+void ShardStore::stop() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    cancel_.store(true);
+    on_change_ = nullptr;
+    threads.swap(threads_);
+  }
+  wake_.notify_all();
+  for (auto& t : threads) t.join();
+}
+
+void ShardStore::notify() {
+  std::function<void()> f;
+  {
+    std::lock_guard lock(mu_);
+    f = on_change_;
+  }
+  if (f) f();
+}
+
+Status ShardStore::download(ObjectStore& store, const Shard& shard) {
+  const std::string part = shard.file + ".part";
+  const std::string error_file = shard.file + ".error";
+  ::unlink(part.c_str());
+  wire::UniqueFd fd(::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  Status result = ok_status();
+  if (!fd.valid()) {
+    result = posix_error("cannot create " + part, errno);
+  } else {
+    result = store.fetch(shard.object, fd.get());
+    if (result.ok() && ::fsync(fd.get()) != 0) result = posix_error("cannot fsync " + part, errno);
+    if (result.ok() && ::rename(part.c_str(), shard.file.c_str()) != 0) {
+      result = posix_error("cannot rename " + part, errno);
+    }
+  }
+  if (result.ok()) {
+    ::unlink(error_file.c_str());
+    return result;
+  }
+  ::unlink(part.c_str());
+  std::string why = result.error().message();
+  if (result.error().code() == ErrorCode::kIo && (why.find("No space left") != std::string::npos)) {
+    why += " (the remote shard cache " + options_.dir + " is on a full file system: free space there, or lower "
+           "remote.cache_max_bytes below what daemon.cache_dir can hold)";
+  }
+  // The reason, for workers that find the shard missing (at most 4 KiB; written whole or not at all).
+  const std::string tmp = error_file + ".tmp";
+  if (wire::UniqueFd ef(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)); ef.valid()) {
+    const std::string text = why.substr(0, 4096);
+    if (::write(ef.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size())) {
+      ::rename(tmp.c_str(), error_file.c_str());
+    } else {
+      ::unlink(tmp.c_str());
+    }
+  }
+  return Error(result.error().code(), why);
+}
+
+void ShardStore::finish_locked(uint32_t id, const Status& result, bool ahead) {
+  Shard& s = shards_[id];
+  --fetching_;
+  if (result.ok()) {
+    s.state = State::kHere;
+    s.used = ++tick_;
+    count_locked(s, &FetchTotals::fetched);
+    count_locked(s, &FetchTotals::fetched_bytes, s.object.size);
+    if (ahead && !s.urgent) count_locked(s, &FetchTotals::prefetched);
+  } else {
+    bytes_ -= s.object.size;  // the reservation
+    s.state = State::kFailed;
+    s.failed_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch()).count();
+    s.changed |= result.error().message().find("changed on the server") != std::string::npos;
+    s.last_error = result.error().message();
+    count_locked(s, &FetchTotals::failed);
+  }
+  s.urgent = false;
+  done_.notify_all();
+}
+
+void ShardStore::fetch_thread() {
+  // One ObjectStore per signing identity (datasets may use different credentials): connections reused within each.
+  std::map<const AwsSettings*, std::pair<std::shared_ptr<const AwsSettings>, ObjectStore>> stores;
+  std::unique_lock lock(mu_);
+  while (true) {
+    wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+    if (stopping_) return;
+    const auto [id, ahead] = jobs_.front();
+    jobs_.erase(jobs_.begin());
+    const Shard snapshot = shards_[id];  // object, aws and file never change once added
+    lock.unlock();
+    auto it = stores.find(snapshot.aws.get());
+    if (it == stores.end()) {
+      it = stores.emplace(snapshot.aws.get(), std::make_pair(snapshot.aws, ObjectStore(options_.http,
+                                                              snapshot.aws ? *snapshot.aws : AwsSettings{})))
+               .first;
+      it->second.second.set_cancel(&cancel_);
+    }
+    const Status result = download(it->second.second, snapshot);
+    lock.lock();
+    finish_locked(id, result, ahead);
+    schedule_locked();
+    lock.unlock();
+    notify();
+    lock.lock();
+  }
+}
+
+Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel) {
+  std::unique_lock lock(mu_);
+  while (true) {
+    Shard& s = shards_.at(id);
+    if (s.state == State::kHere) {
+      s.used = ++tick_;
+      return ok_status();
+    }
+    if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "cancelled");
+    if (s.state != State::kFetching) break;
+    done_.wait_for(lock, std::chrono::milliseconds(200));  // a fetch thread has it
+  }
+  Shard& s = shards_[id];
+  if (!make_room_locked(s.object.size, /*urgent=*/true)) {
+    return Error(ErrorCode::kResourceExhausted,
+                 redact(s.object.url) + " (" + std::to_string(s.object.size) + " bytes) does not fit in "
+                 "remote.cache_max_bytes (" + std::to_string(max_bytes_) + " bytes, " + std::to_string(bytes_) +
+                 " in use by shards that tasks are reading): raise remote.cache_max_bytes");
+  }
+  s.state = State::kFetching;
+  bytes_ += s.object.size;
+  ++fetching_;
+  const Shard snapshot = s;
+  lock.unlock();
+  ObjectStore store(options_.http, snapshot.aws ? *snapshot.aws : AwsSettings{});
+  store.set_cancel(cancel);
+  const Status result = download(store, snapshot);
+  lock.lock();
+  finish_locked(id, result, /*ahead=*/false);
+  schedule_locked();
+  return result;
+}
+
+}  // namespace batchd::daemon::remote
