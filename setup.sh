@@ -23,11 +23,15 @@ packages=(
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   python3-matplotlib                          # bench/plot.py
   python3-yaml python3-kubernetes binutils    # tests/kubernetes: manifests, API schema (offline), objdump
+  python3-botocore curl                       # tests/remote: the S3 server's fixture (botocore client), curl CLI
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install --no-build-isolation . (pyproject.toml)
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
   clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz), -Wthread-safety (build-tsa/)
 )
 # (--bench is accepted for compatibility: the benchmark's Python dependencies are always installed now.)
+# npm's s3rver for the remote-shard tests (tests/remote/s3rver/install.sh): Debian's nodejs and npm where no npm
+# is on PATH; an npm that is there already (NodeSource, nvm) is used as it is.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -41,6 +45,10 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# s3rver 3.7.1 with `npm ci` from tests/remote/s3rver/package-lock.json into build-node/s3rver/ (git-ignored);
+# nothing when that install is current. Network: the npm registry only.
+tests/remote/s3rver/install.sh build-node/s3rver
 
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
