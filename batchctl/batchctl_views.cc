@@ -5,6 +5,7 @@
 #include <string>
 
 #include "batchd/wire/convert.h"
+#include "batchd/wire/shm_scan.h"
 
 namespace batchd::ctl {
 
@@ -94,6 +95,28 @@ void print_streams(const DaemonStatus& st) {
   print_others(st);
 }
 
+// Remote shards (issue 28): one line per remote dataset, and the shard cache's.
+void print_remote_shards(const DaemonStatus& st) {
+  auto n = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  bool any = false;
+  for (const auto& d : st.dataset_entries) {
+    const RemoteShardsStatus& r = d.remote;
+    if (r.shards == 0) continue;
+    if (!any) std::printf("\nremote shards (fetched once per host into the shard cache):\n");
+    any = true;
+    std::printf("  %-22s %llu of %llu shards here (%s of %s); fetched %llu (%s, %llu ahead of the tasks), waited for "
+                "%llu, failed %llu, evicted %llu\n",
+                d.name.c_str(), n(r.shards_here), n(r.shards), wire::format_bytes(r.bytes_here).c_str(),
+                wire::format_bytes(r.bytes).c_str(), n(r.fetched), wire::format_bytes(r.fetched_bytes).c_str(),
+                n(r.prefetched), n(r.waited), n(r.failed), n(r.evicted));
+  }
+  const RemoteCacheStatus& c = st.remote_cache;
+  if (!c.enabled) return;
+  std::printf("%sshard cache %s: %s of %s used (remote.cache_max_bytes), %llu files, %llu downloads under way\n",
+              any ? "" : "\n", c.dir.c_str(), wire::format_bytes(c.bytes).c_str(), wire::format_bytes(c.max_bytes).c_str(),
+              n(c.files), n(c.fetching));
+}
+
 void print_datasets(const DaemonStatus& st) {
   // The fingerprint's first 12 hex digits (48 bits) tell copies apart by eye; --json has all 32 and what they cover.
   std::printf("%-24s %-12s %-10s %10s  %-13s %s\n", "NAME", "FORMAT", "STATE", "SAMPLES", "FINGERPRINT", "DETAIL");
@@ -108,6 +131,7 @@ void print_datasets(const DaemonStatus& st) {
     std::printf("%-24s %-12s %-10s %10llu  %-13s %s\n", d.name.c_str(), d.format.c_str(), d.state.c_str(),
                 static_cast<unsigned long long>(d.samples), fingerprint.c_str(), detail.c_str());
   }
+  print_remote_shards(st);
 }
 
 void print_status(const DaemonStatus& st) {

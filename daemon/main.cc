@@ -182,7 +182,8 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", server.error().message());
     return 1;
   }
-  (*server)->set_shutdown_handler([] { ::kill(::getpid(), SIGTERM); });  // batchctl shutdown = systemctl stop
+  (*server)->set_shutdown_handler([] { ::kill(::getpid(), SIGTERM); });
+  (*server)->set_shard_store(shard_store);  // batchctl shutdown = systemctl stop
   (*server)->start();
   spdlog::info("batchd {} serving {} with {} workers, default strategy {}", BATCHD_VERSION, config->socket,
                config->workers, strategy_name(config->shm_strategy));

@@ -109,6 +109,7 @@ void fill_wire(const DatasetStatus& s, wire::DatasetInfo* w) {
   w->set_fingerprint(s.fingerprint);
   w->set_fingerprint_covers(s.fingerprint_covers);
   w->set_fingerprint_status(s.fingerprint_status);
+  if (s.remote.shards > 0) *w->mutable_remote() = to_wire(s.remote);
 }
 
 }  // namespace
@@ -133,7 +134,8 @@ DatasetStatus from_wire(const wire::DatasetInfo& w) {
           .samples = w.samples(),
           .fingerprint = w.fingerprint(),
           .fingerprint_covers = w.fingerprint_covers(),
-          .fingerprint_status = w.fingerprint_status()};
+          .fingerprint_status = w.fingerprint_status(),
+          .remote = from_wire(w.remote())};
 }
 
 StreamStatus from_wire(const wire::StreamInfo& w) {
@@ -245,6 +247,7 @@ DaemonStatus from_wire(const wire::StatusReply& w) {
   s.segment_bytes_omitted = w.segment_bytes_omitted();
   s.next_after_stream_id = w.next_after_stream_id();
   s.cache = from_wire(w.cache());
+  s.remote_cache = from_wire(w.remote_cache());
   return s;
 }
 
@@ -273,6 +276,7 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   w.set_segment_bytes_omitted(s.segment_bytes_omitted);
   w.set_next_after_stream_id(s.next_after_stream_id);
   *w.mutable_cache() = to_wire(s.cache);
+  if (s.remote_cache.enabled) *w.mutable_remote_cache() = to_wire(s.remote_cache);
   return w;
 }
 

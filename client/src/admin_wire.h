@@ -15,6 +15,11 @@ SubscriberStatus from_wire(const wire::SubscriberInfo& subscriber);
 StreamStatus from_wire(const wire::StreamInfo& stream);
 WorkerStatus from_wire(const wire::WorkerInfo& worker);
 DatasetStatus from_wire(const wire::DatasetInfo& dataset);
+// remote_wire.cc
+RemoteShardsStatus from_wire(const wire::RemoteShardsInfo& remote);
+wire::RemoteShardsInfo to_wire(const RemoteShardsStatus& remote);
+RemoteCacheStatus from_wire(const wire::RemoteCacheInfo& cache);
+wire::RemoteCacheInfo to_wire(const RemoteCacheStatus& cache);
 SegmentStatus from_wire(const wire::SegmentInfo& segment);
 DaemonHealth from_wire(const wire::HealthReply& health);
 wire::SegmentInfo to_wire(const SegmentStatus& segment);

@@ -44,7 +44,7 @@ DatasetRegistry DatasetRegistry::open_all(const std::vector<DatasetConfig>& conf
   DatasetRegistry registry;
   auto summary = registry.reload(configs, {}, cache_dir);
   for (const LoadJob& job : summary.jobs) {
-    registry.install(job, open_dataset(job.config, OpenContext{cache_dir, job.progress.get()}));
+    registry.install(job, open_dataset(job.config, OpenContext{cache_dir, job.progress.get(), nullptr}));
   }
   for (const FingerprintJob& job : registry.take_fingerprint_jobs()) {
     registry.set_fingerprint(job, job.dataset->fingerprint(&job.progress->cancel));
@@ -84,7 +84,7 @@ DatasetRegistry::ReloadSummary DatasetRegistry::reload(const std::vector<Dataset
       summary.jobs.push_back(std::move(job));
       continue;
     }
-    auto ds = open_dataset(c, OpenContext{cache_dir, nullptr});
+    auto ds = open_dataset(c, OpenContext{cache_dir, nullptr, nullptr});
     if (ds.ok()) {
       available[c.name] = Loaded{std::move(ds).value(), c.name + "#" + std::to_string(++loads_)};
     } else {

@@ -1,4 +1,6 @@
 #include "server/server.h"
+
+#include "remote/remote_status.h"
 #include "server/peer_credentials.h"
 
 #include <grp.h>
@@ -223,6 +225,7 @@ void Server::fill_status(wire::StatusReply* status, const StatusView& view, cons
         status->add_datasets(name + " (unavailable: " + d.detail + ")");
     }
   }
+  fill_remote_status(datasets_, shard_store_.get(), status);
   streams_.fill_status(status, view, page);  // last: the page's bound counts everything above
 }
 

@@ -46,6 +46,8 @@ class Server final {
 
   // What a client's Shutdown request does (main: the same drain as SIGTERM); unset = nothing (the fuzz target).
   void set_shutdown_handler(std::function<void()> handler) { shutdown_handler_ = std::move(handler); }
+  // Remote shards' cache, for status (null: none).
+  void set_shard_store(std::shared_ptr<const remote::ShardStore> store) { shard_store_ = std::move(store); }
   void request_shutdown() {
     if (shutdown_handler_) boost::asio::post(io_, shutdown_handler_);
   }
@@ -74,6 +76,7 @@ class Server final {
   const Config& config_;
   StreamManager& streams_;
   const DatasetRegistry& datasets_;
+  std::shared_ptr<const remote::ShardStore> shard_store_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
   AdminPolicy admin_policy_;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "batchd/cache_status.h"
+#include "batchd/remote_status.h"
 #include "batchd/client.h"
 #include "batchd/result.h"
 
@@ -137,6 +138,7 @@ struct DatasetStatus {
   std::string fingerprint;
   std::string fingerprint_covers;
   std::string fingerprint_status;
+  RemoteShardsStatus remote;  // remote shards (batchd/remote_status.h); remote.shards == 0 for local data
 };
 
 // The whole daemon.
@@ -171,6 +173,7 @@ struct DaemonStatus {
   uint32_t streams_omitted = 0;
   uint64_t segment_bytes_omitted = 0;
   uint64_t next_after_stream_id = 0;
+  RemoteCacheStatus remote_cache;  // remote shards' disk cache (batchd/remote_status.h)
   CacheStatus cache;  // the sample cache: totals for everyone, groups for admins (batchd/cache_status.h)
 };
 
