@@ -123,6 +123,31 @@ std::string prometheus_text(const wire::StatusReply& st) {
   o << "batchd_cache_refused_total{reason=\"uid\"} " << cache.refused_uid() << '\n';
   o << "batchd_cache_refused_total{reason=\"index\"} " << cache.refused_index() << '\n';
 
+  // Remote shards' disk cache (issue 28): daemon-wide, no URL or dataset label.
+  const wire::RemoteCacheInfo& rc = st.remote_cache();
+  const wire::RemoteShardsInfo& rt = rc.totals();
+  const std::pair<const char*, std::pair<const char*, uint64_t>> remote_metrics[] = {
+      {"batchd_remote_cache_max_bytes", {"gauge|The remote shard cache's bound (remote.cache_max_bytes).",
+                                         rc.max_bytes()}},
+      {"batchd_remote_cache_bytes", {"gauge|Bytes of fetched shards on disk, downloads under way included.",
+                                     rc.bytes()}},
+      {"batchd_remote_fetching", {"gauge|Shard downloads under way.", rc.fetching()}},
+      {"batchd_remote_fetched_total", {"counter|Remote shards downloaded.", rt.fetched()}},
+      {"batchd_remote_fetched_bytes_total", {"counter|Bytes of remote shards downloaded.", rt.fetched_bytes()}},
+      {"batchd_remote_prefetched_total", {"counter|Shards downloaded ahead of the tasks that read them.",
+                                          rt.prefetched()}},
+      {"batchd_remote_waited_total", {"counter|Shards a task had to wait for (not fetched ahead in time).",
+                                      rt.waited()}},
+      {"batchd_remote_failed_total", {"counter|Shard downloads that failed after their retries.", rt.failed()}},
+      {"batchd_remote_evicted_total", {"counter|Shards removed from the cache to make room.", rt.evicted()}},
+  };
+  for (const auto& [name, m] : remote_metrics) {
+    const std::string_view text(m.first);
+    const size_t bar = text.find('|');
+    family(name, std::string(text.substr(0, bar)).c_str(), std::string(text.substr(bar + 1)).c_str());
+    o << name << ' ' << m.second << '\n';
+  }
+
   struct Metric {
     const char* name;
     const char* type;
