@@ -6,6 +6,11 @@
 
 #include <xxhash.h>
 
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <thread>
+
 #include "data/index_cache.h"
 #include "data/shard_spec.h"
 #include "data/webdataset_dataset.h"
@@ -66,48 +71,90 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   if (use_cache) stats.cache_problem = cache.problem;
 
   std::vector<ShardIndex> all(n);
-  std::vector<std::string> urls, paths;
+  std::vector<remote::RemoteObject>& shards = *objects;
+  std::vector<std::string> paths(n);
+  ds->remote_id_.resize(n);
+  std::vector<size_t> todo;  // shards to fetch and index
   for (size_t i = 0; i < n; ++i) {
-    const remote::RemoteObject& object = (*objects)[i];
-    const uint32_t id = ctx.shard_store->add(object, settings, c.name);
-    ds->remote_id_.push_back(id);
-    ds->remote_url_.push_back(object.url);
-    ds->remote_etag_.push_back(object.etag);
-    urls.push_back(object.url);
-    paths.push_back(ctx.shard_store->path(id));
-    auto cached = cache.shards.find(object.url);
-    if (cached != cache.shards.end() && cached->second.file == remote_file_id(object) &&
-        cached->second.file_size == object.size) {
+    ds->remote_id_[i] = ctx.shard_store->add(shards[i], settings, c.name);
+    auto cached = cache.shards.find(shards[i].url);
+    if (cached != cache.shards.end() && cached->second.file == remote_file_id(shards[i]) &&
+        cached->second.file_size == shards[i].size) {
       all[i] = std::move(cached->second);
       ++stats.from_cache;
     } else {
-      // Fetched into the store (where epoch 1 then finds it, while the bound allows) and indexed from there; held
-      // (acquire) while it is read, so no other fetch evicts it meanwhile.
-      Result<ShardIndex> indexed = Error(ErrorCode::kUnavailable, "cancelled");
-      for (int attempt = 0; attempt < 3; ++attempt) {
-        if (auto fetched = ctx.shard_store->fetch_now(id, cancel); !fetched.ok()) {
-          indexed = fetched.error();
-          break;
-        }
-        auto held = ctx.shard_store->acquire({id});
-        if (!held.ok()) return held.error();
-        if (*held != remote::ShardStore::Readiness::kReady) continue;  // evicted between the two: fetch again
-        indexed = index_shard(paths.back(), fields, cancel);
-        ctx.shard_store->release({id});
-        break;
+      todo.push_back(i);
+    }
+  }
+  if (progress != nullptr) progress->done = n - todo.size();
+  // The others: fetched into the store (where epoch 1 then finds them, while the bound allows) and indexed from
+  // there, remote.fetch_concurrency at once; each pinned while it is read, so no other fetch evicts it meanwhile. A
+  // shard replaced on the server since it was listed is listed again and fetched anew (twice at most).
+  std::mutex mu;
+  std::optional<std::pair<size_t, Error>> failed;  // the first shard (in order) that failed
+  std::atomic<size_t> next{0};
+  auto index_one = [&](size_t i, std::optional<remote::ObjectStore>& lister) -> Result<ShardIndex> {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const uint32_t id = ds->remote_id_[i];
+      auto fetched = ctx.shard_store->fetch_now(id, cancel);
+      if (!fetched.ok() && attempt < 2 && fetched.error().message().find("changed on the server") != std::string::npos) {
+        if (!lister) lister.emplace(ctx.shard_store->http(), *settings);
+        auto again = lister->stat(shards[i].url);
+        if (!again.ok()) return again.error();
+        std::lock_guard lock(mu);
+        shards[i] = std::move(again).value();
+        ds->remote_id_[i] = ctx.shard_store->add(shards[i], settings, c.name);
+        continue;
       }
+      if (!fetched.ok()) return fetched.error();
+      if (!ctx.shard_store->pin_here(id)) continue;  // evicted between the two: fetch again
+      auto indexed = index_shard(ctx.shard_store->path(id), fields, cancel);
+      ctx.shard_store->release({id});
+      return indexed;
+    }
+    return Error(ErrorCode::kUnavailable, "fetched 4 times without being indexed (the cache is too small for the "
+                                          "shards being fetched at once: raise remote.cache_max_bytes)");
+  };
+  auto work = [&] {
+    std::optional<remote::ObjectStore> lister;
+    for (size_t k; (k = next++) < todo.size();) {
+      const size_t i = todo[k];
+      {
+        std::lock_guard lock(mu);
+        if (failed) return;
+      }
+      auto indexed = index_one(i, lister);
+      std::lock_guard lock(mu);
       if (!indexed.ok()) {
-        if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "indexing was cancelled");
-        return Error(indexed.error().code(), indexed.error().message() + " (shard " + std::to_string(i + 1) + " of " +
-                                                 std::to_string(n) + " in " + key + ": " +
-                                                 remote::redact(object.url) + ")");
+        if (!failed || i < failed->first) failed.emplace(i, indexed.error());
+        return;
       }
       all[i] = std::move(indexed).value();
-      all[i].file = remote_file_id(object);  // the cache entry is keyed by URL + ETag + size
+      all[i].file = remote_file_id(shards[i]);  // the cache entry is keyed by URL + ETag + size
       all[i].mtime_ns = 0;
       ++stats.indexed;
+      if (progress != nullptr) ++progress->done;
     }
-    if (progress != nullptr) progress->done = i + 1;
+  };
+  {
+    std::vector<std::thread> threads;
+    const size_t count = std::min<size_t>(todo.size(), ctx.shard_store->concurrency());
+    for (size_t t = 1; t < count; ++t) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+  }
+  if (failed) {
+    if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "indexing was cancelled");
+    const auto& [i, error] = *failed;
+    return Error(error.code(), error.message() + " (shard " + std::to_string(i + 1) + " of " + std::to_string(n) +
+                                   " in " + key + ": " + remote::redact(shards[i].url) + ")");
+  }
+  std::vector<std::string> urls;
+  for (size_t i = 0; i < n; ++i) {
+    urls.push_back(shards[i].url);
+    paths[i] = ctx.shard_store->path(ds->remote_id_[i]);
+    ds->remote_url_.push_back(remote::redact(shards[i].url));  // what errors show: never a presigned query
+    ds->remote_etag_.push_back(shards[i].etag);
   }
   if (use_cache && (stats.indexed > 0 || cache.shards.size() != n)) {
     std::vector<const ShardIndex*> indexes;
@@ -144,7 +191,7 @@ std::string WebDatasetDataset::remote_missing(size_t shard, const Error& error) 
   }
   if (n > 0) {
     return "cannot be read: fetching the shard failed: " + std::string(reason, static_cast<size_t>(n)) +
-           " (batchctl datasets shows the remote shards; the fetch is tried again later)";
+           " (the fetch is tried again after a cool-down; batchctl datasets counts the failures)";
   }
   return "cannot be read: the shard's local copy is missing (" + error.message() + "); it is fetched again for the "
          "next task that needs it";

@@ -133,7 +133,7 @@ Status ShardStore::download(ObjectStore& store, const Shard& shard) {
   }
   ::unlink(part.c_str());
   std::string why = result.error().message();
-  if (result.error().code() == ErrorCode::kIo && (why.find("No space left") != std::string::npos)) {
+  if (why.find("No space left") != std::string::npos) {  // the body's write, or fsync/rename (posix_error)
     why += " (the remote shard cache " + options_.dir + " is on a full file system: free space there, or lower "
            "remote.cache_max_bytes below what daemon.cache_dir can hold)";
   }
@@ -168,7 +168,6 @@ void ShardStore::finish_locked(uint32_t id, const Status& result, bool ahead) {
     s.last_error = result.error().message();
     count_locked(s, &FetchTotals::failed);
   }
-  if (!result.ok()) s.urgent = false;  // (a fetched one stays kept until its waiting task runs)
   done_.notify_all();
 }
 
@@ -200,25 +199,45 @@ void ShardStore::fetch_thread() {
   }
 }
 
-Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel) {
-  std::unique_lock lock(mu_);
+Status ShardStore::fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t id, const std::atomic<bool>* cancel) {
   while (true) {
     Shard& s = shards_.at(id);
     if (s.state == State::kHere) {
       s.used = ++tick_;
       return ok_status();
     }
+    if (s.state == State::kFailed) return Error(ErrorCode::kUnavailable, s.last_error);
+    if (s.state == State::kAbsent) break;
     if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "cancelled");
-    if (s.state != State::kFetching) break;
     done_.wait_for(lock, std::chrono::milliseconds(200));  // a fetch thread has it
   }
-  Shard& s = shards_[id];
-  if (!make_room_locked(s.object.size, /*urgent=*/true)) {
-    return Error(ErrorCode::kResourceExhausted,
-                 redact(s.object.url) + " (" + std::to_string(s.object.size) + " bytes) does not fit in "
-                 "remote.cache_max_bytes (" + std::to_string(max_bytes_) + " bytes, " + std::to_string(bytes_) +
-                 " in use by shards that tasks are reading): raise remote.cache_max_bytes");
+  lock.unlock();
+  return fetch_now(id, cancel);  // it was evicted or dropped meanwhile: fetch it here
+}
+
+Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel) {
+  std::unique_lock lock(mu_);
+  if (shards_.at(id).state == State::kHere || shards_[id].state == State::kFetching) {
+    return fetch_now_wait(lock, id, cancel);
   }
+  // Room: may take shards asked for ahead; waits while fetches under way or running tasks may free some.
+  const uint64_t since = ++tick_;
+  while (!make_room_locked(shards_[id].object.size, since)) {
+    uint64_t pinned = 0;
+    for (const Shard& other : shards_) pinned += other.pins > 0 ? other.object.size : 0;
+    const Shard& s = shards_[id];
+    if (s.object.size > max_bytes_ || (fetching_ == 0 && pinned == 0)) {
+      return Error(ErrorCode::kResourceExhausted,
+                   redact(s.object.url) + " (" + std::to_string(s.object.size) + " bytes) does not fit in "
+                   "remote.cache_max_bytes (" + std::to_string(max_bytes_) + " bytes; " + std::to_string(bytes_) +
+                   " in use, held for waiting tasks or asked for ahead): raise remote.cache_max_bytes");
+    }
+    if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "cancelled");
+    done_.wait_for(lock, std::chrono::milliseconds(200));
+    if (shards_[id].state == State::kHere) return ok_status();  // a fetch thread got it meanwhile
+    if (shards_[id].state == State::kFetching) return fetch_now_wait(lock, id, cancel);
+  }
+  Shard& s = shards_[id];
   s.state = State::kFetching;
   bytes_ += s.object.size;
   ++fetching_;
@@ -230,6 +249,8 @@ Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel) {
   lock.lock();
   finish_locked(id, result, /*ahead=*/false);
   schedule_locked();
+  lock.unlock();
+  notify();  // a stream may be waiting for this shard
   return result;
 }
 

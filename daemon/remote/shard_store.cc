@@ -2,6 +2,7 @@
 // the transfers are in shard_fetch.cc.
 #include "remote/shard_store.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,6 +77,15 @@ const RemoteObject& ShardStore::object(uint32_t id) const {
   return shards_.at(id).object;  // never changes once added; shards_ is a deque
 }
 
+bool ShardStore::pin_here(uint32_t id) {
+  std::lock_guard lock(mu_);
+  Shard& s = shards_.at(id);
+  if (s.state != State::kHere) return false;
+  ++s.pins;
+  s.used = ++tick_;
+  return true;
+}
+
 bool ShardStore::changed_on_server(uint32_t id) const {
   std::lock_guard lock(mu_);
   return shards_.at(id).changed;
@@ -91,13 +101,18 @@ bool ShardStore::may_retry_locked(const Shard& s) const {
   return s.state == State::kFailed && now_ms() - s.failed_at_ms >= static_cast<int64_t>(cooldown_s * 1000);
 }
 
-Result<ShardStore::Readiness> ShardStore::acquire(const std::vector<uint32_t>& ids) {
+Result<ShardStore::Readiness> ShardStore::acquire(const std::vector<uint32_t>& ids, uint64_t waiter) {
   std::unique_lock lock(mu_);
   uint64_t total = 0;
   bool missing = false;
   for (uint32_t id : ids) {
-    const Shard& s = shards_.at(id);
+    Shard& s = shards_.at(id);
     total += s.object.size;
+    struct stat st {};
+    if (s.state == State::kHere && ::stat(s.file.c_str(), &st) != 0) {  // removed by someone else: fetch it again
+      s.state = State::kAbsent;
+      bytes_ -= s.object.size;
+    }
     missing |= s.state == State::kAbsent || s.state == State::kFetching || may_retry_locked(s);
   }
   if (total > max_bytes_) {
@@ -107,27 +122,41 @@ Result<ShardStore::Readiness> ShardStore::acquire(const std::vector<uint32_t>& i
                      "): raise remote.cache_max_bytes, or use smaller shards or batches");
   }
   if (!missing) {
+    drop_holds_locked(waiter);
     for (uint32_t id : ids) {
       ++shards_[id].pins;
       shards_[id].used = ++tick_;
-      shards_[id].urgent = false;
     }
     return Readiness::kReady;
   }
-  // The task waits. Its shards that are here are kept (urgent) until it runs, so that fetching the others cannot
-  // evict them (with a cache barely larger than one task's shards, it would never run).
+  // The task waits. Its shards that are here are held for it until it runs, so that fetching the others cannot evict
+  // them (with a cache barely larger than one task's shards, it would never run).
+  const uint64_t since = waiting_since_.emplace(waiter, ++tick_).first->second;
   for (uint32_t id : ids) {
     Shard& s = shards_[id];
     if (s.state == State::kFailed && !may_retry_locked(s)) continue;
     if (s.state == State::kFailed) s.state = State::kAbsent;
-    if (!s.urgent && s.state != State::kHere) {
+    if (s.holds.empty() && s.state != State::kHere) {
       count_locked(s, &FetchTotals::waited);
-      if (s.state == State::kAbsent) queue_.push_back(id);
+      if (s.state == State::kAbsent && std::find(queue_.begin(), queue_.end(), id) == queue_.end()) {
+        queue_.push_back(id);
+      }
     }
-    s.urgent = true;
+    s.holds.emplace(waiter, since);
   }
   schedule_locked();
   return Readiness::kWaiting;
+}
+
+void ShardStore::drop_holds_locked(uint64_t waiter) {
+  if (waiting_since_.erase(waiter) == 0) return;
+  for (Shard& s : shards_) s.holds.erase(waiter);
+}
+
+uint64_t ShardStore::oldest_hold_locked(const Shard& s) const {
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& [waiter, since] : s.holds) oldest = std::min(oldest, since);
+  return oldest;
 }
 
 void ShardStore::release(const std::vector<uint32_t>& ids) {
@@ -136,14 +165,14 @@ void ShardStore::release(const std::vector<uint32_t>& ids) {
     if (shards_.at(id).pins > 0) --shards_[id].pins;
   }
   schedule_locked();
+  done_.notify_all();  // fetch_now may be waiting for room
 }
 
-void ShardStore::unhold(const std::vector<uint32_t>& ids) {
+void ShardStore::unhold(uint64_t waiter) {
   std::lock_guard lock(mu_);
-  for (uint32_t id : ids) {
-    if (shards_.at(id).state == State::kHere) shards_[id].urgent = false;
-  }
+  drop_holds_locked(waiter);
   schedule_locked();
+  done_.notify_all();
 }
 
 void ShardStore::set_demand(uint64_t stream, std::vector<uint32_t> ahead, uint64_t position,
@@ -159,23 +188,28 @@ void ShardStore::set_demand(uint64_t stream, std::vector<uint32_t> ahead, uint64
 void ShardStore::drop_demand(uint64_t stream) {
   std::lock_guard lock(mu_);
   demand_.erase(stream);
+  schedule_locked();
+  done_.notify_all();
 }
 
-int ShardStore::evict_rank_locked(uint32_t id, bool urgent) const {
-  const Shard& s = shards_[id];
-  if (s.state != State::kHere || s.pins > 0 || s.urgent) return -1;
-  bool ahead = false, again = false;
-  for (const auto& [stream, d] : demand_) {
-    ahead |= std::find(d.ahead.begin(), d.ahead.end(), id) != d.ahead.end();
-    auto it = d.last_use.find(id);
-    again |= it != d.last_use.end() && it->second >= d.position;
-  }
-  if (ahead) return urgent ? 2 : -1;
-  return again ? 1 : 0;
-}
-
-bool ShardStore::make_room_locked(uint64_t bytes, bool urgent) {
+bool ShardStore::make_room_locked(uint64_t bytes, uint64_t since) {
   if (bytes > max_bytes_) return false;
+  if (bytes_ + bytes <= max_bytes_) return true;
+  // Rank what may go: 0 read by no stream again this epoch, 1 read again (not ahead), 2 ahead-listed (for a waiting
+  // task only), 3 held only for waiters younger than this one; each rank least recently used first.
+  std::unordered_set<uint32_t> ahead;
+  for (const auto& [stream, d] : demand_) ahead.insert(d.ahead.begin(), d.ahead.end());
+  auto rank = [&](uint32_t id) {
+    const Shard& s = shards_[id];
+    if (s.state != State::kHere || s.pins > 0) return -1;
+    if (!s.holds.empty()) return since != UINT64_MAX && oldest_hold_locked(s) > since ? 3 : -1;
+    if (ahead.count(id)) return since != UINT64_MAX ? 2 : -1;
+    for (const auto& [stream, d] : demand_) {
+      auto it = d.last_use.find(id);
+      if (it != d.last_use.end() && it->second >= d.position) return 1;
+    }
+    return 0;
+  };
   while (bytes_ + bytes > max_bytes_) {
     if (!orphans_.empty()) {  // complete files of earlier runs that no dataset named: first to go
       auto it = orphans_.begin();
@@ -184,14 +218,14 @@ bool ShardStore::make_room_locked(uint64_t bytes, bool urgent) {
       orphans_.erase(it);
       continue;
     }
-    int best_rank = 3;
+    int best_rank = 4;
     uint64_t best_used = UINT64_MAX;
     uint32_t best = UINT32_MAX;
     for (uint32_t id = 0; id < shards_.size(); ++id) {
-      const int rank = evict_rank_locked(id, urgent);
-      if (rank < 0) continue;
-      if (rank < best_rank || (rank == best_rank && shards_[id].used < best_used)) {
-        best_rank = rank;
+      const int r = rank(id);
+      if (r < 0) continue;
+      if (r < best_rank || (r == best_rank && shards_[id].used < best_used)) {
+        best_rank = r;
         best_used = shards_[id].used;
         best = id;
       }
@@ -202,6 +236,7 @@ bool ShardStore::make_room_locked(uint64_t bytes, bool urgent) {
     s.state = State::kAbsent;
     bytes_ -= s.object.size;
     count_locked(s, &FetchTotals::evicted);
+    if (!s.holds.empty()) queue_.push_back(best);  // a younger waiter still needs it
   }
   return true;
 }
@@ -212,14 +247,15 @@ void ShardStore::schedule_locked() {
       const Shard& s = shards_[id];
       return s.state == State::kAbsent || may_retry_locked(s);
     };
-    std::erase_if(queue_, [&](uint32_t id) { return shards_[id].state == State::kHere; });
+    std::erase_if(queue_, [&](uint32_t id) { return shards_[id].state == State::kHere || shards_[id].holds.empty(); });
+    // The shard the oldest waiting task needs first.
     uint32_t pick = UINT32_MAX;
-    bool urgent = false;
+    uint64_t since = UINT64_MAX;
     for (uint32_t id : queue_) {
-      if (fetchable(id)) {
+      const uint64_t oldest = oldest_hold_locked(shards_[id]);
+      if (fetchable(id) && oldest < since) {
         pick = id;
-        urgent = true;
-        break;
+        since = oldest;
       }
     }
     // Then the streams' ahead lists, one stream a turn (the first after the one served last).
@@ -236,12 +272,12 @@ void ShardStore::schedule_locked() {
     }
     if (pick == UINT32_MAX) return;
     Shard& s = shards_[pick];
-    if (!make_room_locked(s.object.size, urgent)) return;  // waits for pins to go (release) or demand to change
+    if (!make_room_locked(s.object.size, since)) return;  // waits for pins to go (release) or demand to change
     std::erase(queue_, pick);
     s.state = State::kFetching;
     bytes_ += s.object.size;
     ++fetching_;
-    jobs_.emplace_back(pick, !urgent);
+    jobs_.emplace_back(pick, since == UINT64_MAX);
     if (threads_.size() < options_.concurrency) threads_.emplace_back([this] { fetch_thread(); });
     wake_.notify_one();
   }

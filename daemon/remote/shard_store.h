@@ -13,7 +13,9 @@
 // (unlinking: a worker that has a file open keeps reading it) shards that no task holds (pin), in this order: shards
 // no stream will read again this epoch (each stream tells its position and, per epoch, the last position at which
 // it reads each shard: the order is known), then shards no stream asks for ahead (least recently used first), and
-// for a task waiting on a shard (urgent) also shards asked for ahead. A shard larger than the bound is refused.
+// for a task waiting on a shard (urgent) also shards asked for ahead. A waiting task's shards that are here are held
+// for it (never evicted) until it runs, except to make room for an older waiting task (the oldest waiter always gets
+// its shards: no two waiters can block each other). A shard larger than the bound is refused.
 //
 // Fetching: fetch_concurrency threads (started at the first fetch, after the workers were forked), each with its own
 // remote::ObjectStore (connections reused). Order: shards tasks wait for (urgent) first, then each stream's ahead
@@ -83,6 +85,7 @@ class ShardStore final {
 
   void set_on_change(std::function<void()> on_change);
   const HttpSettings& http() const { return options_.http; }
+  uint32_t concurrency() const { return options_.concurrency; }
 
   // A dataset's shard (dataset load): its id (the same for the same URL, ETag and size). `aws` signs its requests.
   uint32_t add(const RemoteObject& object, std::shared_ptr<const AwsSettings> aws, const std::string& dataset);
@@ -90,19 +93,23 @@ class ShardStore final {
   const RemoteObject& object(uint32_t id) const;
   // Downloads the shard now if it is not here (the loader's thread, for indexing), making room. Errors as fetch.
   Status fetch_now(uint32_t id, const std::atomic<bool>* cancel);
+  // Pins the shard if it is here (true; release() it), else false. For the loader, which reads what it fetched.
+  bool pin_here(uint32_t id);
   // Whether a fetch saw the shard changed on the server (ETag) since it was added.
   bool changed_on_server(uint32_t id) const;
 
   // --- Streams (the event loop).
   enum class Readiness { kReady, kWaiting };
   // kReady: every shard is here (or failed: the task may run and fail its samples), and is pinned until release()
-  // with the same `ids`. kWaiting: nothing pinned; the missing ones are fetched first. kResourceExhausted if the
-  // shards together exceed the bound (the task can never run), naming remote.cache_max_bytes.
-  Result<Readiness> acquire(const std::vector<uint32_t>& ids);
+  // with the same `ids`. kWaiting: nothing pinned; the missing ones are fetched first (the oldest waiter's first) and
+  // those here are held for `waiter` (a stream id; one waiting task per waiter). kResourceExhausted if the shards
+  // together exceed the bound (the task can never run), naming remote.cache_max_bytes.
+  Result<Readiness> acquire(const std::vector<uint32_t>& ids, uint64_t waiter);
   void release(const std::vector<uint32_t>& ids);
-  // The task that was kWaiting for `ids` will not ask again (its stream closed or dropped it): its shards that are
-  // here are no longer kept for it.
-  void unhold(const std::vector<uint32_t>& ids);
+  // `waiter`'s waiting task will not ask again (its stream closed or dropped it): nothing is held for it any more.
+  void unhold(uint64_t waiter);
+  // The waiter id the dataset loader uses (streams use their ids, which start at 1).
+  static constexpr uint64_t kLoaderWaiter = 0;
   // Stream `stream`'s ahead list (fetched in this order, never evicted for prefetch) and its position in the epoch;
   // `last_use` (when not null) is, for the epoch being read, the last position at which it reads each shard.
   void set_demand(uint64_t stream, std::vector<uint32_t> ahead, uint64_t position,
@@ -129,7 +136,8 @@ class ShardStore final {
     uint32_t pins = 0;
     uint64_t used = 0;  // tick of the last acquire/fetch (LRU)
     int64_t failed_at_ms = 0;
-    bool urgent = false, changed = false;
+    std::map<uint64_t, uint64_t> holds;  // waiter -> since (the tick its wait began): held for waiting tasks
+    bool changed = false;
     std::string last_error;  // of the last failed fetch (no secret)
   };
   struct Demand {
@@ -140,13 +148,18 @@ class ShardStore final {
 
   // All with mu_ held.
   void schedule_locked();
-  bool make_room_locked(uint64_t bytes, bool urgent);
-  int evict_rank_locked(uint32_t id, bool urgent) const;  // -1: keep
+  // Makes room for `bytes`: for a waiting task (`since` = when its wait began) ahead-listed shards and shards held
+  // only for younger waiters may go too; for a prefetch (since = UINT64_MAX) neither.
+  bool make_room_locked(uint64_t bytes, uint64_t since);
+  void drop_holds_locked(uint64_t waiter);
+  uint64_t oldest_hold_locked(const Shard& s) const;  // UINT64_MAX: held for no one
   void count_locked(const Shard& s, uint64_t FetchTotals::*field, uint64_t n = 1);
   bool may_retry_locked(const Shard& s) const;
   // The transfer itself (no lock held): .part, ObjectStore::fetch, fsync, rename; .error on failure.
   Status download(ObjectStore& store, const Shard& shard);
   void fetch_thread();
+  // fetch_now once a fetch thread has the shard: waits for it (fetches it here if it is gone again).
+  Status fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t id, const std::atomic<bool>* cancel);
   void finish_locked(uint32_t id, const Status& result, bool ahead);
   void notify();
 
@@ -159,7 +172,8 @@ class ShardStore final {
   std::map<std::string, uint32_t> by_name_;          // file name -> id
   std::map<std::string, uint64_t> orphans_;          // complete files found at open and not (yet) claimed: name -> size
   std::map<uint64_t, Demand> demand_;
-  std::vector<uint32_t> queue_;                      // urgent ids, in order
+  std::vector<uint32_t> queue_;                      // ids waiting tasks need (fetched oldest waiter first)
+  std::map<uint64_t, uint64_t> waiting_since_;       // waiter -> the tick its wait began
   uint64_t bytes_ = 0;                               // complete files + reservations of fetches under way
   uint64_t tick_ = 0, fetching_ = 0, next_stream_ = 0;
   std::map<std::string, FetchTotals> per_dataset_;

@@ -92,7 +92,9 @@ std::optional<Task> Stream::admitted(Task task) {
 void Stream::look_ahead() {
   if (remote_ == nullptr) return;
   std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> upcoming;
-  for (uint64_t seq = ring_.next_claim(); seq < ring_.total() && upcoming.size() < 256; ++seq) {
+  // From the batch just claimed (its chunks wait for workers: its shards must stay), then the ones after it.
+  const uint64_t claimed = ring_.next_claim() > 0 ? ring_.next_claim() - 1 : 0;
+  for (uint64_t seq = claimed; seq < ring_.total() && upcoming.size() < 256; ++seq) {
     const BatchOrder::Item item = order_.at(seq);
     upcoming.emplace_back(item.epoch, item.batch, plan_.sampler.batch_range(item.batch).first);
   }

@@ -83,6 +83,11 @@ class Stream final {
   // Remote shards (streams/remote_reads.h): tasks wait for their shards, and the next batches' shards are fetched
   // ahead. Set once, right after construction.
   void set_remote(std::unique_ptr<RemoteReads> remote) { remote_ = std::move(remote); }
+  // A task that will not be done nor redone (it failed the stream, or its stream stopped running): its remote
+  // shards are let go. on_done and the redo paths do this themselves.
+  void task_ended(const Task& task) {
+    if (remote_ != nullptr) remote_->finished(task);
+  }
   // Batches remain to be made but no slot is free.
   bool out_of_slots() const {
     return running() && ring_.next_claim() < ring_.total() && !ring_.can_claim(policy_.failing_sequence());

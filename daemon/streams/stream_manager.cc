@@ -258,6 +258,7 @@ void StreamManager::on_task_done(size_t w, const wire::WorkerDone& done, Task ta
       redo_or_fail(entry, sequence,
                    stream.after_bad_sample(std::move(task), done.failed_sample(), wire::from_wire(done.error())));
     } else if (done.has_error()) {
+      stream.task_ended(task);
       stream.fail_at(task.sequence(), wire::from_wire(done.error()));
       deliver(entry);
     } else {
@@ -274,6 +275,8 @@ void StreamManager::on_task_lost(size_t w, Task task, const TaskLoss& loss) {
   if (it != streams_.end() && it->second.stream->running()) {
     const uint64_t sequence = task.sequence();
     redo_or_fail(it->second, sequence, it->second.stream->after_worker_death(std::move(task), loss));
+  } else if (it != streams_.end()) {
+    it->second.stream->task_ended(task);
   }
   scheduler_.pump();
 }

@@ -102,7 +102,7 @@ TEST_F(ShardStoreTest, OpenRemovesLeftoversAndKeepsCompleteShardsForTheDatasetTh
   EXPECT_TRUE(files(".error").empty());
   EXPECT_EQ(store->status().bytes, 1000u) << "the complete shard counts in the bound";
   id = store->add(object(1), nullptr, "ds");
-  auto ready = store->acquire({id});
+  auto ready = store->acquire({id}, 1);
   ASSERT_TRUE(ready.ok());
   EXPECT_EQ(*ready, ShardStore::Readiness::kReady) << "found on disk: not fetched again";
   EXPECT_EQ(store->status().totals.fetched, 0u);
@@ -125,18 +125,30 @@ TEST_F(ShardStoreTest, TheBoundEvictsShardsNotReadAgainThisEpochFirstThenTheLeas
   // Both a and c are read again: the least recently used (a) goes; a pinned shard never does.
   last_use = {{a, 50}, {c, 60}};
   store->set_demand(7, {}, 10, &last_use);
-  ASSERT_EQ(*store->acquire({c}), ShardStore::Readiness::kReady);
+  ASSERT_EQ(*store->acquire({c}, 1), ShardStore::Readiness::kReady);
   ASSERT_TRUE(store->fetch_now(d, nullptr).ok());
   EXPECT_FALSE(fs::exists(store->path(a)));
   EXPECT_TRUE(fs::exists(store->path(c)));
   EXPECT_EQ(store->status().totals.evicted, 2u);
   EXPECT_EQ(store->dataset_view("ds").shards_here, 2u);
-  // Nothing more can go while c is pinned and d is being read: a third shard does not fit.
-  ASSERT_EQ(*store->acquire({d}), ShardStore::Readiness::kReady);
-  auto refused = store->fetch_now(a, nullptr);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message().find("remote.cache_max_bytes"), std::string::npos) << refused.error().message();
-  auto too_big = store->acquire({a, b, c});
+  // Nothing can go while c and d are being read: a load that needs a third shard waits until a task lets one go.
+  ASSERT_EQ(*store->acquire({d}, 1), ShardStore::Readiness::kReady);
+  std::atomic<bool> done{false};
+  std::thread loader([&] {
+    EXPECT_TRUE(store->fetch_now(a, nullptr).ok());
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(done.load()) << "fetched past the bound";
+  EXPECT_LE(store->status().bytes, 2500u);
+  store->release({c});
+  loader.join();
+  EXPECT_TRUE(fs::exists(store->path(a)));
+  EXPECT_FALSE(fs::exists(store->path(c)));
+  EXPECT_TRUE(fs::exists(store->path(d))) << "pinned";
+  // Once nothing is pinned or under way, a shard that cannot fit is refused, naming the key.
+  store->release({d});
+  auto too_big = store->acquire({a, b, c}, 1);
   ASSERT_FALSE(too_big.ok()) << "one task's shards beyond the bound can never run";
   EXPECT_EQ(too_big.error().code(), ErrorCode::kResourceExhausted);
   EXPECT_NE(too_big.error().message().find("remote.cache_max_bytes"), std::string::npos);
@@ -153,14 +165,14 @@ TEST_F(ShardStoreTest, AWaitingTaskGetsItsShardsFetchedAndIsToldWhenTheyArrive) 
     cv.notify_all();
   });
   const uint32_t a = store->add(object(0), nullptr, "ds"), b = store->add(object(1), nullptr, "ds");
-  auto first = store->acquire({a, b});
+  auto first = store->acquire({a, b}, 1);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(*first, ShardStore::Readiness::kWaiting);
   {
     std::unique_lock lock(mu);
     ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return changes >= 2; }));
   }
-  EXPECT_EQ(*store->acquire({a, b}), ShardStore::Readiness::kReady);
+  EXPECT_EQ(*store->acquire({a, b}, 1), ShardStore::Readiness::kReady);
   const FetchTotals t = store->status().totals;
   EXPECT_EQ(t.waited, 2u);
   EXPECT_EQ(t.fetched, 2u);
@@ -180,7 +192,7 @@ TEST_F(ShardStoreTest, AStreamsAheadListIsFetchedBeforeAnyTaskAsks) {
   const FetchTotals t = store->status().totals;
   EXPECT_EQ(t.fetched, 4u);
   EXPECT_EQ(t.prefetched, 4u);
-  EXPECT_EQ(*store->acquire(ids), ShardStore::Readiness::kReady);
+  EXPECT_EQ(*store->acquire(ids, 1), ShardStore::Readiness::kReady);
   EXPECT_EQ(store->status().totals.waited, 0u);
   store->release(ids);
 }
@@ -197,11 +209,47 @@ TEST_F(ShardStoreTest, AFailedFetchLeavesItsReasonForTheWorkersAndLetsTheTaskRun
   const std::string reason((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(reason.find("/b/s4.tar"), std::string::npos) << reason;
   EXPECT_NE(reason.find("404"), std::string::npos) << reason;
-  EXPECT_EQ(*store->acquire({id}), ShardStore::Readiness::kReady) << "its samples fail, naming the reason";
+  EXPECT_EQ(*store->acquire({id}, 1), ShardStore::Readiness::kReady) << "its samples fail, naming the reason";
   store->release({id});
   EXPECT_EQ(store->status().totals.failed, 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  EXPECT_EQ(*store->acquire({id}), ShardStore::Readiness::kWaiting) << "after the cool-down it is tried again";
+  EXPECT_EQ(*store->acquire({id}, 1), ShardStore::Readiness::kWaiting) << "after the cool-down it is tried again";
+}
+
+TEST_F(ShardStoreTest, TwoWaitingTasksCannotBlockEachOtherTheOldestGetsItsShardsFirst) {
+  auto store = open(2500);  // two shards
+  std::mutex mu;
+  std::condition_variable cv;
+  store->set_on_change([&] { cv.notify_all(); });
+  const uint32_t s0 = store->add(object(0), nullptr, "ds"), s1 = store->add(object(1), nullptr, "ds"),
+                 s2 = store->add(object(2), nullptr, "ds"), s3 = store->add(object(3), nullptr, "ds");
+  ASSERT_TRUE(store->fetch_now(s0, nullptr).ok());
+  ASSERT_TRUE(store->fetch_now(s2, nullptr).ok());
+  // Stream 1 waits for {s0, s1} (s0 here, held for it), then stream 2 for {s2, s3} (s2 here, held for it): the cache
+  // is full of held shards. The older wait wins: s2 goes to make room for s1 (without that rule: stuck for good).
+  ASSERT_EQ(*store->acquire({s2}, 3), ShardStore::Readiness::kReady);  // a running task reads s2: no room yet
+  ASSERT_EQ(*store->acquire({s0, s1}, 1), ShardStore::Readiness::kWaiting);
+  ASSERT_EQ(*store->acquire({s2, s3}, 2), ShardStore::Readiness::kWaiting);
+  store->release({s2});  // now s0 is held for stream 1 and s2 for stream 2, and each needs one more shard
+  auto wait_ready = [&](std::vector<uint32_t> ids, uint64_t waiter) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(20), [&] {
+      return *store->acquire(ids, waiter) == ShardStore::Readiness::kReady;
+    });
+  };
+  ASSERT_TRUE(wait_ready({s0, s1}, 1)) << "the oldest waiting task never ran";
+  store->release({s0, s1});
+  ASSERT_TRUE(wait_ready({s2, s3}, 2)) << "the second never ran once the first was done";
+  store->release({s2, s3});
+  EXPECT_LE(store->status().bytes, 2500u);
+}
+
+TEST_F(ShardStoreTest, AShardRemovedBySomeoneElseIsFetchedAgain) {
+  auto store = open(1 << 20);
+  const uint32_t id = store->add(object(0), nullptr, "ds");
+  ASSERT_TRUE(store->fetch_now(id, nullptr).ok());
+  fs::remove(store->path(id));
+  EXPECT_EQ(*store->acquire({id}, 1), ShardStore::Readiness::kWaiting);
 }
 
 }  // namespace
