@@ -19,6 +19,7 @@ packages=(
   libarchive-dev                              # webdataset tar shards: the member index (data/tar_index)
   libxxhash-dev                               # dataset fingerprints, XXH3-128 (data/fingerprint)
   libhwy-dev                                  # Highway SIMD: the resampling passes (transforms/resample_passes)
+  libcurl4-openssl-dev python3-botocore openssl  # remote shards: libcurl (daemon/remote), botocore's SigV4, a test CA
   pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   python3-matplotlib                          # bench/plot.py

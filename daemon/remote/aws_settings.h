@@ -7,11 +7,16 @@
 //   3. the shared files: AWS_SHARED_CREDENTIALS_FILE (default ~/.aws/credentials) then AWS_CONFIG_FILE (default
 //      ~/.aws/config, sections "[profile NAME]", "[default]"), profile AWS_PROFILE (else "default");
 //   none: requests are sent unsigned (public buckets, servers that do not check).
+//   A dataset's `profile` without a credentials_file is an explicit profile, as botocore's Session(profile_name=...):
+//   step 2 is skipped (env keys would otherwise win over the profile the config names). Only static keys are read
+//   (aws_access_key_id, aws_secret_access_key, aws_session_token): a profile that has none but role_arn, sso_* or
+//   credential_process is kInvalidArgument saying to export temporary credentials (`aws configure
+//   export-credentials --format env`) instead. One of the two keys without the other is kInvalidArgument.
 // Region: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region` in the config file, else "us-east-1".
 // Endpoint: datasets.NAME.endpoint_url, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's `endpoint_url`, else
 // "https://s3.REGION.amazonaws.com". Requests use path-style addressing (ENDPOINT/BUCKET/KEY).
 // A profile named but absent, or a credentials file that cannot be read or lacks a key, is kInvalidArgument naming
-// the file, the profile and the missing key — never a value. `describe()` says where each came from, without secrets
+// the file, the profile and the missing key — never a value. The files' format: remote/aws_ini.h. `describe()` says where each came from, without secrets
 // ("credentials from env AWS_ACCESS_KEY_ID (AKIA...WXYZ)": the key id's first 4 and last 4 characters only).
 // The environment and files are read once, at dataset load (on the loader's thread). Thread-compatible values.
 #pragma once

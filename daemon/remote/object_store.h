@@ -12,7 +12,10 @@
 // backoff and full jitter (AWS's "Exponential Backoff And Jitter": sleep uniform(0, min(cap, base * 2^attempt))),
 // then fail with kUnavailable naming the URL, the last HTTP status or curl error, and the attempts. 404 is kNotFound
 // and 401/403 kPermissionDenied at once (no retry), each naming the URL and the fix (the key or the credentials).
-// No transfer can hang: a connect timeout, and a transfer that moves fewer than 1 byte/s... see HttpSettings.
+// No transfer can hang: a connect timeout, and a transfer that moves fewer than 1 byte/s for stall_timeout_s is
+// aborted (and retried), see HttpSettings and remote/http_transfer.h. A TLS certificate that ca_file (or the
+// system's bundle) does not verify is kUnavailable at once, naming the CA setting. A redirect of an s3 request is
+// kInvalidArgument (the bucket's region); http(s) URLs follow up to 5 redirects.
 // Errors, logs and counters never hold a secret: no credential, no Authorization or X-Amz-Security-Token header, no
 // query string of a presigned URL (a URL's query is shown as "?..."), no userinfo (a URL with user:password@ is
 // refused by parse_remote_url).
@@ -23,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +52,7 @@ struct HttpSettings {
   double backoff_base_s = 0.1;       // backoff: uniform(0, min(backoff_max_s, backoff_base_s * 2^attempt))
   double backoff_max_s = 5;
   std::string ca_file;               // PEM bundle of CAs for https ("" = the system's); CURLOPT_CAINFO
+  uint32_t list_page_size = 1000;    // ListObjectsV2 max-keys per page (S3's maximum and default: 1000)
 };
 
 // Counters of one ObjectStore (summed by the caller across threads).
@@ -70,16 +75,20 @@ class ObjectStore final {
 
   // Every object under s3://BUCKET/PREFIX (ListObjectsV2 with prefix=PREFIX, every page), sorted by key (byte order),
   // as s3://BUCKET/KEY URLs with their sizes and ETags. At most `max_objects` (kInvalidArgument past it).
-  // kInvalidArgument for an http(s) URL (HTTP has no listing), errors as stat() otherwise.
+  // A pattern URL (RemoteUrl::is_pattern, "s3://b/train/*.tar") lists its list_prefix ("train/"): the caller
+  // matches the keys. kInvalidArgument for an http(s) URL (HTTP has no listing); kDataError for an answer that is
+  // not ListObjectsV2's (or a continuation token that does not move on); errors as stat() otherwise.
   Result<std::vector<RemoteObject>> list(const std::string& s3_prefix_url, size_t max_objects);
 
   // The whole of `object` into `fd` (a regular file opened for writing; truncated to 0 before each attempt; written
   // from offset 0 with pwrite/write). Succeeds only if exactly object.size bytes arrived and the server's ETag is
   // object.etag (when both are non-empty): a truncated body is retried as above; a body longer than object.size is
-  // cut off and refused (kDataError) — it bounds what a server can make the daemon write. An ETag other than
+  // cut off and refused (kDataError) — it bounds what a server can make the daemon write — and so is a complete
+  // answer whose Content-Length is smaller (the object changed; not retried). An ETag other than
   // object.etag (the object was replaced since it was listed/indexed; the request carries If-Match, a 412 means the
   // same) is kDataError "changed on the server (ETag A, now B)" naming the URL and the fix (reload the dataset), not
   // retried. A failed write (ENOSPC: a full disk) is kIo naming errno's text (the caller names the cache's key).
+  // `fd` may also be something other than a regular file (then it is not truncated): /dev/full in the tests.
   Status fetch(const RemoteObject& object, int fd);
 
   // A transfer under way gives up (kUnavailable "cancelled") soon after *cancel becomes true (checked by curl's
@@ -90,7 +99,7 @@ class ObjectStore final {
 
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
   TransferCounters counters_;
 };
 

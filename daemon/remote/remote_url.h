@@ -3,8 +3,10 @@
 //
 // is_remote(): the text starts with "s3://", "http://" or "https://" (case-sensitive, as aws-cli and curl read them).
 // parse_remote_url() checks one expanded URL: a bucket of 3-63 characters (lower-case letters, digits, '.', '-'), a
-// key of at most 1024 bytes, no glob metacharacter outside an s3 listing pattern; http(s): a host, no userinfo
-// ("user:password@" is refused: credentials never go in a URL, they would reach logs and status), no fragment.
+// key of at most 1024 bytes of UTF-8 without control characters, glob metacharacters ('*', '?', '[') only in the
+// key's last segment (an s3 listing pattern: `is_pattern`, `list_prefix`); http(s): what libcurl's URL parser
+// accepts (CURLU, no spaces), a host, no userinfo ("user:password@" is refused: credentials never go in a URL, they
+// would reach logs and status), no fragment, no '*' (HTTP has no listing).
 // redact() is what errors, logs and status print: the URL with a query string shown as "?..." (a presigned URL's
 // signature is a secret).
 // Pure; thread-safe.
@@ -24,6 +26,10 @@ struct RemoteUrl {
   std::string bucket;  // s3 only
   std::string key;     // s3: the object key (no leading '/'); may be "" for a listing of the whole bucket
   std::string url;     // http(s): the URL as given; s3: "s3://bucket/key"
+  // s3 only: the key's last segment is a glob pattern ("s3://b/train/*.tar"): list list_prefix ("train/", the key
+  // up to and including its last '/', "" at the bucket's top) and match the keys against the pattern (fnmatch).
+  bool is_pattern = false;
+  std::string list_prefix;
 };
 
 bool is_remote(std::string_view text);

@@ -1,0 +1,196 @@
+#include "remote/object_store.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "remote/http_transfer.h"
+#include "remote/s3_request.h"
+#include "remote/s3_xml.h"
+#include "remote/transfer_verdict.h"
+
+namespace batchd::daemon::remote {
+namespace {
+
+constexpr uint64_t kMaxListingPage = 64ull << 20;  // bytes of one ListObjectsV2 answer (1000 keys: ~300 KB)
+
+// A request and how errors name it.
+struct Target {
+  RemoteUrl url;
+  HttpRequest request;
+  std::string what;  // "GET s3://b/k (endpoint http://...)", "HEAD https://h/x?..."
+};
+
+}  // namespace
+
+struct ObjectStore::Impl {
+  Impl(HttpSettings h, AwsSettings a) : http(h), s3(std::move(a)), client(std::move(h)), rng(std::random_device{}()) {}
+
+  Result<Target> target(const std::string& url, bool head) const {
+    auto parsed = parse_remote_url(url, "remote URL");
+    if (!parsed.ok()) return parsed.error();
+    Target t{*parsed, {}, ""};
+    t.request.head = head;
+    const std::string method = head ? "HEAD " : "GET ";
+    if (t.url.scheme == Scheme::kS3) {
+      t.request.url = s3_object_url(s3, t.url.bucket, t.url.key);
+      t.request.sign = s3.credentials.empty() ? nullptr : &s3;
+      t.what = method + t.url.url + " (endpoint " + redact(s3.endpoint_url) + ")";
+    } else {
+      t.request.url = url;
+      t.request.follow_redirects = true;
+      t.what = method + redact(url);
+    }
+    return t;
+  }
+
+  // AWS's "full jitter": uniform(0, min(cap, base * 2^attempt)).
+  void back_off(uint32_t attempt) {
+    const double cap = std::min(http.backoff_max_s, http.backoff_base_s * std::pow(2.0, attempt));
+    const double s = std::uniform_real_distribution<double>(0, std::max(0.0, cap))(rng);
+    std::this_thread::sleep_for(std::chrono::duration<double>(s));
+  }
+
+  // Attempts `t` until a verdict other than retry, or the bound. `before` runs before each attempt (truncating the
+  // file); `check` judges a 2xx response further (a fetch's byte count).
+  template <typename Before, typename Check>
+  Result<HttpResponse> attempt_all(TransferCounters& counters, const Target& t, const BodySink& sink, Before before,
+                                   Check check) {
+    const uint32_t attempts = http.retries + 1;
+    std::string last;
+    for (uint32_t i = 0; i < attempts; ++i) {
+      if (i > 0) {
+        ++counters.retries;
+        back_off(i - 1);
+      }
+      BATCHD_RETURN_IF_ERROR(before());
+      ++counters.requests;
+      auto r = client.perform(t.request, sink);
+      if (!r.ok()) return r.error();
+      counters.bytes += r->body_bytes + r->error_body.size();
+      Verdict v = judge_response(*r, t.what, s3.describe());
+      if (v.kind == Verdict::kDone) v = check(*r);
+      if (v.kind == Verdict::kDone) return r;
+      if (v.kind == Verdict::kFail) return *v.error;
+      last = v.reason;
+    }
+    return Error(ErrorCode::kUnavailable, t.what + ": " + last + ", " + std::to_string(attempts) + " attempts in all " +
+                                              "(retries with backoff): check that the server is up and reachable, " +
+                                              "or raise the retries and timeouts ([remote]) for a slow one");
+  }
+
+  HttpSettings http;
+  AwsSettings s3;
+  HttpClient client;
+  std::mt19937_64 rng;
+};
+
+ObjectStore::ObjectStore(HttpSettings http, AwsSettings s3)
+    : impl_(std::make_unique<Impl>(std::move(http), std::move(s3))) {}
+ObjectStore::~ObjectStore() = default;
+ObjectStore::ObjectStore(ObjectStore&&) noexcept = default;
+ObjectStore& ObjectStore::operator=(ObjectStore&&) noexcept = default;
+
+static Status nothing() { return ok_status(); }
+
+Result<RemoteObject> ObjectStore::stat(const std::string& url) {
+  auto t = impl_->target(url, true);
+  if (!t.ok()) return t.error();
+  BodySink sink;
+  auto r = impl_->attempt_all(counters_, *t, sink, nothing, [](const HttpResponse&) { return Verdict{}; });
+  if (!r.ok()) {
+    ++counters_.failures;
+    return r.error();
+  }
+  if (!r->content_length) {
+    ++counters_.failures;
+    return Error(ErrorCode::kDataError, t->what + ": the answer has no Content-Length, so the object's size is " +
+                                            "unknown: serve it with one");
+  }
+  return RemoteObject{url, *r->content_length, r->etag};
+}
+
+Result<std::vector<RemoteObject>> ObjectStore::list(const std::string& s3_prefix_url, size_t max_objects) {
+  auto parsed = parse_remote_url(s3_prefix_url, "remote URL");
+  if (!parsed.ok()) return parsed.error();
+  if (parsed->scheme != Scheme::kS3) {
+    return Error(ErrorCode::kInvalidArgument, redact(s3_prefix_url) + ": HTTP has no listing: name each shard " +
+                                                  "(braces {000..099}) or use s3://");
+  }
+  const std::string prefix = parsed->is_pattern ? parsed->list_prefix : parsed->key;
+  std::vector<RemoteObject> out;
+  std::string token;
+  while (true) {
+    Target t{*parsed, {}, "GET " + s3_prefix_url + " (ListObjectsV2, endpoint " + redact(impl_->s3.endpoint_url) + ")"};
+    t.request.url = s3_list_url(impl_->s3, parsed->bucket, prefix, token, std::max(1u, impl_->http.list_page_size));
+    t.request.sign = impl_->s3.credentials.empty() ? nullptr : &impl_->s3;
+    BodySink sink;
+    sink.max_bytes = kMaxListingPage;
+    auto r = impl_->attempt_all(counters_, t, sink, nothing, [](const HttpResponse&) { return Verdict{}; });
+    auto page = r.ok() ? parse_list_page(r->body, s3_prefix_url) : Result<ListPage>(r.error());
+    if (!page.ok()) {
+      ++counters_.failures;
+      return page.error();
+    }
+    for (const ListedKey& k : page->keys) {
+      out.push_back({"s3://" + parsed->bucket + "/" + k.key, k.size, k.etag});
+    }
+    if (out.size() > max_objects) {
+      ++counters_.failures;
+      return Error(ErrorCode::kInvalidArgument, s3_prefix_url + " lists more than " + std::to_string(max_objects) +
+                                                    " objects: narrow the prefix or pattern");
+    }
+    if (!page->truncated) break;
+    if (page->next_token == token) {
+      ++counters_.failures;
+      return Error(ErrorCode::kDataError, "the listing of " + s3_prefix_url + " does not move on (the same " +
+                                              "continuation token twice): is the endpoint an S3 server?");
+    }
+    token = page->next_token;
+  }
+  std::sort(out.begin(), out.end(), [](const RemoteObject& a, const RemoteObject& b) { return a.url < b.url; });
+  return out;
+}
+
+Status ObjectStore::fetch(const RemoteObject& object, int fd) {
+  auto t = impl_->target(object.url, false);
+  if (!t.ok()) return t.error();
+  if (!object.etag.empty()) t->request.headers.push_back("If-Match: " + object.etag);
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  BodySink sink;
+  sink.fd = fd;
+  sink.max_bytes = object.size;
+  sink.expect_etag = object.etag;
+  auto truncate = [&]() -> Status {
+    if (regular && ::ftruncate(fd, 0) != 0) {
+      return Error(ErrorCode::kIo, t->what + ": truncating the file: " + std::strerror(errno));
+    }
+    return ok_status();
+  };
+  auto complete = [&](const HttpResponse& r) -> Verdict {
+    if (r.content_length && *r.content_length < object.size) {
+      return {Verdict::kFail, "", Error(ErrorCode::kDataError,
+                                        t->what + " changed on the server (size " + std::to_string(object.size) +
+                                            ", now " + std::to_string(*r.content_length) + "): reload the dataset")};
+    }
+    if (r.body_bytes < object.size) {
+      return {Verdict::kRetry, "the body ended after " + std::to_string(r.body_bytes) + " of " +
+                                   std::to_string(object.size) + " bytes", std::nullopt};
+    }
+    return {};
+  };
+  auto r = impl_->attempt_all(counters_, *t, sink, truncate, complete);
+  if (r.ok()) return ok_status();
+  ++counters_.failures;
+  return r.error();
+}
+
+}  // namespace batchd::daemon::remote
