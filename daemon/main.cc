@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   // Remote shards' cache (daemon.cache_dir/shards): its fetch threads start at the first fetch, after the fork.
   std::shared_ptr<remote::ShardStore> shard_store;
   if (!config->cache_dir.empty() && config->remote.cache_max_bytes != 0) {
-    auto store = remote::ShardStore::open(remote_store_options(*config));
+    auto store = remote::ShardStore::open(remote::remote_store_options(*config));
     if (store.ok()) {
       shard_store = std::move(store).value();
     } else {

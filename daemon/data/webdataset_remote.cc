@@ -124,8 +124,10 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   return ds;
 }
 
+// Constant: the local copy's name holds the URL, ETag and size, so its bytes are those the index was built from, and
+// a shard replaced on the server is another file (never fetched for this load). Called in the workers: it must not
+// touch the store (its mutex may have been held by a fetch thread when the worker was forked).
 FileStamp WebDatasetDataset::remote_stamp(size_t shard) const {
-  if (store_->changed_on_server(remote_id_[shard])) return {};
   const std::string& etag = remote_etag_[shard];
   return {shard_size_[shard], static_cast<int64_t>(XXH3_64bits(etag.data(), etag.size()) >> 1),
           uint64_t{remote_id_[shard]} + 1};

@@ -10,6 +10,7 @@
 // to one server reuse a connection. Thread-compatible (one HttpClient per thread).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,9 +59,13 @@ class HttpClient final {
   // One request. An error only for a failure to set it up (no handle, an allocation); what the server or the
   // network did is in HttpResponse.
   Result<HttpResponse> perform(const HttpRequest& request, const BodySink& sink);
+  // A transfer under way stops (CURLE_ABORTED_BY_CALLBACK) soon after *cancel becomes true: curl's progress
+  // callback looks at it at least once a second. null: never.
+  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
 
  private:
   HttpSettings settings_;
+  const std::atomic<bool>* cancel_ = nullptr;
   CurlEasy easy_;
 };
 

@@ -153,7 +153,7 @@ void ShardStore::finish_locked(uint32_t id, const Status& result, bool ahead) {
     s.used = ++tick_;
     count_locked(s, &FetchTotals::fetched);
     count_locked(s, &FetchTotals::fetched_bytes, s.object.size);
-    if (ahead && !s.urgent) count_locked(s, &FetchTotals::prefetched);
+    if (ahead) count_locked(s, &FetchTotals::prefetched);
   } else {
     bytes_ -= s.object.size;  // the reservation
     s.state = State::kFailed;
@@ -163,7 +163,7 @@ void ShardStore::finish_locked(uint32_t id, const Status& result, bool ahead) {
     s.last_error = result.error().message();
     count_locked(s, &FetchTotals::failed);
   }
-  s.urgent = false;
+  if (!result.ok()) s.urgent = false;  // (a fetched one stays kept until its waiting task runs)
   done_.notify_all();
 }
 

@@ -110,18 +110,21 @@ Result<ShardStore::Readiness> ShardStore::acquire(const std::vector<uint32_t>& i
     for (uint32_t id : ids) {
       ++shards_[id].pins;
       shards_[id].used = ++tick_;
+      shards_[id].urgent = false;
     }
     return Readiness::kReady;
   }
+  // The task waits. Its shards that are here are kept (urgent) until it runs, so that fetching the others cannot
+  // evict them (with a cache barely larger than one task's shards, it would never run).
   for (uint32_t id : ids) {
     Shard& s = shards_[id];
-    if (s.state == State::kHere || (s.state == State::kFailed && !may_retry_locked(s))) continue;
+    if (s.state == State::kFailed && !may_retry_locked(s)) continue;
     if (s.state == State::kFailed) s.state = State::kAbsent;
-    if (!s.urgent) {
-      s.urgent = true;
+    if (!s.urgent && s.state != State::kHere) {
       count_locked(s, &FetchTotals::waited);
       if (s.state == State::kAbsent) queue_.push_back(id);
     }
+    s.urgent = true;
   }
   schedule_locked();
   return Readiness::kWaiting;
@@ -131,6 +134,14 @@ void ShardStore::release(const std::vector<uint32_t>& ids) {
   std::lock_guard lock(mu_);
   for (uint32_t id : ids) {
     if (shards_.at(id).pins > 0) --shards_[id].pins;
+  }
+  schedule_locked();
+}
+
+void ShardStore::unhold(const std::vector<uint32_t>& ids) {
+  std::lock_guard lock(mu_);
+  for (uint32_t id : ids) {
+    if (shards_.at(id).state == State::kHere) shards_[id].urgent = false;
   }
   schedule_locked();
 }
@@ -152,7 +163,7 @@ void ShardStore::drop_demand(uint64_t stream) {
 
 int ShardStore::evict_rank_locked(uint32_t id, bool urgent) const {
   const Shard& s = shards_[id];
-  if (s.state != State::kHere || s.pins > 0) return -1;
+  if (s.state != State::kHere || s.pins > 0 || s.urgent) return -1;
   bool ahead = false, again = false;
   for (const auto& [stream, d] : demand_) {
     ahead |= std::find(d.ahead.begin(), d.ahead.end(), id) != d.ahead.end();

@@ -100,6 +100,9 @@ class ShardStore final {
   // shards together exceed the bound (the task can never run), naming remote.cache_max_bytes.
   Result<Readiness> acquire(const std::vector<uint32_t>& ids);
   void release(const std::vector<uint32_t>& ids);
+  // The task that was kWaiting for `ids` will not ask again (its stream closed or dropped it): its shards that are
+  // here are no longer kept for it.
+  void unhold(const std::vector<uint32_t>& ids);
   // Stream `stream`'s ahead list (fetched in this order, never evicted for prefetch) and its position in the epoch;
   // `last_use` (when not null) is, for the epoch being read, the last position at which it reads each shard.
   void set_demand(uint64_t stream, std::vector<uint32_t> ahead, uint64_t position,

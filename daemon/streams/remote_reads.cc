@@ -11,6 +11,7 @@ RemoteReads::RemoteReads(std::shared_ptr<const WebDatasetDataset> dataset, uint6
       prefetch_shards_(prefetch_shards) {}
 
 RemoteReads::~RemoteReads() {
+  if (!waiting_ids_.empty()) store_.unhold(waiting_ids_);
   for (const auto& [key, ids] : pinned_) store_.release(ids);
   store_.drop_demand(stream_id_);
 }
@@ -33,9 +34,15 @@ Result<bool> RemoteReads::admit(const Task& task) {
   std::vector<int64_t> wanted(indices.begin() + std::min<int>(static_cast<int>(task.work.made()), indices.size()),
                               indices.end());
   std::vector<uint32_t> ids = shards_of(wanted);
+  if (!waiting_ids_.empty() && waiting_key_ != key) store_.unhold(waiting_ids_);  // that task was dropped
+  waiting_ids_.clear();
   auto ready = store_.acquire(ids);
   if (!ready.ok()) return ready.error();
-  if (*ready != remote::ShardStore::Readiness::kReady) return false;
+  if (*ready != remote::ShardStore::Readiness::kReady) {
+    waiting_key_ = key;
+    waiting_ids_ = std::move(ids);
+    return false;
+  }
   pinned_[key] = std::move(ids);
   return true;
 }

@@ -58,6 +58,9 @@ class RemoteReads final {
   uint32_t prefetch_shards_;
   std::map<std::pair<uint64_t, uint32_t>, std::vector<uint32_t>> pinned_;  // (sequence, begin) -> shard ids
   uint64_t planned_epoch_ = UINT64_MAX;
+  // The task last told kWaiting and its shards (kept by the store until it runs, or unhold()).
+  std::pair<uint64_t, uint32_t> waiting_key_{UINT64_MAX, 0};
+  std::vector<uint32_t> waiting_ids_;
 };
 
 }  // namespace batchd::daemon

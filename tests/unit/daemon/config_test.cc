@@ -275,3 +275,54 @@ TEST(ConfigTest, MaxAttachedWorkersIsReadDefaultsTo64AndIsRangeChecked) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+TEST(ConfigTest, RemoteTableIsReadCheckedAndItsDefaultsAreTheShippedOnes) {
+  auto sut = parse_config("[remote]\ncache_max_bytes = 1000000\nfetch_concurrency = 2\nprefetch_shards = 0\n"
+                          "connect_timeout_s = 0.5\nstall_timeout_s = 2\nretries = 1\nbackoff_base_s = 0.01\n"
+                          "backoff_max_s = 0.1\nca_file = \"/etc/ssl/ca.pem\"\n"
+                          "[datasets.s3]\nformat = \"webdataset\"\nshards = \"s3://b/x-{0..1}.tar\"\n"
+                          "endpoint_url = \"http://127.0.0.1:9000\"\nregion = \"eu-west-1\"\nprofile = \"p\"\n"
+                          "credentials_file = \"/etc/batchd/creds\"\n",
+                          "t.toml");
+  ASSERT_TRUE(sut.ok()) << sut.error().message();
+  EXPECT_EQ(sut->remote.cache_max_bytes, 1000000);
+  EXPECT_EQ(sut->remote.fetch_concurrency, 2u);
+  EXPECT_EQ(sut->remote.prefetch_shards, 0u);
+  EXPECT_DOUBLE_EQ(sut->remote.connect_timeout_s, 0.5);
+  EXPECT_DOUBLE_EQ(sut->remote.stall_timeout_s, 2);
+  EXPECT_EQ(sut->remote.retries, 1u);
+  EXPECT_EQ(sut->remote.ca_file, "/etc/ssl/ca.pem");
+  ASSERT_EQ(sut->datasets.size(), 1u);
+  EXPECT_EQ(sut->datasets[0].endpoint_url, "http://127.0.0.1:9000");
+  EXPECT_EQ(sut->datasets[0].region, "eu-west-1");
+  EXPECT_EQ(sut->datasets[0].profile, "p");
+  EXPECT_EQ(sut->datasets[0].credentials_file, "/etc/batchd/creds");
+
+  auto embedded = parse_config(default_config_text(), "<embedded>");
+  auto shipped = load_config_file(BATCHD_SOURCE_DIR "/deploy/batchd.toml");
+  ASSERT_TRUE(embedded.ok() && shipped.ok());
+  const RemoteSettings defaults;
+  for (const Config* c : {&*embedded, &*shipped}) {
+    EXPECT_EQ(c->remote.cache_max_bytes, -1) << "absent: half the cache_dir's free space";
+    EXPECT_EQ(c->remote.fetch_concurrency, defaults.fetch_concurrency);
+    EXPECT_EQ(c->remote.prefetch_shards, defaults.prefetch_shards);
+    EXPECT_EQ(c->remote.retries, defaults.retries);
+    EXPECT_DOUBLE_EQ(c->remote.stall_timeout_s, defaults.stall_timeout_s);
+    EXPECT_DOUBLE_EQ(c->remote.backoff_max_s, defaults.backoff_max_s);
+  }
+  for (const char* bad : {"fetch_concurrency = 0", "fetch_concurrency = 257", "retries = -1", "stall_timeout_s = 0",
+                          "connect_timeout_s = \"10\"", "ca_file = \"relative.pem\"", "cache_max_bytes = -1",
+                          "unknown = 1"}) {
+    const std::string msg = config_error_of(std::string("[remote]\n") + bad + "\n");
+    EXPECT_NE(msg.find("remote."), std::string::npos) << bad << ": " << msg;
+  }
+  EXPECT_NE(config_error_of("[datasets.w]\nformat = \"webdataset\"\nshards = \"s3://b/k.tar\"\n"
+                            "aws_secret_access_key = \"x\"\n").find("aws_secret_access_key"),
+            std::string::npos) << "no secret inline: an unknown key";
+}
+
+}  // namespace
+}  // namespace batchd::daemon
