@@ -223,6 +223,7 @@ segments missing), 2 usage error.)",
       if (*datasets_cmd) {
         view.datasets = status->datasets;
         view.dataset_entries = status->dataset_entries;
+        view.remote_cache = status->remote_cache;
       }
       if (*streams_cmd) view.streams = status->streams;
       if (*workers_cmd) view.workers = status->workers;

@@ -83,7 +83,7 @@ class Daemon:
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         if p.returncode != 0:
             return None
-        return json.loads(p.stdout).get("datasetEntries", [])
+        return json.loads(p.stdout).get("dataset_entries", [])
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -182,7 +182,7 @@ def main():
             procs = [bench(d.sock, args, seed=s) for s in range(args.trainers)]
             for p in procs:
                 epochs_of(p, args.images)
-            fetched_bytes = int((d.datasets() or [{}])[0].get("remote", {}).get("fetchedBytes", 0))
+            fetched_bytes = int((d.datasets() or [{}])[0].get("remote", {}).get("fetched_bytes", 0))
         finally:
             d.stop()
         sent = server.sent_bytes(sizes) - before

@@ -110,7 +110,7 @@ struct RemoteSettings {
   // system has free at start-up (plus what is cached already); 0 = remote shards refused.
   int64_t cache_max_bytes = -1;
   uint32_t fetch_concurrency = 4;  // shards downloaded at once (all datasets and streams together)
-  uint32_t prefetch_shards = 8;    // shards each stream asks for ahead of the batches being made
+  uint32_t prefetch_shards = 8;    // shards each stream asks for ahead of the batches being made; 0 = none
   double connect_timeout_s = 10;   // per connection attempt
   double stall_timeout_s = 30;     // a transfer moving < 1 byte/s this long is aborted (and retried)
   double request_timeout_s = 600;  // one request, whole; 0 = none (the stall bound still holds)

@@ -124,7 +124,8 @@ int main(int argc, char** argv) {
   prepare_index_cache_dir(config->cache_dir);
   // Remote shards' cache (daemon.cache_dir/shards): its fetch threads start at the first fetch, after the fork.
   std::shared_ptr<remote::ShardStore> shard_store;
-  if (!config->cache_dir.empty() && config->remote.cache_max_bytes != 0) {
+  if (!config->cache_dir.empty() && config->remote.cache_max_bytes != 0 &&
+      index_cache_dir_problem(config->cache_dir).empty()) {  // a cache_dir others may write: no remote shards
     auto store = remote::ShardStore::open(remote::remote_store_options(*config));
     if (store.ok()) {
       shard_store = std::move(store).value();

@@ -35,8 +35,9 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   }
   if (ctx.shard_store == nullptr) {
     return Error(ErrorCode::kInvalidArgument,
-                 key + " names remote shards, which are fetched into daemon.cache_dir/shards: set daemon.cache_dir "
-                       "(\"\" turns the cache off) and remote.cache_max_bytes (0 turns remote shards off)");
+                 key + " names remote shards, which are fetched into daemon.cache_dir/shards, and this daemon has "
+                       "no shard cache: daemon.cache_dir is \"\" (set it), or it is not the daemon's own directory (the "
+                       "log says why), or remote.cache_max_bytes is 0");
   }
   LoadProgress* progress = ctx.progress;
   const std::atomic<bool>* cancel = progress != nullptr ? &progress->cancel : nullptr;

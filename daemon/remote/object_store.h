@@ -5,7 +5,8 @@
 // goes to the resolved endpoint (remote/aws_settings.h: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
 // endpoint_url, else https://s3.REGION.amazonaws.com) with path-style addressing (ENDPOINT/BUCKET/KEY: what
 // S3-compatible servers (MinIO, Ceph, s3rver) serve), signed with AWS Signature Version 4 when credentials were
-// found (anonymous requests otherwise).
+// found (anonymous requests otherwise): by libcurl's CURLOPT_AWS_SIGV4 over URLs we make canonical, no signing code
+// of ours (remote/s3_request.h says why that suffices with curl 7.88; sigv4_test.cc checks it against botocore).
 //
 // Faults: a connection refused/reset, a timeout, an HTTP 5xx (503 SlowDown included), a truncated body (fewer bytes
 // than Content-Length or than the object's size) are retried up to HttpSettings::retries times with exponential

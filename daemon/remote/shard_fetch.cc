@@ -31,42 +31,43 @@ Result<std::shared_ptr<ShardStore>> ShardStore::open(ShardStoreOptions options) 
   if (dir.empty() || dir.front() != '/') {
     return Error(ErrorCode::kInvalidArgument, "the remote shard cache needs daemon.cache_dir (an absolute path)");
   }
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return posix_error("cannot create the remote shard cache " + dir + " (daemon.cache_dir must be writable by the "
-                       "daemon; systemd: CacheDirectory=batchd)", errno);
-  }
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) return posix_error("cannot stat " + dir, errno);
-  if (const std::string why = why_not_the_daemons("the remote shard cache " + dir, st); !why.empty()) {
-    return Error(ErrorCode::kPermissionDenied, why + "; remove it (the daemon makes it again, mode 0700) or set "
-                                               "daemon.cache_dir to a directory of the daemon's");
-  }
+  // The directory is made at the first download (a daemon without remote shards leaves no trace in cache_dir).
   std::shared_ptr<ShardStore> store(new ShardStore(std::move(options)));
   uint64_t cached = 0;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return posix_error("cannot list " + dir, errno);
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    const std::string path = dir + "/" + name;
-    struct stat fst {};
-    if (::lstat(path.c_str(), &fst) != 0) continue;
-    // A crash mid-download leaves .part files; .error files describe fetches of the last run. Neither is kept.
-    if (ends_with(name, ".part") || ends_with(name, ".error") || !S_ISREG(fst.st_mode) || !ends_with(name, ".tar") ||
-        name.size() != 36 || fst.st_uid != ::geteuid()) {
-      if (S_ISREG(fst.st_mode) || S_ISLNK(fst.st_mode)) ::unlink(path.c_str());
-      continue;
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return posix_error("cannot stat " + dir, errno);
+  } else {
+    if (const std::string why = why_not_the_daemons("the remote shard cache " + dir, st); !why.empty()) {
+      return Error(ErrorCode::kPermissionDenied, why + "; remove it (the daemon makes it again, mode 0700) or set "
+                                                 "daemon.cache_dir to a directory of the daemon's");
     }
-    store->orphans_[name] = static_cast<uint64_t>(fst.st_size);
-    cached += static_cast<uint64_t>(fst.st_size);
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return posix_error("cannot list " + dir, errno);
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      const std::string path = dir + "/" + name;
+      struct stat fst {};
+      if (::lstat(path.c_str(), &fst) != 0) continue;
+      // A crash mid-download leaves .part files; .error files describe fetches of the last run. Neither is kept.
+      if (ends_with(name, ".part") || ends_with(name, ".error") || !S_ISREG(fst.st_mode) ||
+          !ends_with(name, ".tar") || name.size() != 36 || fst.st_uid != ::geteuid()) {
+        if (S_ISREG(fst.st_mode) || S_ISLNK(fst.st_mode)) ::unlink(path.c_str());
+        continue;
+      }
+      store->orphans_[name] = static_cast<uint64_t>(fst.st_size);
+      cached += static_cast<uint64_t>(fst.st_size);
+    }
+    ::closedir(d);
   }
-  ::closedir(d);
   store->bytes_ = cached;
   if (store->options_.max_bytes >= 0) {
     store->max_bytes_ = static_cast<uint64_t>(store->options_.max_bytes);
   } else {
     struct statvfs vfs {};
-    if (::statvfs(dir.c_str(), &vfs) != 0) return posix_error("cannot statvfs " + dir, errno);
+    const std::string where = cached > 0 ? dir : dir.substr(0, dir.rfind('/'));  // the dir, or cache_dir
+    if (::statvfs(where.c_str(), &vfs) != 0) return posix_error("cannot statvfs " + where, errno);
     store->max_bytes_ = (static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize + cached) / 2;
   }
   return store;
@@ -110,6 +111,10 @@ void ShardStore::notify() {
 Status ShardStore::download(ObjectStore& store, const Shard& shard) {
   const std::string part = shard.file + ".part";
   const std::string error_file = shard.file + ".error";
+  if (::mkdir(options_.dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return posix_error("cannot create the remote shard cache " + options_.dir + " (daemon.cache_dir must be "
+                       "writable by the daemon; systemd: CacheDirectory=batchd)", errno);
+  }
   ::unlink(part.c_str());
   wire::UniqueFd fd(::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   Status result = ok_status();

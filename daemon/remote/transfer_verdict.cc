@@ -66,8 +66,9 @@ Verdict judge_response(const HttpResponse& r, const std::string& what, const std
   if (s == 404) return fail(ErrorCode::kNotFound, what + ": " + status + ": no such object; check the URL (bucket, " +
                                                       "key or path) and the endpoint");
   if (s == 401 || s == 403) {
-    return fail(ErrorCode::kPermissionDenied, what + ": " + status + ": access denied; check the credentials (" +
-                                                  credentials_hint + ") and what they may read");
+    const std::string from = credentials_hint.empty() ? "" : " (" + credentials_hint + ")";
+    return fail(ErrorCode::kPermissionDenied,
+                what + ": " + status + ": access denied; check the credentials" + from + " and what they may read");
   }
   if (s == 412) {
     return fail(ErrorCode::kDataError, what + ": " + status + ": the object changed on the server since it was " +

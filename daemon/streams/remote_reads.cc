@@ -56,7 +56,7 @@ void RemoteReads::finished(const Task& task) {
 
 void RemoteReads::look_ahead(const std::vector<std::tuple<uint64_t, uint64_t, uint64_t>>& upcoming,
                              const BatchIndices& batch, const EpochIndices& epoch) {
-  if (upcoming.empty()) {
+  if (upcoming.empty() || prefetch_shards_ == 0) {  // nothing ahead, or prefetch off (remote.prefetch_shards = 0)
     store_.set_demand(stream_id_, {}, UINT64_MAX, nullptr);
     return;
   }

@@ -6,7 +6,7 @@
 // runs) until finished(task); kWaiting asks the store for them first (the stream keeps the task and asks again on
 // the next pump: the store pumps the scheduler when a fetch completes). look_ahead() after each claim: the distinct
 // shards of the batches after the one claimed — at least the next 2 batches' and at least remote.prefetch_shards of
-// them (at most 256 batches ahead) — in order, become the stream's ahead list (fetched in that order, never evicted
+// them (at most 256 batches ahead; none with prefetch_shards = 0) — in order, become the stream's ahead list (fetched in that order, never evicted
 // to make room for another prefetch); and at each new epoch, the last position at which the epoch reads each shard
 // (shards read for the last time this epoch are evicted first).
 //

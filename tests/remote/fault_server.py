@@ -36,6 +36,7 @@ import base64
 import email.utils
 import hashlib
 import http.server
+import io
 import json
 import os
 import socket
@@ -124,21 +125,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     # --- plumbing -------------------------------------------------------------------------------------------------
-    def send_bytes(self, data):
-        """Writes `data`, paced to the server's --bandwidth per connection."""
+    def send_stream(self, source, length):
+        """Writes `length` bytes read from `source` (a file), in blocks, paced to --bandwidth per connection."""
         bw = self.server.bandwidth
-        if not bw:
+        block = max(1024, int(bw / 50)) if bw else 1 << 20
+        start, sent = time.monotonic(), 0
+        while sent < length:
+            data = source.read(min(block, length - sent))
+            if not data:
+                break
             self.wfile.write(data)
-            return
-        chunk = max(1024, int(bw / 50))
-        start = time.monotonic()
-        sent = 0
-        for i in range(0, len(data), chunk):
-            self.wfile.write(data[i:i + chunk])
-            sent += len(data[i:i + chunk])
-            ahead = sent / bw - (time.monotonic() - start)
+            sent += len(data)
+            ahead = sent / bw - (time.monotonic() - start) if bw else 0
             if ahead > 0:
                 time.sleep(ahead)
+
+    def send_bytes(self, data):
+        self.send_stream(io.BytesIO(data), len(data))
 
     def s3_error(self, status, code=None, message="", head=False):
         code = code or ERROR_STATUS_CODES.get(status, "Error")
@@ -232,10 +235,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         with open(path, "rb") as f:
             f.seek(start)
-            body = f.read(end - start)
-        self.send_body(body, mode)
+            self.send_body(f, end - start, mode)
 
-    def send_body(self, body, mode):
+    def send_body(self, source, length, mode):
+        """The body (`length` bytes of the file `source`), or the fault `mode` in its place."""
         if mode == "reset":
             self.wfile.flush()
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -243,7 +246,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.close()
             return
         if mode == "truncate":
-            self.send_bytes(body[:len(body) // 2])
+            self.send_stream(source, length // 2)
             self.wfile.flush()
             self.close_connection = True
             return
@@ -252,7 +255,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(120)
             self.close_connection = True
             return
-        self.send_bytes(body)
+        self.send_stream(source, length)
 
     def list_objects(self, raw_path, query, head, mode):
         bucket = urllib.parse.unquote(raw_path).strip("/")
@@ -301,7 +304,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if not head:
-            self.send_body(body, mode)
+            self.send_body(io.BytesIO(body), len(body), mode)
 
 
 class Server(http.server.ThreadingHTTPServer):

@@ -83,6 +83,25 @@ struct LoggedRequest {
   }
 };
 
+// fault_server.py's --log: one JSON object per line.
+inline std::vector<LoggedRequest> read_request_log(const std::string& path) {
+  std::vector<LoggedRequest> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    boost::property_tree::ptree tree;
+    std::istringstream text(line);
+    boost::property_tree::read_json(text, tree);
+    LoggedRequest r{tree.get<std::string>("method"), tree.get<std::string>("target"), tree.get<int>("peer"), {}};
+    for (const auto& [_, pair] : tree.get_child("headers")) {
+      auto it = pair.begin();
+      const std::string name = it->second.data();
+      r.headers.emplace_back(name, (++it)->second.data());
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 class FaultServer {
  public:
   // extra: more arguments ("--fault", "503:2", "--cert", ...). ok() false (with why()) if it did not start.
@@ -122,23 +141,7 @@ class FaultServer {
   }
   const std::string& log_path() const { return log_; }
 
-  std::vector<LoggedRequest> requests() const {
-    std::vector<LoggedRequest> out;
-    std::ifstream in(log_);
-    for (std::string line; std::getline(in, line);) {
-      boost::property_tree::ptree tree;
-      std::istringstream text(line);
-      boost::property_tree::read_json(text, tree);
-      LoggedRequest r{tree.get<std::string>("method"), tree.get<std::string>("target"), tree.get<int>("peer"), {}};
-      for (const auto& [_, pair] : tree.get_child("headers")) {
-        auto it = pair.begin();
-        const std::string name = it->second.data();
-        r.headers.emplace_back(name, (++it)->second.data());
-      }
-      out.push_back(std::move(r));
-    }
-    return out;
-  }
+  std::vector<LoggedRequest> requests() const { return read_request_log(log_); }
 
  private:
   std::string log_;
