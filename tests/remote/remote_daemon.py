@@ -88,7 +88,7 @@ class RemoteDaemon:
     def __enter__(self):
         with open(self.log_path, "ab") as log:
             self._run = _run_daemon(str(self.tmp), ["--config", str(self.config_path), "--cache-dir", self.cache_dir,
-                                                    "--log-level", self.log_level], env=self.env, stderr=log)
+                                                    "--log-level", self.log_level], env=self.env, stdout=log, stderr=log)
             self.sock = next(self._run)
         self.pid = int(self.status()["daemon_pid"])
         return self
@@ -190,9 +190,9 @@ class FaultServer:
     def requests(self):
         return [json.loads(line) for line in self.log_path.read_text().splitlines()] if self.log_path else []
 
-    def gets(self, path):
-        """How many GETs of `path` the server received."""
-        return sum(1 for r in self.requests() if r["method"] == "GET" and r["target"].split("?")[0] == path)
+    def gets(self, path, method="GET"):
+        """How many GETs (or `method` requests) of `path` the server received."""
+        return sum(1 for r in self.requests() if r["method"] == method and r["target"].split("?")[0] == path)
 
 
 def _jpeg(rng, side):

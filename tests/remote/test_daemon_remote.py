@@ -72,12 +72,12 @@ def test_prefetch_runs_ahead_of_the_tasks_and_without_it_tasks_wait(tmp_path):
     trainer that takes 0.05 s a batch: fetched 32 ahead (8 at once) the tasks wait for few of them; with
     prefetch_shards = 0 (the next 2 batches only) they wait for many more. The index is cached by a first run, and
     the shard files deleted before each timed run, so every shard is fetched while the epoch runs."""
-    make_shards(tmp_path / "srv" / "pf", 32, 1)
+    make_shards(tmp_path / "srv" / "pfs", 32, 1)
     cache = str(tmp_path / "cache")
 
     def config(prefetch, endpoint):
         return config_text({"prefetch_shards": prefetch, "fetch_concurrency": 8},
-                           {"pf": webdataset("s3://pf/*.tar", endpoint_url=endpoint)})
+                           {"pf": webdataset("s3://pfs/*.tar", endpoint_url=endpoint)})
 
     with FaultServer(tmp_path / "srv") as fs:
         (tmp_path / "index").mkdir()

@@ -24,26 +24,26 @@ from test_daemon_remote import BRACES, N, photos, s3  # noqa: F401  (module fixt
 def test_a_503_burst_a_reset_a_truncated_body_and_a_stall_are_retried(tmp_path, photos):
     """fault_server as an S3 endpoint (a listing, so the only requests for a shard are its GETs); the dataset "gone"
     answers 503 until the retries (4) run out."""
-    faults = ["503:3:/ft/shard-000001.tar", "truncate:1:/ft/shard-000002.tar", "reset:1:/ft/shard-000003.tar",
-              "stall:1:/ft/shard-000000.tar", "503:0:/gone/shard-"]
-    (tmp_path / "srv").mkdir()
-    os.symlink(photos / "train", tmp_path / "srv" / "ft")
-    os.symlink(photos / "train", tmp_path / "srv" / "gone")
+    faults = ["503:3:/fts/shard-000001.tar", "truncate:1:/fts/shard-000002.tar", "reset:1:/fts/shard-000003.tar",
+              "stall:1:/fts/shard-000000.tar", "503:0:/gone/shard-"]
+    shutil.copytree(photos / "train", tmp_path / "srv" / "fts")  # copies: fault_server serves nothing outside its root
+    (tmp_path / "srv" / "gone").mkdir()
+    shutil.copy(photos / "train" / "shard-000000.tar", tmp_path / "srv" / "gone")
     with FaultServer(tmp_path / "srv", log=True, faults=faults) as fs:
         datasets = {"local": webdataset(f"{photos}/train/{BRACES}"),
-                    "ft": webdataset("s3://ft/*.tar", endpoint_url=fs.endpoint),
-                    "gone": webdataset("s3://gone/shard-000000.tar", endpoint_url=fs.endpoint)}
+                    "fts": webdataset("s3://fts/*.tar", endpoint_url=fs.endpoint),
+                    "gone": webdataset("s3://gone/*.tar", endpoint_url=fs.endpoint)}
         with RemoteDaemon(tmp_path, config_text({}, datasets)) as d:
-            assert d.wait_loaded("ft")["state"] == "available"
-            assert_same_epochs(epochs(d.sock, "ft", 1), epochs(d.sock, "local", 1), N)
-            r = d.remote("ft")
+            assert d.wait_loaded("fts")["state"] == "available"
+            assert_same_epochs(epochs(d.sock, "fts", 1), epochs(d.sock, "local", 1), N)
+            r = d.remote("fts")
             assert (r["fetched"], r["failed"], r["shards_here"]) == (4, 0, 4), r
-            gets = {s: fs.gets(f"/ft/shard-00000{s}.tar") for s in range(4)}
+            gets = {s: fs.gets(f"/fts/shard-00000{s}.tar") for s in range(4)}
             assert gets == {0: 2, 1: 4, 2: 2, 3: 2}, gets  # each fault cost one more GET, then it was served
             error = load_error(d.sock, "gone")
             entry = d.wait_loaded("gone")
             assert fs.gets("/gone/shard-000000.tar") == 5  # the first try and 4 retries
-            assert int(d.status()["remote_cache"]["totals"].get("failed", 0)) >= 1
+            assert int(d.status()["remote_cache"]["totals"].get("failed", 0)) == 1
     assert entry["state"] == "failed" and "s3://gone/shard-000000.tar" in entry["detail"], entry
     assert "s3://gone/shard-000000.tar" in error and "503" in error, error
 
@@ -79,7 +79,7 @@ def test_load_refusals_name_the_url_and_the_fix(tmp_path, photos, s3):
     assert "s3://photos/train/absent.tar" in errors["missing"] and "404" in errors["missing"], errors["missing"]
     untrusted = errors["untrusted"]
     assert https.url("train/shard-000000.tar") in untrusted and "certificate" in untrusted.lower(), untrusted
-    assert "remote.ca_file" in untrusted, untrusted  # the fix
+    assert "ca_file" in untrusted, untrusted  # the fix
     assert "HTTP has no listing" in errors["httpglob"] and http.url("train/*.tar") in errors["httpglob"]
     assert "mixes local paths" in errors["mixed"], errors["mixed"]
     assert "daemon.cache_dir" in errors["nocache"], errors["nocache"]
@@ -174,7 +174,7 @@ def test_credentials_appear_in_no_log_status_metric_or_error(tmp_path, s3):
     under cache_dir hold neither."""
     srv = tmp_path / "srv"
     make_shards(srv / "tok", 1, 4, seed=3)
-    os.symlink(srv / "tok", srv / "slow")
+    shutil.copytree(srv / "tok", srv / "slow")
     s3.create_bucket("creds")
     s3.put("creds", "c/shard-000000.tar", srv / "tok" / "shard-000000.tar")
     with socket.socket() as sk:
