@@ -140,9 +140,9 @@ void ShardStore::release(const std::vector<uint32_t>& ids) {
 
 void ShardStore::unhold(const std::vector<uint32_t>& ids) {
   std::lock_guard lock(mu_);
-  for (uint32_t id : ids) {
-    if (shards_.at(id).state == State::kHere) shards_[id].urgent = false;
-  }
+  // Whatever its state: a shard still being fetched for the dropped task must not arrive kept (urgent) for it, or
+  // nothing would ever evict it.
+  for (uint32_t id : ids) shards_.at(id).urgent = false;
   schedule_locked();
 }
 
