@@ -211,3 +211,22 @@ def test_credentials_appear_in_no_log_status_metric_or_error(tmp_path, s3):
     for what, text in texts.items():
         for secret in (SECRET, TOKEN, SECRET.split("/")[0], TOKEN[:24]):
             assert secret not in text, f"{what} holds a credential"
+
+
+@pytest.mark.xfail(strict=True, reason="daemon bug: a task refused by the shard store (its shards exceed "
+                   "remote.cache_max_bytes) is failed with ErrorPolicy::fail_at in Stream::admitted, but nothing "
+                   "delivers that failure when no other task is in flight: the stream hangs")
+def test_a_task_whose_shards_exceed_the_cache_bound_fails_the_stream_naming_the_key(tmp_path, s3):
+    """A cache of one shard and shuffled batches of 6 from 4 shards: a task reads several shards, more than the bound
+    holds, so it can never run; the stream must fail naming remote.cache_max_bytes (not wait forever: the Loader's
+    timeout turns a hang into a "deadline exceeded" error, which fails this test)."""
+    paths = make_shards(tmp_path / "shards", 4, 6, seed=4)
+    s3.create_bucket("toobig")
+    for p in paths:
+        s3.put("toobig", f"t/{os.path.basename(p)}", Path(p))
+    bound = max(os.path.getsize(p) for p in paths) + 100
+    config = config_text({"cache_max_bytes": bound}, {"toobig": webdataset("s3://toobig/t/*.tar")})
+    with RemoteDaemon(tmp_path, config, env=s3.env()) as d:
+        assert d.wait_loaded("toobig")["state"] == "available"
+        with pytest.raises(batchd.BatchdError, match="remote.cache_max_bytes"):
+            epochs(d.sock, "toobig", 1, batch_size=6, shuffle=True, timeout=5)
