@@ -181,6 +181,22 @@ TEST_F(ShardStoreTest, AWaitingTaskGetsItsShardsFetchedAndIsToldWhenTheyArrive) 
   store->stop();
 }
 
+TEST_F(ShardStoreTest, AShardStillBeingFetchedWhenItsWaitingTaskWasDroppedCanBeEvictedOnceItArrives) {
+  server_ = std::make_unique<FaultServer>(root_ / "srv", std::vector<std::string>{"--latency", "0.3"});
+  ASSERT_TRUE(server_->ok());
+  auto store = open(1500);  // one shard fits
+  const uint32_t a = store->add(object(0), nullptr, "ds"), b = store->add(object(1), nullptr, "ds");
+  ASSERT_EQ(*store->acquire({a}, 1), ShardStore::Readiness::kWaiting);
+  store->unhold(1);  // the task's stream closed while `a` was being fetched for it
+  for (int i = 0; i < 200 && store->status().totals.fetched < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(store->status().totals.fetched, 1u);
+  auto next = store->fetch_now(b, nullptr);
+  EXPECT_TRUE(next.ok()) << "a shard no task waits for any more must make room: " << next.error().message();
+  EXPECT_FALSE(fs::exists(store->path(a)));
+}
+
 TEST_F(ShardStoreTest, AStreamsAheadListIsFetchedBeforeAnyTaskAsks) {
   auto store = open(1 << 20);
   std::vector<uint32_t> ids;
