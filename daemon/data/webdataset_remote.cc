@@ -88,7 +88,8 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   }
   if (progress != nullptr) progress->done = n - todo.size();
   // The others: fetched into the store (where epoch 1 then finds them, while the bound allows) and indexed from
-  // there, remote.fetch_concurrency at once; each pinned while it is read, so no other fetch evicts it meanwhile. A
+  // there, remote.fetch_concurrency at once; each pinned from its fetch until it is read, so no other fetch evicts it
+  // meanwhile (a fetch waits for room while others are pinned). A
   // shard replaced on the server since it was listed is listed again and fetched anew (twice at most).
   std::mutex mu;
   std::optional<std::pair<size_t, Error>> failed;  // the first shard (in order) that failed
@@ -96,7 +97,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   auto index_one = [&](size_t i, std::optional<remote::ObjectStore>& lister) -> Result<ShardIndex> {
     for (int attempt = 0; attempt < 4; ++attempt) {
       const uint32_t id = ds->remote_id_[i];
-      auto fetched = ctx.shard_store->fetch_now(id, cancel);
+      auto fetched = ctx.shard_store->fetch_now(id, cancel, /*pin=*/true);
       if (!fetched.ok() && attempt < 2 && fetched.error().message().find("changed on the server") != std::string::npos) {
         if (!lister) lister.emplace(ctx.shard_store->http(), *settings);
         auto again = lister->stat(shards[i].url);
@@ -107,7 +108,6 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
         continue;
       }
       if (!fetched.ok()) return fetched.error();
-      if (!ctx.shard_store->pin_here(id)) continue;  // evicted between the two: fetch again
       auto indexed = index_shard(ctx.shard_store->path(id), fields, cancel);
       ctx.shard_store->release({id});
       return indexed;

@@ -199,11 +199,13 @@ void ShardStore::fetch_thread() {
   }
 }
 
-Status ShardStore::fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t id, const std::atomic<bool>* cancel) {
+Status ShardStore::fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t id, const std::atomic<bool>* cancel,
+                                  bool pin) {
   while (true) {
     Shard& s = shards_.at(id);
     if (s.state == State::kHere) {
       s.used = ++tick_;
+      s.pins += pin ? 1 : 0;
       return ok_status();
     }
     if (s.state == State::kFailed) return Error(ErrorCode::kUnavailable, s.last_error);
@@ -212,13 +214,13 @@ Status ShardStore::fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t i
     done_.wait_for(lock, std::chrono::milliseconds(200));  // a fetch thread has it
   }
   lock.unlock();
-  return fetch_now(id, cancel);  // it was evicted or dropped meanwhile: fetch it here
+  return fetch_now(id, cancel, pin);  // it was evicted or dropped meanwhile: fetch it here
 }
 
-Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel) {
+Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel, bool pin) {
   std::unique_lock lock(mu_);
   if (shards_.at(id).state == State::kHere || shards_[id].state == State::kFetching) {
-    return fetch_now_wait(lock, id, cancel);
+    return fetch_now_wait(lock, id, cancel, pin);
   }
   // Room: may take shards asked for ahead; waits while fetches under way or running tasks may free some.
   const uint64_t since = ++tick_;
@@ -234,8 +236,9 @@ Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel) {
     }
     if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "cancelled");
     done_.wait_for(lock, std::chrono::milliseconds(200));
-    if (shards_[id].state == State::kHere) return ok_status();  // a fetch thread got it meanwhile
-    if (shards_[id].state == State::kFetching) return fetch_now_wait(lock, id, cancel);
+    if (shards_[id].state == State::kHere || shards_[id].state == State::kFetching) {  // a fetch thread has it
+      return fetch_now_wait(lock, id, cancel, pin);
+    }
   }
   Shard& s = shards_[id];
   s.state = State::kFetching;
@@ -248,6 +251,7 @@ Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel) {
   const Status result = download(store, snapshot);
   lock.lock();
   finish_locked(id, result, /*ahead=*/false);
+  if (result.ok() && pin) ++shards_[id].pins;
   schedule_locked();
   lock.unlock();
   notify();  // a stream may be waiting for this shard

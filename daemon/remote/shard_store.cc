@@ -77,15 +77,6 @@ const RemoteObject& ShardStore::object(uint32_t id) const {
   return shards_.at(id).object;  // never changes once added; shards_ is a deque
 }
 
-bool ShardStore::pin_here(uint32_t id) {
-  std::lock_guard lock(mu_);
-  Shard& s = shards_.at(id);
-  if (s.state != State::kHere) return false;
-  ++s.pins;
-  s.used = ++tick_;
-  return true;
-}
-
 bool ShardStore::changed_on_server(uint32_t id) const {
   std::lock_guard lock(mu_);
   return shards_.at(id).changed;

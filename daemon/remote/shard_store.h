@@ -92,9 +92,8 @@ class ShardStore final {
   std::string path(uint32_t id) const;  // the local file (which may not exist yet)
   const RemoteObject& object(uint32_t id) const;
   // Downloads the shard now if it is not here (the loader's thread, for indexing), making room. Errors as fetch.
-  Status fetch_now(uint32_t id, const std::atomic<bool>* cancel);
-  // Pins the shard if it is here (true; release() it), else false. For the loader, which reads what it fetched.
-  bool pin_here(uint32_t id);
+  // With `pin`, the shard is pinned once here (release() it): nothing evicts it between the fetch and its reading.
+  Status fetch_now(uint32_t id, const std::atomic<bool>* cancel, bool pin = false);
   // Whether a fetch saw the shard changed on the server (ETag) since it was added.
   bool changed_on_server(uint32_t id) const;
 
@@ -159,7 +158,7 @@ class ShardStore final {
   Status download(ObjectStore& store, const Shard& shard);
   void fetch_thread();
   // fetch_now once a fetch thread has the shard: waits for it (fetches it here if it is gone again).
-  Status fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t id, const std::atomic<bool>* cancel);
+  Status fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t id, const std::atomic<bool>* cancel, bool pin);
   void finish_locked(uint32_t id, const Status& result, bool ahead);
   void notify();
 

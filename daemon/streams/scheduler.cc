@@ -28,6 +28,15 @@ void Scheduler::assign(Workers& pool, size_t w, Task task, const Stream& stream)
 }
 
 void Scheduler::pump() {
+  pump_once();
+  if (after_pump_ && !in_after_pump_) {
+    in_after_pump_ = true;
+    after_pump_();
+    in_after_pump_ = false;
+  }
+}
+
+void Scheduler::pump_once() {
   // A stream's own workers serve it alone. Assigning can report a lost task (a worker gone), which may pump again
   // and change own_: iterate over a copy of the ids.
   std::vector<uint64_t> owned;

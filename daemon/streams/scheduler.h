@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 
 #include "streams/stream.h"
@@ -38,6 +39,9 @@ class Scheduler final {
   // Assigns tasks to idle workers until no worker is idle or no stream has a task, in the shared pool and in each
   // stream's own.
   void pump();
+  // Runs after each pump() (not re-entered): the StreamManager delivers the failure of a stream whose task was
+  // refused at hand-out (a remote task that can never run), which no worker event would deliver.
+  void set_after_pump(std::function<void()> after) { after_pump_ = std::move(after); }
 
   Workers& workers() { return workers_; }
   const Workers& workers() const { return workers_; }
@@ -49,6 +53,9 @@ class Scheduler final {
   std::map<uint64_t, Stream*> streams_;  // by id: the round-robin order (the shared pool's streams)
   std::map<uint64_t, std::pair<Stream*, Workers*>> own_;  // streams with their own workers
   uint64_t last_served_ = 0;
+  std::function<void()> after_pump_;
+  bool in_after_pump_ = false;
+  void pump_once();
 };
 
 }  // namespace batchd::daemon

@@ -82,6 +82,7 @@ std::optional<Task> Stream::admitted(Task task) {
   auto ready = remote_->admit(task);
   if (!ready.ok()) {
     policy_.fail_at(task.sequence(), ready.error());
+    admission_failed_ = true;
     return std::nullopt;
   }
   if (*ready) return task;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "batchd.pb.h"
@@ -85,6 +86,8 @@ class Stream final {
   void set_remote(std::unique_ptr<RemoteReads> remote) { remote_ = std::move(remote); }
   // A task that will not be done nor redone (it failed the stream, or its stream stopped running): its remote
   // shards are let go. on_done and the redo paths do this themselves.
+  // Whether a task was refused at hand-out since the last call (the stream fails at it: StreamManager delivers).
+  bool take_admission_failure() { return std::exchange(admission_failed_, false); }
   void task_ended(const Task& task) {
     if (remote_ != nullptr) remote_->finished(task);
   }
@@ -164,6 +167,7 @@ class Stream final {
   std::vector<int64_t> draws_;  // random windows: the batch drawn last (sampler_indices)
   std::unique_ptr<RemoteReads> remote_;  // remote shards only
   std::optional<Task> parked_;           // taken, waiting for its remote shards
+  bool admission_failed_ = false;        // admitted() refused a task (take_admission_failure)
 };
 
 }  // namespace batchd::daemon

@@ -17,6 +17,15 @@ StreamManager::StreamManager(const Config& config, const DatasetRegistry& datase
       cache_(cache),
       segments_(std::move(instance), config.limits.max_shm_bytes),
       scheduler_(workers) {
+  scheduler_.set_after_pump([this] {
+    std::vector<uint64_t> refused;
+    for (const auto& [id, entry] : streams_) {
+      if (entry.stream->take_admission_failure()) refused.push_back(id);
+    }
+    for (uint64_t id : refused) {
+      if (auto it = streams_.find(id); it != streams_.end()) deliver(it->second);
+    }
+  });
   if (cache != nullptr) segments_.set_also_held([cache] { return cache->totals().live_bytes; });
 }
 

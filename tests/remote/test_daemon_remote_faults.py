@@ -213,9 +213,6 @@ def test_credentials_appear_in_no_log_status_metric_or_error(tmp_path, s3):
             assert secret not in text, f"{what} holds a credential"
 
 
-@pytest.mark.xfail(strict=True, reason="daemon bug: a task refused by the shard store (its shards exceed "
-                   "remote.cache_max_bytes) is failed with ErrorPolicy::fail_at in Stream::admitted, but nothing "
-                   "delivers that failure when no other task is in flight: the stream hangs")
 def test_a_task_whose_shards_exceed_the_cache_bound_fails_the_stream_naming_the_key(tmp_path, s3):
     """A cache of one shard and shuffled batches of 6 from 4 shards: a task reads several shards, more than the bound
     holds, so it can never run; the stream must fail naming remote.cache_max_bytes (not wait forever: the Loader's
