@@ -44,3 +44,37 @@ void fill_remote_status(const DatasetRegistry& datasets, const remote::ShardStor
 }
 
 }  // namespace batchd::daemon
+
+namespace batchd::daemon::remote {
+
+// The store's counters (shard_store.h), read here with the rest of the status.
+ShardStoreStatus ShardStore::status() const {
+  std::lock_guard lock(mu_);
+  ShardStoreStatus st;
+  st.dir = options_.dir;
+  st.max_bytes = max_bytes_;
+  st.bytes = bytes_;
+  st.fetching = fetching_;
+  st.files = orphans_.size();
+  for (const Shard& s : shards_) st.files += s.state == State::kHere;
+  st.totals = totals_;
+  return st;
+}
+
+ShardStore::DatasetView ShardStore::dataset_view(const std::string& dataset) const {
+  std::lock_guard lock(mu_);
+  DatasetView v;
+  for (const Shard& s : shards_) {
+    if (!s.datasets.count(dataset)) continue;
+    ++v.shards;
+    v.bytes += s.object.size;
+    if (s.state == State::kHere) {
+      ++v.shards_here;
+      v.bytes_here += s.object.size;
+    }
+  }
+  if (auto it = per_dataset_.find(dataset); it != per_dataset_.end()) v.totals = it->second;
+  return v;
+}
+
+}  // namespace batchd::daemon::remote

@@ -1,5 +1,5 @@
 // shard_store.cc — the store's bookkeeping: shards, pins, demand, eviction and the order of fetches. The files and
-// the transfers are in shard_fetch.cc.
+// the transfers are in shard_fetch.cc, the counters for status in remote_status.cc.
 #include "remote/shard_store.h"
 
 #include <sys/stat.h>
@@ -272,35 +272,6 @@ void ShardStore::schedule_locked() {
     if (threads_.size() < options_.concurrency) threads_.emplace_back([this] { fetch_thread(); });
     wake_.notify_one();
   }
-}
-
-ShardStoreStatus ShardStore::status() const {
-  std::lock_guard lock(mu_);
-  ShardStoreStatus st;
-  st.dir = options_.dir;
-  st.max_bytes = max_bytes_;
-  st.bytes = bytes_;
-  st.fetching = fetching_;
-  st.files = orphans_.size();
-  for (const Shard& s : shards_) st.files += s.state == State::kHere;
-  st.totals = totals_;
-  return st;
-}
-
-ShardStore::DatasetView ShardStore::dataset_view(const std::string& dataset) const {
-  std::lock_guard lock(mu_);
-  DatasetView v;
-  for (const Shard& s : shards_) {
-    if (!s.datasets.count(dataset)) continue;
-    ++v.shards;
-    v.bytes += s.object.size;
-    if (s.state == State::kHere) {
-      ++v.shards_here;
-      v.bytes_here += s.object.size;
-    }
-  }
-  if (auto it = per_dataset_.find(dataset); it != per_dataset_.end()) v.totals = it->second;
-  return v;
 }
 
 }  // namespace batchd::daemon::remote
