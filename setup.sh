@@ -24,7 +24,7 @@ packages=(
   python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
   python3-matplotlib                          # bench/plot.py
   python3-yaml python3-kubernetes binutils    # tests/kubernetes: manifests, API schema (offline), objdump
-  python3-botocore curl                       # tests/remote: the S3 server's fixture (botocore client), curl CLI
+  curl                                        # tests/remote and bench/compare_remote.py: the curl CLI
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install --no-build-isolation . (pyproject.toml)
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
   clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz), -Wthread-safety (build-tsa/)
