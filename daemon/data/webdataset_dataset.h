@@ -80,6 +80,7 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
   bool is_remote() const { return store_ != nullptr; }
   remote::ShardStore* shard_store() const { return store_.get(); }
   uint32_t shard_id(size_t shard) const { return remote_id_[shard]; }
+  const std::vector<uint32_t>& shard_ids() const { return remote_id_; }
   const std::string& shard_url(size_t shard) const { return remote_url_[shard]; }
 
  private:

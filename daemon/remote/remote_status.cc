@@ -24,7 +24,7 @@ void fill_remote_status(const DatasetRegistry& datasets, const remote::ShardStor
     if (!found.ok()) continue;
     auto web = std::dynamic_pointer_cast<const WebDatasetDataset>(*found);
     if (web == nullptr || !web->is_remote()) continue;
-    const remote::ShardStore::DatasetView v = store->dataset_view(entry.name());
+    const remote::ShardStore::DatasetView v = store->dataset_view(entry.name(), web->shard_ids());
     wire::RemoteShardsInfo* w = entry.mutable_remote();
     w->set_shards(v.shards);
     w->set_shards_here(v.shards_here);
@@ -61,11 +61,11 @@ ShardStoreStatus ShardStore::status() const {
   return st;
 }
 
-ShardStore::DatasetView ShardStore::dataset_view(const std::string& dataset) const {
+ShardStore::DatasetView ShardStore::dataset_view(const std::string& dataset, const std::vector<uint32_t>& ids) const {
   std::lock_guard lock(mu_);
   DatasetView v;
-  for (const Shard& s : shards_) {
-    if (!s.datasets.count(dataset)) continue;
+  for (uint32_t id : ids) {
+    const Shard& s = shards_.at(id);
     ++v.shards;
     v.bytes += s.object.size;
     if (s.state == State::kHere) {

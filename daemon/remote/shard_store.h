@@ -116,12 +116,13 @@ class ShardStore final {
   void drop_demand(uint64_t stream);
 
   ShardStoreStatus status() const;
-  // Per dataset: shards here / named, bytes here / named, and its counters.
+  // A dataset load's shards (`ids`: those it names now, not an earlier load's): here / named, bytes here / named;
+  // and the counters of every load of `dataset`.
   struct DatasetView {
     uint64_t shards = 0, shards_here = 0, bytes = 0, bytes_here = 0;
     FetchTotals totals;
   };
-  DatasetView dataset_view(const std::string& dataset) const;
+  DatasetView dataset_view(const std::string& dataset, const std::vector<uint32_t>& ids) const;
 
  private:
   explicit ShardStore(ShardStoreOptions options);

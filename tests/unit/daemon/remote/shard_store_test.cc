@@ -82,7 +82,12 @@ TEST_F(ShardStoreTest, FetchesWholeFilesOfMode0600AndLeavesNoPartFile) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_TRUE(files(".part").empty());
   EXPECT_EQ(store->status().totals.fetched, 1u);
-  EXPECT_EQ(store->dataset_view("ds").shards_here, 1u);
+  EXPECT_EQ(store->dataset_view("ds", {id}).shards_here, 1u);
+  // A reload whose shard list changed: its view counts the shards it names, not those of the load before it.
+  const uint32_t other = store->add(object(1), nullptr, "ds");
+  EXPECT_EQ(store->dataset_view("ds", {other}).shards, 1u);
+  EXPECT_EQ(store->dataset_view("ds", {other}).shards_here, 0u);
+  EXPECT_EQ(store->dataset_view("ds", {other}).totals.fetched, 1u) << "the counters are the dataset's, all loads";
   EXPECT_EQ(store->add(object(0), nullptr, "other"), id) << "one copy per host, whoever names it";
 }
 
@@ -130,7 +135,7 @@ TEST_F(ShardStoreTest, TheBoundEvictsShardsNotReadAgainThisEpochFirstThenTheLeas
   EXPECT_FALSE(fs::exists(store->path(a)));
   EXPECT_TRUE(fs::exists(store->path(c)));
   EXPECT_EQ(store->status().totals.evicted, 2u);
-  EXPECT_EQ(store->dataset_view("ds").shards_here, 2u);
+  EXPECT_EQ(store->dataset_view("ds", {a, b, c, d}).shards_here, 2u);
   // Nothing can go while c and d are being read: a load that needs a third shard waits until a task lets one go.
   ASSERT_EQ(*store->acquire({d}, 1), ShardStore::Readiness::kReady);
   std::atomic<bool> done{false};
