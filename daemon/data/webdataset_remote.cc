@@ -74,7 +74,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   std::vector<remote::RemoteObject>& shards = *objects;
   std::vector<std::string> paths(n);
   ds->remote_id_.resize(n);
-  std::vector<size_t> todo;  // shards to fetch and index
+  std::vector<size_t> to_index;  // shards to fetch and index
   for (size_t i = 0; i < n; ++i) {
     ds->remote_id_[i] = ctx.shard_store->add(shards[i], settings, c.name);
     auto cached = cache.shards.find(shards[i].url);
@@ -83,10 +83,10 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
       all[i] = std::move(cached->second);
       ++stats.from_cache;
     } else {
-      todo.push_back(i);
+      to_index.push_back(i);
     }
   }
-  if (progress != nullptr) progress->done = n - todo.size();
+  if (progress != nullptr) progress->done = n - to_index.size();
   // The others: fetched into the store (where epoch 1 then finds them, while the bound allows) and indexed from
   // there, remote.fetch_concurrency at once; each pinned from its fetch until it is read, so no other fetch evicts it
   // meanwhile (a fetch waits for room while others are pinned). A
@@ -117,8 +117,8 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   };
   auto work = [&] {
     std::optional<remote::ObjectStore> lister;
-    for (size_t k; (k = next++) < todo.size();) {
-      const size_t i = todo[k];
+    for (size_t k; (k = next++) < to_index.size();) {
+      const size_t i = to_index[k];
       {
         std::lock_guard lock(mu);
         if (failed) return;
@@ -138,7 +138,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   };
   {
     std::vector<std::thread> threads;
-    const size_t count = std::min<size_t>(todo.size(), ctx.shard_store->concurrency());
+    const size_t count = std::min<size_t>(to_index.size(), ctx.shard_store->concurrency());
     for (size_t t = 1; t < count; ++t) threads.emplace_back(work);
     work();
     for (auto& t : threads) t.join();

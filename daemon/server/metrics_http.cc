@@ -94,29 +94,33 @@ std::string prometheus_text(const wire::StatusReply& st) {
 
   // The sample cache (issue 27): daemon-wide; no dataset or op labels (a TCP reader has no credentials).
   const wire::CacheStatus& cache = st.cache();
-  const std::pair<const char*, std::pair<const char*, uint64_t>> cache_gauges[] = {
-      {"batchd_cache_max_bytes", {"The sample cache's bound (cache.max_bytes; 0: no cache).", cache.max_bytes()}},
-      {"batchd_cache_bytes", {"Bytes of the sample cache's entries and index (what cache.max_bytes bounds).",
-                              cache.live_bytes()}},
-      {"batchd_cache_resident_bytes", {"Memory the sample cache holds now.", cache.resident_bytes()}},
-      {"batchd_cache_index_used", {"Index slots in use (dropped entries included).", cache.index_used()}},
+  // Daemon-wide series without labels: one line each after their HELP and TYPE.
+  struct Plain {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t value;
   };
-  for (const auto& [name, g] : cache_gauges) {
-    family(name, "gauge", g.first);
-    o << name << ' ' << g.second << '\n';
-  }
-  const std::pair<const char*, std::pair<const char*, uint64_t>> cache_counters[] = {
-      {"batchd_cache_hits_total", {"Samples served from the sample cache.", cache.hits()}},
-      {"batchd_cache_fills_total", {"Samples computed and kept in the sample cache.", cache.fills()}},
-      {"batchd_cache_uncached_total", {"Samples at a cache point computed and not kept (cache, uid share or index "
-                                       "full, or no cache).", cache.uncached()}},
-      {"batchd_cache_dropped_bytes_total", {"Bytes of cache entries dropped (batchctl cache --drop, reloads, "
-                                            "workers that died filling).", cache.dropped_bytes()}},
+  auto plain = [&](std::initializer_list<Plain> series) {
+    for (const Plain& p : series) {
+      family(p.name, p.type, p.help);
+      o << p.name << ' ' << p.value << '\n';
+    }
   };
-  for (const auto& [name, c] : cache_counters) {
-    family(name, "counter", c.first);
-    o << name << ' ' << c.second << '\n';
-  }
+  plain({
+      {"batchd_cache_max_bytes", "gauge", "The sample cache's bound (cache.max_bytes; 0: no cache).",
+       cache.max_bytes()},
+      {"batchd_cache_bytes", "gauge", "Bytes of the sample cache's entries and index (what cache.max_bytes bounds).",
+       cache.live_bytes()},
+      {"batchd_cache_resident_bytes", "gauge", "Memory the sample cache holds now.", cache.resident_bytes()},
+      {"batchd_cache_index_used", "gauge", "Index slots in use (dropped entries included).", cache.index_used()},
+      {"batchd_cache_hits_total", "counter", "Samples served from the sample cache.", cache.hits()},
+      {"batchd_cache_fills_total", "counter", "Samples computed and kept in the sample cache.", cache.fills()},
+      {"batchd_cache_uncached_total", "counter", "Samples at a cache point computed and not kept (cache, uid share "
+       "or index full, or no cache).", cache.uncached()},
+      {"batchd_cache_dropped_bytes_total", "counter", "Bytes of cache entries dropped (batchctl cache --drop, "
+       "reloads, workers that died filling).", cache.dropped_bytes()},
+  });
   family("batchd_cache_refused_total", "counter", "Cache fills refused, by reason (full: cache.max_bytes; uid: "
                                                   "cache.max_bytes_per_uid; index: the index too full).");
   o << "batchd_cache_refused_total{reason=\"full\"} " << cache.refused_full() << '\n';
@@ -126,27 +130,21 @@ std::string prometheus_text(const wire::StatusReply& st) {
   // Remote shards' disk cache (issue 28): daemon-wide, no URL or dataset label.
   const wire::RemoteCacheInfo& rc = st.remote_cache();
   const wire::RemoteShardsInfo& rt = rc.totals();
-  const std::pair<const char*, std::pair<const char*, uint64_t>> remote_metrics[] = {
-      {"batchd_remote_cache_max_bytes", {"gauge|The remote shard cache's bound (remote.cache_max_bytes).",
-                                         rc.max_bytes()}},
-      {"batchd_remote_cache_bytes", {"gauge|Bytes of fetched shards on disk, downloads under way included.",
-                                     rc.bytes()}},
-      {"batchd_remote_fetching", {"gauge|Shard downloads under way.", rc.fetching()}},
-      {"batchd_remote_fetched_total", {"counter|Remote shards downloaded.", rt.fetched()}},
-      {"batchd_remote_fetched_bytes_total", {"counter|Bytes of remote shards downloaded.", rt.fetched_bytes()}},
-      {"batchd_remote_prefetched_total", {"counter|Shards downloaded ahead of the tasks that read them.",
-                                          rt.prefetched()}},
-      {"batchd_remote_waited_total", {"counter|Shards a task had to wait for (not fetched ahead in time).",
-                                      rt.waited()}},
-      {"batchd_remote_failed_total", {"counter|Shard downloads that failed after their retries.", rt.failed()}},
-      {"batchd_remote_evicted_total", {"counter|Shards removed from the cache to make room.", rt.evicted()}},
-  };
-  for (const auto& [name, m] : remote_metrics) {
-    const std::string_view text(m.first);
-    const size_t bar = text.find('|');
-    family(name, std::string(text.substr(0, bar)).c_str(), std::string(text.substr(bar + 1)).c_str());
-    o << name << ' ' << m.second << '\n';
-  }
+  plain({
+      {"batchd_remote_cache_max_bytes", "gauge", "The remote shard cache's bound (remote.cache_max_bytes).",
+       rc.max_bytes()},
+      {"batchd_remote_cache_bytes", "gauge", "Bytes of fetched shards on disk, downloads under way included.",
+       rc.bytes()},
+      {"batchd_remote_fetching", "gauge", "Shard downloads under way.", rc.fetching()},
+      {"batchd_remote_fetched_total", "counter", "Remote shards downloaded.", rt.fetched()},
+      {"batchd_remote_fetched_bytes_total", "counter", "Bytes of remote shards downloaded.", rt.fetched_bytes()},
+      {"batchd_remote_prefetched_total", "counter", "Shards downloaded ahead of the tasks that read them.",
+       rt.prefetched()},
+      {"batchd_remote_waited_total", "counter", "Shards a task had to wait for (not fetched ahead in time).",
+       rt.waited()},
+      {"batchd_remote_failed_total", "counter", "Shard downloads that failed after their retries.", rt.failed()},
+      {"batchd_remote_evicted_total", "counter", "Shards removed from the cache to make room.", rt.evicted()},
+  });
 
   struct Metric {
     const char* name;

@@ -106,7 +106,12 @@ void Stream::look_ahead() {
         auto span = sampler_indices(epoch, batch, 0, static_cast<uint32_t>(last - first));
         return std::vector<int64_t>(span.begin(), span.end());
       },
-      [this](uint64_t epoch) { return plan_.sampler.epoch_indices(epoch); });
+      [this](uint64_t epoch) {  // the epoch's order as sampler_indices keeps it (not computed a second time)
+        const uint64_t n = plan_.sampler.samples_per_epoch();
+        if (n > UINT32_MAX) return plan_.sampler.epoch_indices(epoch);
+        auto all = sampler_indices(epoch, 0, 0, static_cast<uint32_t>(n));
+        return std::vector<int64_t>(all.begin(), all.end());
+      });
 }
 
 void Stream::claim_next_batch() {

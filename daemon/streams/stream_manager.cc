@@ -1,7 +1,5 @@
 #include "streams/stream_manager.h"
 
-#include "data/webdataset_dataset.h"
-
 #include <spdlog/spdlog.h>
 
 #include "batchd/wire/convert.h"
@@ -17,15 +15,7 @@ StreamManager::StreamManager(const Config& config, const DatasetRegistry& datase
       cache_(cache),
       segments_(std::move(instance), config.limits.max_shm_bytes),
       scheduler_(workers) {
-  scheduler_.set_after_pump([this] {
-    std::vector<uint64_t> refused;
-    for (const auto& [id, entry] : streams_) {
-      if (entry.stream->take_admission_failure()) refused.push_back(id);
-    }
-    for (uint64_t id : refused) {
-      if (auto it = streams_.find(id); it != streams_.end()) deliver(it->second);
-    }
-  });
+  scheduler_.set_after_pump([this] { deliver_refused(); });
   if (cache != nullptr) segments_.set_also_held([cache] { return cache->totals().live_bytes; });
 }
 
@@ -68,14 +58,6 @@ void StreamManager::note_cache_point(uint64_t id, const wire::WorkerAttach& atta
     cache_.add_stream(id, attach.dataset_key(), samples, prefix.id, prefix.text);
     return;
   }
-}
-
-void StreamManager::attach_remote_reads(Stream& stream) {
-  auto found = datasets_.find_key(stream.attach().dataset_key());
-  if (!found.ok()) return;
-  auto web = std::dynamic_pointer_cast<const WebDatasetDataset>(*found);
-  if (web == nullptr || !web->is_remote()) return;
-  stream.set_remote(std::make_unique<RemoteReads>(web, stream.id(), config_.remote.prefetch_shards));
 }
 
 StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segment, const Peer& owner,

@@ -154,7 +154,10 @@ class StreamManager final : public WorkerEvents {
   Entry& add_stream(StreamPlan planned, Segment segment, const Peer& owner, EventSink* sink);
   // A stream whose spec has a cache point: registered with the cache ledger (batchctl cache's groups).
   void note_cache_point(uint64_t id, const wire::WorkerAttach& attach, uint64_t samples);
-  void attach_remote_reads(Stream& stream);  // remote shards: the stream waits for, and fetches ahead, its shards
+  // stream_manager_remote.cc: remote shards (the stream waits for, and fetches ahead, its shards), and the failure of a
+  // stream whose task was refused at hand-out, delivered after each pump (Scheduler::set_after_pump).
+  void attach_remote_reads(Stream& stream);
+  void deliver_refused();
   // The subscriber on `connection_id` leaves the share of `it`; the production is erased after the last.
   void leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id);
   PlanContext plan_context(const Peer& owner) const;
