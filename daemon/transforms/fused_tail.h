@@ -56,11 +56,12 @@ struct FusedTail {
       T* r = dst + static_cast<size_t>(y) * w;
       T* g = r + plane;
       T* b = g + plane;
-      if (flip_h) {
+      if (flip_h) {  // the stores run forward (tail_simd.cc says why), the reads backwards
         for (int x = 0; x < w; ++x) {
-          r[w - 1 - x] = static_cast<T>(lut[0][row[3 * x]]);
-          g[w - 1 - x] = static_cast<T>(lut[1][row[3 * x + 1]]);
-          b[w - 1 - x] = static_cast<T>(lut[2][row[3 * x + 2]]);
+          const uint8_t* px = row + 3 * (w - 1 - x);
+          r[x] = static_cast<T>(lut[0][px[0]]);
+          g[x] = static_cast<T>(lut[1][px[1]]);
+          b[x] = static_cast<T>(lut[2][px[2]]);
         }
       } else {
         for (int x = 0; x < w; ++x) {

@@ -40,37 +40,38 @@ void WriteFloatChain(const RgbImage& image, bool flip_h, bool flip_v, const Floa
     float* r = hwc ? dst + static_cast<size_t>(y) * w * 3 : dst + static_cast<size_t>(y) * w;
     float* g = hwc ? nullptr : r + plane;
     float* b = hwc ? nullptr : g + plane;
+    // x: the output column. The stores run forward along the row, mirrored or not (a mirrored row reads its source
+    // backwards instead): stores running backwards made the whole write about 40% slower (train224 flips half its
+    // samples: 48 against 34 µs per sample, batchd-bench --stages).
     int x = 0;
     for (; x + n <= w; x += n) {
+      const int from = flip_h ? w - x - n : x;
       hn::Vec<decltype(d8)> r8, g8, b8;
-      hn::LoadInterleaved3(d8, row + 3 * static_cast<size_t>(x), r8, g8, b8);
+      hn::LoadInterleaved3(d8, row + 3 * static_cast<size_t>(from), r8, g8, b8);
       auto fr = Chain(df, chain, 0, hn::ConvertTo(df, hn::PromoteTo(di, r8)));
       auto fg = Chain(df, chain, 1, hn::ConvertTo(df, hn::PromoteTo(di, g8)));
       auto fb = Chain(df, chain, 2, hn::ConvertTo(df, hn::PromoteTo(di, b8)));
-      int at = x;
       if (flip_h) {
-        at = w - x - n;
         fr = hn::Reverse(df, fr);
         fg = hn::Reverse(df, fg);
         fb = hn::Reverse(df, fb);
       }
       if (hwc) {
-        hn::StoreInterleaved3(fr, fg, fb, df, r + 3 * static_cast<size_t>(at));
+        hn::StoreInterleaved3(fr, fg, fb, df, r + 3 * static_cast<size_t>(x));
       } else {
-        hn::StoreU(fr, df, r + at);
-        hn::StoreU(fg, df, g + at);
-        hn::StoreU(fb, df, b + at);
+        hn::StoreU(fr, df, r + x);
+        hn::StoreU(fg, df, g + x);
+        hn::StoreU(fb, df, b + x);
       }
     }
     for (; x < w; ++x) {  // past the last full vector: the table
-      const uint8_t* px = row + 3 * static_cast<size_t>(x);
-      const int at = flip_h ? w - 1 - x : x;
+      const uint8_t* px = row + 3 * static_cast<size_t>(flip_h ? w - 1 - x : x);
       if (hwc) {
-        for (int c = 0; c < 3; ++c) r[3 * static_cast<size_t>(at) + c] = lut[c][px[c]];
+        for (int c = 0; c < 3; ++c) r[3 * static_cast<size_t>(x) + c] = lut[c][px[c]];
       } else {
-        r[at] = lut[0][px[0]];
-        g[at] = lut[1][px[1]];
-        b[at] = lut[2][px[2]];
+        r[x] = lut[0][px[0]];
+        g[x] = lut[1][px[1]];
+        b[x] = lut[2][px[2]];
       }
     }
   }
