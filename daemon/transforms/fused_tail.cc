@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "transforms/dtype_cast.h"
 #include "transforms/ops/tensor_ops.h"
 
 namespace batchd::daemon {
@@ -17,11 +18,13 @@ bool find_tail(const google::protobuf::RepeatedPtrField<wire::Op>& o, FusedTail*
   for (int i = first; i < conv; ++i) tail->flips.push_back({o[i].name() == "horizontal_flip", ops::number(o[i], "p")});
   std::vector<ops::PointwiseStep> steps;
   wire::DType dtype = wire::UINT8;
+  bool reduced = false;  // a step on float16 / bfloat16 values (rounds each result): the table only
   int end = conv;
   for (; end < o.size() && ops::is_pointwise(o[end]) && (end == conv || o[end].name() == "normalize" ||
                                                         o[end].name() == "convert_image_dtype"); ++end) {
     steps.push_back(ops::pointwise_step(o[end], dtype));
     dtype = steps.back().out;
+    reduced |= dtype == wire::FLOAT16 || dtype == wire::BFLOAT16;
   }
   if (end + 1 == o.size() && o[end].name() == "layout") {
     tail->hwc = ops::text(o[end], "order") == "HWC";
@@ -31,7 +34,7 @@ bool find_tail(const google::protobuf::RepeatedPtrField<wire::Op>& o, FusedTail*
   tail->end = end;
   tail->to_slot = end == o.size();
   tail->dtype = dtype;
-  tail->vector_float = dtype == wire::FLOAT32 && steps.size() <= FloatChain::kMaxSteps;
+  tail->vector_float = dtype == wire::FLOAT32 && !reduced && steps.size() <= FloatChain::kMaxSteps;
   for (const auto& step : steps) {
     using Fn = ops::PointwiseStep::Fn;
     if (step.fn == Fn::kIdentity) continue;
@@ -46,18 +49,28 @@ bool find_tail(const google::protobuf::RepeatedPtrField<wire::Op>& o, FusedTail*
       float x = static_cast<float>(v);
       for (const auto& step : steps) x = step(c, x);
       tail->lut[c][v] = x;
+      tail->bits[c][v] = dtype == wire::FLOAT16 ? float_to_half(x) : dtype == wire::BFLOAT16 ? float_to_bfloat16(x) : 0;
     }
   }
   return true;
 }
 
 void write_tensor(const std::vector<float>& values, wire::DType dtype, char* dst) {
-  if (dtype == wire::FLOAT32) {
-    std::memcpy(dst, values.data(), values.size() * sizeof(float));
-    return;
+  switch (dtype) {
+    case wire::FLOAT32:
+      std::memcpy(dst, values.data(), values.size() * sizeof(float));
+      return;
+    case wire::FLOAT16:  // the values are float16's already: the cast is exact
+      cast_float_to_half(values.data(), reinterpret_cast<uint16_t*>(dst), values.size());
+      return;
+    case wire::BFLOAT16:
+      cast_float_to_bfloat16(values.data(), reinterpret_cast<uint16_t*>(dst), values.size());
+      return;
+    default: {
+      auto* out = reinterpret_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<uint8_t>(values[i]);
+    }
   }
-  auto* out = reinterpret_cast<uint8_t*>(dst);
-  for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<uint8_t>(values[i]);
 }
 
 }  // namespace batchd::daemon

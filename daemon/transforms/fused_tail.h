@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "transforms/ops/op.h"
@@ -20,6 +21,7 @@ struct FusedTail {
   };
   std::vector<Flip> flips;
   float lut[3][256];
+  uint16_t bits[3][256];            // float16 / bfloat16 output: lut's values as that dtype's bits
   wire::DType dtype = wire::UINT8;  // after the chain
   bool vector_float = false;        // a float32 chain of to_tensor / normalize steps: write_float() vectorizes it
   FloatChain chain;
@@ -36,9 +38,17 @@ struct FusedTail {
     }
   }
 
-  // Writes `image` through the table into dst: CHW (or HWC) values of type T, mirrored as drawn.
+  // Writes `image` through the table into dst: CHW (or HWC) values of type T (uint16_t: float16 / bfloat16 bits),
+  // mirrored as drawn.
   template <typename T>
   void write(const RgbImage& image, bool flip_h, bool flip_v, T* dst) const {
+    const auto value = [this](int c, uint8_t v) -> T {
+      if constexpr (std::is_same_v<T, uint16_t>) {
+        return bits[c][v];
+      } else {
+        return static_cast<T>(lut[c][v]);
+      }
+    };
     const int w = image.width, h = image.height;
     const size_t plane = static_cast<size_t>(w) * h;
     for (int y = 0; y < h; ++y) {
@@ -47,9 +57,9 @@ struct FusedTail {
         T* out = dst + static_cast<size_t>(y) * w * 3;
         for (int x = 0; x < w; ++x) {
           const uint8_t* px = row + 3 * (flip_h ? w - 1 - x : x);
-          out[3 * x] = static_cast<T>(lut[0][px[0]]);
-          out[3 * x + 1] = static_cast<T>(lut[1][px[1]]);
-          out[3 * x + 2] = static_cast<T>(lut[2][px[2]]);
+          out[3 * x] = value(0, px[0]);
+          out[3 * x + 1] = value(1, px[1]);
+          out[3 * x + 2] = value(2, px[2]);
         }
         continue;
       }
@@ -59,15 +69,15 @@ struct FusedTail {
       if (flip_h) {  // the stores run forward (tail_simd.cc says why), the reads backwards
         for (int x = 0; x < w; ++x) {
           const uint8_t* px = row + 3 * (w - 1 - x);
-          r[x] = static_cast<T>(lut[0][px[0]]);
-          g[x] = static_cast<T>(lut[1][px[1]]);
-          b[x] = static_cast<T>(lut[2][px[2]]);
+          r[x] = value(0, px[0]);
+          g[x] = value(1, px[1]);
+          b[x] = value(2, px[2]);
         }
       } else {
         for (int x = 0; x < w; ++x) {
-          r[x] = static_cast<T>(lut[0][row[3 * x]]);
-          g[x] = static_cast<T>(lut[1][row[3 * x + 1]]);
-          b[x] = static_cast<T>(lut[2][row[3 * x + 2]]);
+          r[x] = value(0, row[3 * x]);
+          g[x] = value(1, row[3 * x + 1]);
+          b[x] = value(2, row[3 * x + 2]);
         }
       }
     }
@@ -79,8 +89,8 @@ struct FusedTail {
 // co. hold it): every op then runs as a kernel.
 bool find_tail(const google::protobuf::RepeatedPtrField<wire::Op>& o, FusedTail* tail);
 
-// Writes Sample.tensor's values (float, exact for a uint8 tensor) at dst as `dtype` (FLOAT32 or UINT8: the dtypes
-// convert_image_dtype gives).
+// Writes Sample.tensor's values (float32 holding each value exactly: a uint8's, a float16's, a bfloat16's) at dst as
+// `dtype` (the dtypes convert_image_dtype gives: UINT8, FLOAT32, FLOAT16, BFLOAT16).
 void write_tensor(const std::vector<float>& values, wire::DType dtype, char* dst);
 
 }  // namespace batchd::daemon

@@ -220,6 +220,8 @@ class SpecPipeline final : public Pipeline {
       if (tail_.to_slot) {  // the tail ends the steps (to == n_)
         if (tail_.dtype == wire::FLOAT32) {
           tail_.write_float(sample_.image, flip_h, flip_v, reinterpret_cast<float*>(dst));
+        } else if (tail_.dtype == wire::FLOAT16 || tail_.dtype == wire::BFLOAT16) {
+          tail_.write(sample_.image, flip_h, flip_v, reinterpret_cast<uint16_t*>(dst));
         } else {
           tail_.write(sample_.image, flip_h, flip_v, reinterpret_cast<uint8_t*>(dst));
         }

@@ -86,8 +86,12 @@ wire::PipelineSpec to_spec(const py::list& ops, const py::list& batch_ops) {
 py::array tensor_array(const daemon::TensorDesc& t, uint32_t samples, const char* data) {
   std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(samples)};
   for (int64_t d : t.sample_shape) shape.push_back(d);
-  py::dtype dtype = t.dtype == wire::UINT8 ? py::dtype::of<uint8_t>()
-                    : t.dtype == wire::INT64 ? py::dtype::of<int64_t>() : py::dtype::of<float>();
+  // float16 as numpy's float16; bfloat16 (numpy has none) as its bits, uint16.
+  py::dtype dtype = t.dtype == wire::UINT8      ? py::dtype::of<uint8_t>()
+                    : t.dtype == wire::INT64    ? py::dtype::of<int64_t>()
+                    : t.dtype == wire::FLOAT16  ? py::dtype("float16")
+                    : t.dtype == wire::BFLOAT16 ? py::dtype::of<uint16_t>()
+                                                : py::dtype::of<float>();
   py::array out(dtype, shape);
   std::memcpy(out.mutable_data(), data, t.sample_bytes() * samples);
   return out;

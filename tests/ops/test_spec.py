@@ -84,6 +84,77 @@ def test_float_to_uint8_of_values_outside_0_1_wraps_as_torch(photos):
     assert np.array_equal(ours, ref)
 
 
+def _bits(a):
+    """float16 / bfloat16 values as their 16 bits (numpy has no bfloat16: batchd_ops_testing gives its bits)."""
+    if isinstance(a, torch.Tensor):
+        return a.view(torch.int16).numpy().view(np.uint16) if a.dtype in (torch.float16, torch.bfloat16) else a.numpy()
+    return a.view(np.uint16) if a.dtype == np.float16 else a
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("ops_after,transforms_after", [
+    # uint8 -> dtype as the tail's last step (into the slot, through the table).
+    ([{"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "DT"}],
+     [T.PILToTensor(), "DT"]),
+    # normalize on dtype values: torch rounds mean and std, the difference and the quotient.
+    ([{"op": "horizontal_flip", "p": 1}, {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "DT"},
+      {"op": "normalize", **IMAGENET}, {"op": "layout", "order": "HWC"}],
+     [T.RandomHorizontalFlip(1.0), T.PILToTensor(), "DT", T.Normalize(**IMAGENET), "HWC"]),
+    # float32 -> dtype, and back to uint8 (x * 255.999 rounded to dtype: 1.0 becomes 256, which wraps to 0).
+    ([{"op": "to_tensor"}, {"op": "normalize", **IMAGENET}, {"op": "convert_image_dtype", "dtype": "DT"}],
+     [T.ToTensor(), T.Normalize(**IMAGENET), "DT"]),
+    ([{"op": "to_tensor"}, {"op": "convert_image_dtype", "dtype": "DT"}, {"op": "convert_image_dtype", "dtype": "uint8"}],
+     [T.ToTensor(), "DT", T.ConvertImageDtype(torch.uint8)]),
+    # after the tail: random_erasing (p 0) ends it, so normalize and the casts run as kernels on the sample's values.
+    ([{"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "DT"}, {"op": "random_erasing", "p": 0},
+      {"op": "normalize", **IMAGENET}, {"op": "convert_image_dtype", "dtype": "float32"}],
+     [T.PILToTensor(), "DT", T.Normalize(**IMAGENET), T.ConvertImageDtype(torch.float32)]),
+    ([{"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "DT"}, {"op": "random_erasing", "p": 0},
+      {"op": "normalize", **IMAGENET}],
+     [T.PILToTensor(), "DT", T.Normalize(**IMAGENET)]),
+])
+def test_float16_and_bfloat16_equal_torchvision_bit_for_bit(photos, dtype, ops_after, transforms_after):
+    tdt = getattr(torch, dtype)
+    spec = [{"op": "resize", "size": [48, 64]}] + [{**o, "dtype": dtype} if o.get("dtype") == "DT" else o
+                                                    for o in ops_after]
+    tail = [T.ConvertImageDtype(tdt) if t == "DT" else t for t in transforms_after]
+    hwc = tail[-1] == "HWC"
+    compose = T.Compose([T.Resize([48, 64])] + [t for t in tail if t != "HWC"])
+    ours, _ = ops.run(spec, [png(p) for p in photos])
+    ref = torch.stack([compose(p) for p in photos])
+    if hwc:
+        ref = ref.permute(0, 2, 3, 1).contiguous()
+    assert ours.shape == tuple(ref.shape)
+    assert np.array_equal(_bits(ours), _bits(ref))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_random_erasing_on_float16_and_bfloat16_assigns_the_rounded_value_as_torch(photos, dtype):
+    # torchvision's F.erase assigns a float32 value into the tensor, which rounds it: normalize after it sees the
+    # rounded value. The box is where the erased run differs from the same run with p = 0.
+    tdt = getattr(torch, dtype)
+    value = [0.1, 0.2, 0.3]
+    head = [{"op": "resize", "size": [48, 64]}, {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": dtype}]
+    data = [png(p) for p in photos[:3]]
+    plain, _ = ops.run(head + [{"op": "random_erasing", "p": 0.0, "value": value}], data)
+    erased, _ = ops.run(head + [{"op": "random_erasing", "p": 1.0, "scale": [0.1, 0.2], "value": value},
+                                {"op": "normalize", **IMAGENET}], data)
+    for k, photo in enumerate(photos[:3]):
+        t = T.Compose([T.Resize([48, 64]), T.PILToTensor(), T.ConvertImageDtype(tdt)])(photo)
+        rounded = torch.tensor(value).to(tdt)
+        mask = (torch.from_numpy(_bits(plain[k]).astype(np.int32)) !=
+                t.view(torch.int16).to(torch.int32) & 0xFFFF)
+        assert not mask.any(), "p = 0 erased nothing"
+        # ours before normalize: find the box from the normalized output against a normalized unerased tensor
+        normalized = T.Normalize(**IMAGENET)(t)
+        diff = torch.from_numpy(_bits(erased[k]).astype(np.int32)) != normalized.view(torch.int16).to(torch.int32) & 0xFFFF
+        rows, cols = diff.any(0).any(1).nonzero(), diff.any(0).any(0).nonzero()
+        i, j = rows.min().item(), cols.min().item()
+        h, w = rows.max().item() - i + 1, cols.max().item() - j + 1
+        ref = T.Normalize(**IMAGENET)(T.functional.erase(t, i, j, h, w, rounded[:, None, None]))
+        assert np.array_equal(_bits(erased[k]), _bits(ref)), f"photo {k}: box {(i, j, h, w)}"
+
+
 def test_random_apply_choice_order_with_certain_outcomes(photos):
     flip = {"op": "horizontal_flip", "p": 1.0}
     spec = [{"op": "resize", "size": [40, 40]}, {"op": "random_apply", "p": 1.0, "ops": [flip]},

@@ -208,9 +208,10 @@ def _photos_only_config(tmp):
     return path
 
 
-def test_a_compose_with_exact_decode_makes_what_torchvision_makes(photos_daemon):
+@pytest.mark.parametrize("dtype", [torch.float, torch.float16, torch.bfloat16])
+def test_a_compose_with_exact_decode_makes_what_torchvision_makes(photos_daemon, dtype):
     from torchvision.datasets import ImageFolder
-    compose = T.Compose([T.Resize(232), T.CenterCrop(224), T.PILToTensor(), T.ConvertImageDtype(torch.float),
+    compose = T.Compose([T.Resize(232), T.CenterCrop(224), T.PILToTensor(), T.ConvertImageDtype(dtype),
                          T.Normalize(MEAN, STD)])
     reference = ImageFolder(IMAGES, transform=compose)
     l = loader(photos_daemon, transform=compose, exact_decode=True, shuffle=False)
@@ -219,6 +220,7 @@ def test_a_compose_with_exact_decode_makes_what_torchvision_makes(photos_daemon)
         for k, i in enumerate(batch["index"].tolist()):
             image, label = reference[i]
             assert batch["label"][k].item() == label
+            assert batch["image"].dtype == dtype
             assert torch.equal(batch["image"][k], image), f"sample {i}"
 
 

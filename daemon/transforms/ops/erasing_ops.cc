@@ -1,6 +1,7 @@
 // The erasing family: random_erasing (torchvision 0.14's RandomErasing) on a float tensor. The op's functions and
 // draws are transforms/tensor/erasing.h; here its schema, type rule and kernel.
 #include "batchd/wire/convert.h"
+#include "transforms/dtype_cast.h"
 #include "transforms/ops/op_registry.h"
 #include "transforms/tensor/erasing.h"
 
@@ -13,8 +14,10 @@ bool float_tensor(const ValueType& t) {
          (t.dtype == wire::FLOAT32 || t.dtype == wire::FLOAT16 || t.dtype == wire::BFLOAT16);
 }
 
-ErasingParams erasing_params(const wire::Op& op) {
+ErasingParams erasing_params(const wire::Op& op, wire::DType dtype) {
   ErasingParams params;
+  if (dtype == wire::FLOAT16) params.round = round_to_half;
+  if (dtype == wire::BFLOAT16) params.round = round_to_bfloat16;
   params.p = number(op, "p");
   const auto scale = numbers(op, "scale"), ratio = numbers(op, "ratio");
   params.scale_lo = scale[0];
@@ -87,7 +90,7 @@ void add_erasing_ops(std::vector<OpDef>* defs) {
   d.plan = plan_random_erasing;
   d.compile = [](const wire::Op& op, const ValueType& in,
                  const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
-    return std::unique_ptr<SampleKernel>(new RandomErasingKernel(erasing_params(op), in.hwc));
+    return std::unique_ptr<SampleKernel>(new RandomErasingKernel(erasing_params(op, in.dtype), in.hwc));
   };
   defs->push_back(std::move(d));
 }

@@ -12,17 +12,31 @@ namespace batchd::daemon::ops {
 
 namespace {
 
-bool is_float(wire::DType d) { return d == wire::FLOAT32; }
+bool is_float(wire::DType d) { return d == wire::FLOAT32 || d == wire::FLOAT16 || d == wire::BFLOAT16; }
 
 const char* dtype_name(wire::DType d) {
   switch (d) {
     case wire::UINT8: return "uint8";
     case wire::FLOAT32: return "float32";
+    case wire::FLOAT16: return "float16";
+    case wire::BFLOAT16: return "bfloat16";
     default: return "?";
   }
 }
 
-wire::DType dtype_of(const std::string& name) { return name == "uint8" ? wire::UINT8 : wire::FLOAT32; }
+wire::DType dtype_of(const std::string& name) {
+  if (name == "uint8") return wire::UINT8;
+  if (name == "float16") return wire::FLOAT16;
+  if (name == "bfloat16") return wire::BFLOAT16;
+  return wire::FLOAT32;
+}
+
+// A float32 value as a tensor of dtype `d` holds it (float16 / bfloat16: rounded to nearest even; else as is).
+float round_to(wire::DType d, float x) {
+  if (d == wire::FLOAT16) return round_to_half(x);
+  if (d == wire::BFLOAT16) return round_to_bfloat16(x);
+  return x;
+}
 
 Result<ValueType> need_tensor(const ValueType& in, const char* what) {
   if (in.kind == Kind::kTensor && !in.hwc) return in;
@@ -106,7 +120,8 @@ OpDef convert_image_dtype_def() {
   d.name = "convert_image_dtype";
   d.follows = "torchvision.transforms.ConvertImageDtype";
   d.params = {{.key = "dtype", .type = ParamType::kText, .default_value = text_value("float32"),
-               .choices = {"uint8", "float32"}, .doc = "the element type, scaled as torchvision scales it"}};
+               .choices = {"uint8", "float32", "float16", "bfloat16"},
+               .doc = "the element type, scaled as torchvision scales it (uint8 <-> float: / 255, * 255.999)"}};
   d.plan = [](const wire::Op& op, const ValueType& in, const OpPlanContext&) -> Result<ValueType> {
     auto out = need_tensor(in, "to_tensor or pil_to_tensor comes first");
     if (!out.ok()) return out;
@@ -174,6 +189,7 @@ bool is_pointwise(const wire::Op& op) {
 
 PointwiseStep pointwise_step(const wire::Op& op, wire::DType in) {
   PointwiseStep step;
+  step.in = in;
   step.out = in;
   const std::string& name = op.name();
   if (name == "to_tensor") {
@@ -188,20 +204,22 @@ PointwiseStep pointwise_step(const wire::Op& op, wire::DType in) {
   } else if (name == "normalize") {
     step.fn = PointwiseStep::Fn::kNormalize;
     const auto mean = numbers(op, "mean"), std = numbers(op, "std");
-    for (int c = 0; c < 3; ++c) {
-      step.mean[c] = static_cast<float>(mean[c]);
-      step.std[c] = static_cast<float>(std[c]);
+    for (int c = 0; c < 3; ++c) {  // torch.as_tensor(mean, dtype=tensor.dtype)
+      step.mean[c] = round_to(in, static_cast<float>(mean[c]));
+      step.std[c] = round_to(in, static_cast<float>(std[c]));
     }
   }
   return step;
 }
 
 float PointwiseStep::operator()(int c, float x) const {
+  // torch computes a float16 / bfloat16 op in float32 and rounds its result to the tensor's dtype: every step
+  // rounds, normalize's subtraction too (its sub_ and div_ are two ops).
   switch (fn) {
-    case Fn::kIdentity: return x;
-    case Fn::kDiv255: return x / 255.0f;
-    case Fn::kToUint8: return static_cast<float>(image_float_to_uint8(x));
-    case Fn::kNormalize: return (x - mean[c]) / std[c];
+    case Fn::kIdentity: return round_to(out, x);
+    case Fn::kDiv255: return round_to(out, x / 255.0f);
+    case Fn::kToUint8: return static_cast<float>(float_to_uint8_cast(round_to(in, x * kFloatToUint8Scale)));
+    case Fn::kNormalize: return round_to(out, round_to(out, x - mean[c]) / std[c]);
   }
   return x;
 }

@@ -65,6 +65,9 @@ std::optional<EraseBox> RandomErasing::apply(float* tensor, const TensorShape& s
   if (!(rng.uniform(0.0, 1.0) < params_.p)) return std::nullopt;
   const auto box = random_erasing_params(shape, params_, rng, &random_values_);
   if (!box) return std::nullopt;
+  if (params_.value.kind == EraseValue::Kind::kRandom && params_.round != nullptr) {
+    for (float& v : random_values_) v = params_.round(v);
+  }
   const std::span<const float> values = params_.value.kind == EraseValue::Kind::kRandom
                                             ? std::span<const float>(random_values_)
                                             : std::span<const float>(params_.value.values);

@@ -46,6 +46,9 @@ struct ErasingParams {
   double scale_lo = 0.02, scale_hi = 0.33;
   double ratio_lo = 0.3, ratio_hi = 3.3;
   EraseValue value;
+  // The tensor's rounding of a float32 value (float16 / bfloat16: torch rounds what is assigned into it); null for
+  // float32. Applied to the constant values once and to each random draw.
+  float (*round)(float) = nullptr;
 };
 
 // F.erase(img, i, j, h, w, v) in place. `values`: 1 (every element), channels (per channel) or
@@ -62,7 +65,11 @@ std::optional<EraseBox> random_erasing_params(const TensorShape& shape, const Er
 // random-value buffer grows to the largest box.
 class RandomErasing {
  public:
-  explicit RandomErasing(ErasingParams params) : params_(std::move(params)) {}
+  explicit RandomErasing(ErasingParams params) : params_(std::move(params)) {
+    if (params_.round != nullptr) {
+      for (float& v : params_.value.values) v = params_.round(v);
+    }
+  }
   // Erases (or not) `tensor` in place; returns the box erased, nullopt when the p draw or every try said no.
   // kPerChannel values must number shape.channels (the plan checks it).
   std::optional<EraseBox> apply(float* tensor, const TensorShape& shape, SampleRng& rng);
