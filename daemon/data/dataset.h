@@ -120,11 +120,11 @@ struct LoadProgress {
 // What an open may use beyond the dataset's config. Openers run on a background thread: they must not log (spdlog's
 // locks must never be held across the fork of a worker) — they return what there is to say in the Result.
 struct OpenContext {
-  std::string cache_dir;             // daemon.cache_dir; "" = no index cache
+  std::string cache_dir{};           // daemon.cache_dir; "" = no index cache
   LoadProgress* progress = nullptr;  // never null for a background open
   // Where remote shards (s3://, http(s)://) are fetched to (remote/shard_store.h); null: remote shards are refused
   // (daemon.cache_dir = "" or remote.cache_max_bytes = 0).
-  std::shared_ptr<remote::ShardStore> shard_store;
+  std::shared_ptr<remote::ShardStore> shard_store{};
 };
 
 // Opens one dataset as configured. kNotFound / kDataError / kInvalidArgument naming the file (and offset).

@@ -53,7 +53,7 @@ struct SamplerOptions {
   uint32_t rank = 0;
   uint32_t world_size = 1;
   bool drop_last = false;  // DistributedSampler's: the uneven tail across ranks
-  std::shared_ptr<const SampleSubset> subset;  // null: the whole dataset (position i is dataset index i)
+  std::shared_ptr<const SampleSubset> subset{};  // null: the whole dataset (position i is dataset index i)
   bool drop_last_batch = false;  // DataLoader's: the last, shorter batch of each epoch
   uint32_t repeated_aug = 1;      // K: copies of each index per epoch, 1..kMaxRepeatedAug; 1 = off
   uint64_t selected_samples = 0;  // cap on this rank's samples per epoch (RASampler's num_selected_samples); 0 = none

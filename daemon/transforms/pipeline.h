@@ -90,11 +90,11 @@ class SampleProgress {
 struct BatchContext {
   uint64_t seed = 0;
   uint64_t epoch = 0;
-  SampleProgress progress;
+  SampleProgress progress{};
   uint64_t batch = 0;  // the batch's index within its epoch (seeds the batch ops)
   // Repeated augmentation: the copy number of each index given to run() (WorkerTask.copies), which seeds the
   // sample's draws with it; empty = every copy 0 (no repeated_aug). Points into the task; valid during the call.
-  std::span<const uint32_t> copies;
+  std::span<const uint32_t> copies{};
 };
 
 // Nanoseconds spent per stage since the last take_stage_times() (for the per-stage breakdown in batchctl status).

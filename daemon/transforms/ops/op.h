@@ -87,18 +87,20 @@ enum class ParamType {
 
 enum class Presence { kRequired, kDefault, kOptional };  // kOptional: absent means None (e.g. max_size)
 
+// One parameter of an op. Every member has an initializer, so a table's designated initializers name only what
+// differs from the default (GCC's -Wextra warns about an omitted member that has none).
 struct ParamDef {
-  std::string key;
+  std::string key{};
   ParamType type = ParamType::kNumber;
   Presence presence = Presence::kDefault;
-  wire::OpValue default_value;                   // kDefault: written into the canonical form when absent
+  wire::OpValue default_value{};                 // kDefault: written into the canonical form when absent
   double min = -std::numeric_limits<double>::infinity();  // every number given, inclusive
   double max = std::numeric_limits<double>::infinity();
   uint32_t OpLimits::*limit = nullptr;           // also at most this limit (its key named in the error)
   const char* limit_key = "";                    // e.g. "limits.max_output_side"
-  std::vector<std::string> choices;              // kText / kNumberOrText
+  std::vector<std::string> choices{};            // kText / kNumberOrText
   size_t min_len = 1, max_len = 1;               // kNumbers / kNumberOrList lists
-  std::string doc;                               // one line for docs and errors: meaning, unit, default
+  std::string doc{};                             // one line for docs and errors: meaning, unit, default
 };
 
 // Builders for ParamDef tables.
