@@ -48,15 +48,15 @@ Status CropResizer::run(std::span<const uint8_t> bytes, const std::string& path,
     const int sw = scaled_size(w, scale), sh = scaled_size(h, scale);
     ax = {sw, 0.0, static_cast<double>(sw), nw, center_crop_offset(nw, c), c};
     ay = {sh, 0.0, static_cast<double>(sh), nh, center_crop_offset(nh, c), c};
-    const auto [x0, x1] = resample_input_range(ax);  // only these pixels are read by the center crop
-    const auto [y0, y1] = resample_input_range(ay);
+    const auto [x0, x1] = resample_input_range(ax, spec.filter);  // only these pixels are read by the center crop
+    const auto [y0, y1] = resample_input_range(ay, spec.filter);
     BATCHD_RETURN_IF_ERROR(decode(scale, {x0, y0, x1 - x0, y1 - y0}, &origin));
     x_origin = -origin.x;
     y_origin = -origin.y;
   }
   if (times != nullptr) times->decode_ns += stage_ns(t);
-  resample_bilinear(image_, x_origin, y_origin, ax, ay, rgb, &scratch_,
-                    fast ? ResampleOrder::kFast : ResampleOrder::kPillow);
+  resample(image_, x_origin, y_origin, ax, ay, spec.filter, rgb, &scratch_,
+           fast ? ResampleOrder::kFast : ResampleOrder::kPillow);
   if (times != nullptr) times->resize_ns += stage_ns(t);
   return ok_status();
 }

@@ -1,5 +1,6 @@
 // crop_resize.h — one image sample of train224/val224 from its file's bytes: decode (the whole image, or only the
-// window the crop reads), crop and resize with Pillow's antialiased bilinear filter, into a crop x crop RGB image.
+// window the crop reads), crop and resize with Pillow's antialiased bilinear (or bicubic) filter, into a crop x crop
+// RGB image.
 //
 // The geometry is torchvision's: train crops `box` (RandomResizedCrop's, in the image's pixels) and resizes it to
 // crop x crop; val resizes the shorter side to `resize` and takes the central crop x crop. With a fast decode the
@@ -26,6 +27,7 @@ struct CropSpec {
   CropBox box;          // train: inside the image (left >= 0, width >= 1, left + width <= image width; same for y)
   int crop = 224;       // >= 1
   int resize = 256;     // val: >= crop
+  ResampleFilter filter = ResampleFilter::kBilinear;  // kBilinear or kBicubic (Pillow's, antialiased)
 };
 
 enum class DecodeMode {

@@ -1,7 +1,10 @@
 #include "transforms/fused_head.h"
 
+#include <optional>
+
 #include "transforms/crop_resize.h"
 #include "transforms/image_decoder.h"
+#include "transforms/ops/weighted_choice.h"
 
 namespace batchd::daemon {
 
@@ -10,21 +13,29 @@ namespace {
 using ops::Sample;
 using ops::SampleKernel;
 
-// decode + random_resized_crop, or decode + resize + center_crop, as one CropResizer step.
+// One crop the head can make: a random_resized_crop (scale, ratio drawn per sample) or resize + center_crop.
+struct CropOption {
+  CropSpec spec;
+  std::vector<double> scale, ratio;  // random_resized_crop's
+};
+
+// decode + a crop option (or a random_choice between several), as one CropResizer step.
 class FusedCropKernel final : public SampleKernel {
  public:
-  FusedCropKernel(std::unique_ptr<ImageDecoder> decoder, CropSpec spec, std::vector<double> scale,
-                  std::vector<double> ratio, bool exact, StageTimes* times)
-      : decoder_(std::move(decoder)), spec_(spec), scale_(std::move(scale)), ratio_(std::move(ratio)),
+  FusedCropKernel(std::unique_ptr<ImageDecoder> decoder, std::vector<CropOption> options,
+                  std::optional<ops::WeightedChoice> choice, bool exact, StageTimes* times)
+      : decoder_(std::move(decoder)), options_(std::move(options)), choice_(std::move(choice)),
         mode_(exact ? DecodeMode::kExact : DecodeMode::kFastRegion), times_(times) {}
 
   Status run(Sample& s, SampleRng& rng) override {
     auto header = decoder_->header(s.bytes, *s.name);
     if (!header.ok()) return header.error();
-    CropSpec spec = spec_;
+    // The draws in torchvision's order: RandomChoice's pick, then the chosen crop's box.
+    const CropOption& option = choice_ ? options_[choice_->draw(rng)] : options_[0];
+    CropSpec spec = option.spec;
     if (!spec.center) {
-      spec.box = random_resized_crop_params(header->width, header->height, rng, scale_[0], scale_[1], ratio_[0],
-                                            ratio_[1]);
+      spec.box = random_resized_crop_params(header->width, header->height, rng, option.scale[0], option.scale[1],
+                                            option.ratio[0], option.ratio[1]);
     }
     s.image.width = s.image.height = spec.crop;
     s.image.pixels.resize(static_cast<size_t>(spec.crop) * spec.crop * 3);
@@ -34,15 +45,61 @@ class FusedCropKernel final : public SampleKernel {
  private:
   std::unique_ptr<ImageDecoder> decoder_;
   CropResizer resizer_{decoder_.get()};
-  CropSpec spec_;
-  std::vector<double> scale_, ratio_;
+  std::vector<CropOption> options_;
+  std::optional<ops::WeightedChoice> choice_;
   DecodeMode mode_;
   StageTimes* times_;
 };
 
-bool bilinear_square(const wire::Op& op) {
+// Bilinear or bicubic (the filters CropResizer runs), to a square.
+bool square_filter(const wire::Op& op, ResampleFilter* filter) {
   const auto size = ops::numbers(op, "size");
-  return ops::text(op, "interpolation") == "bilinear" && (size.size() == 1 || size[0] == size[1]);
+  const std::string& name = ops::text(op, "interpolation");
+  if (name != "bilinear" && name != "bicubic") return false;
+  *filter = name == "bicubic" ? ResampleFilter::kBicubic : ResampleFilter::kBilinear;
+  return size.size() == 1 || size[0] == size[1];
+}
+
+std::optional<CropOption> random_resized_crop_option(const wire::Op& op) {
+  CropOption option;
+  if (op.name() != "random_resized_crop" || !square_filter(op, &option.spec.filter)) return std::nullopt;
+  option.spec.crop = static_cast<int>(ops::numbers(op, "size")[0]);
+  option.scale = ops::numbers(op, "scale");
+  option.ratio = ops::numbers(op, "ratio");
+  return option;
+}
+
+// ops[1..] of the spec as the head's crop options; *used = the ops they cover (0: none fits).
+std::vector<CropOption> crop_options(const google::protobuf::RepeatedPtrField<wire::Op>& o, int* used,
+                                     std::optional<ops::WeightedChoice>* choice) {
+  *used = 0;
+  if (auto option = random_resized_crop_option(o[1])) {
+    *used = 2;
+    return {*option};
+  }
+  if (o[1].name() == "random_choice") {  // every alternative a crop of one size
+    std::vector<CropOption> options;
+    for (const auto& op : ops::param(o[1], "ops")->ops().ops()) {
+      auto option = random_resized_crop_option(op);
+      if (!option || option->spec.crop != (options.empty() ? option->spec.crop : options[0].spec.crop)) return {};
+      options.push_back(*option);
+    }
+    choice->emplace(ops::numbers(o[1], "p"), options.size());
+    *used = 2;
+    return options;
+  }
+  CropOption center;
+  if (o.size() >= 3 && o[1].name() == "resize" && o[2].name() == "center_crop" &&
+      square_filter(o[1], &center.spec.filter) && ops::numbers(o[1], "size").size() == 1 &&
+      !ops::has(o[1], "max_size") && ops::numbers(o[2], "size").size() == 1 &&
+      ops::numbers(o[2], "size")[0] <= ops::numbers(o[1], "size")[0]) {
+    center.spec.center = true;
+    center.spec.resize = static_cast<int>(ops::numbers(o[1], "size")[0]);
+    center.spec.crop = static_cast<int>(ops::numbers(o[2], "size")[0]);
+    *used = 3;
+    return {center};
+  }
+  return {};
 }
 
 }  // namespace
@@ -51,28 +108,14 @@ Result<std::unique_ptr<SampleKernel>> fused_head(const wire::PipelineSpec& spec,
   *used = 0;
   const auto& o = spec.ops();
   if (o.size() < 2 || ops::number(o[0], "max_side") != 0) return std::unique_ptr<SampleKernel>();
-  CropSpec crop;
-  std::vector<double> scale, ratio;
-  if (o[1].name() == "random_resized_crop" && bilinear_square(o[1])) {
-    crop.crop = static_cast<int>(ops::numbers(o[1], "size")[0]);
-    scale = ops::numbers(o[1], "scale");
-    ratio = ops::numbers(o[1], "ratio");
-    *used = 2;
-  } else if (o.size() >= 3 && o[1].name() == "resize" && o[2].name() == "center_crop" && bilinear_square(o[1]) &&
-             ops::numbers(o[1], "size").size() == 1 && !ops::has(o[1], "max_size") &&
-             ops::numbers(o[2], "size").size() == 1 &&
-             ops::numbers(o[2], "size")[0] <= ops::numbers(o[1], "size")[0]) {
-    crop.center = true;
-    crop.resize = static_cast<int>(ops::numbers(o[1], "size")[0]);
-    crop.crop = static_cast<int>(ops::numbers(o[2], "size")[0]);
-    *used = 3;
-  } else {
-    return std::unique_ptr<SampleKernel>();
-  }
+  std::optional<ops::WeightedChoice> choice;
+  std::vector<CropOption> options = crop_options(o, used, &choice);
+  if (*used == 0) return std::unique_ptr<SampleKernel>();
   auto decoder = ImageDecoder::create();
   if (!decoder.ok()) return decoder.error();
-  return std::unique_ptr<SampleKernel>(new FusedCropKernel(std::move(decoder).value(), crop, scale, ratio,
-                                                           ops::flag(o[0], "exact_decode"), times));
+  return std::unique_ptr<SampleKernel>(new FusedCropKernel(std::move(decoder).value(), std::move(options),
+                                                           std::move(choice), ops::flag(o[0], "exact_decode"),
+                                                           times));
 }
 
 }  // namespace batchd::daemon

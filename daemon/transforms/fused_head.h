@@ -1,7 +1,10 @@
-// fused_head.h — the head of a spec's executor (spec_pipeline.h): decode followed by random_resized_crop (bilinear,
-// square), or by resize(n) + center_crop(c) (bilinear, c <= n, square), run as one CropResizer step. The JPEG is
+// fused_head.h — the head of a spec's executor (spec_pipeline.h): decode followed by random_resized_crop (square,
+// bilinear or bicubic), by a random_choice whose every op is such a crop of one size (timm's random interpolation:
+// RandomChoice of a bilinear and a bicubic RandomResizedCrop), or by resize(n) + center_crop(c) (square, bilinear
+// or bicubic, c <= n), run as one CropResizer step, drawing as the ops would (the choice, then the box). The JPEG is
 // DCT-scaled as far as the crop allows and only the window the resize reads is decoded (crop_resize.h), unless
-// decode's exact_decode is set. This keeps the presets' speed and their bytes (PresetGoldenTest).
+// decode's exact_decode is set (then the bytes are the unfused ops'). This keeps the presets' speed and their bytes
+// (PresetGoldenTest).
 #pragma once
 
 #include <memory>

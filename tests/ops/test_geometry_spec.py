@@ -120,3 +120,47 @@ def test_plan_accepts_a_crop_that_padding_makes_fit():
 def test_interpolation_is_part_of_the_canonical_spec(name):
     a = ops.plan([{"op": "random_resized_crop", "size": 224, "interpolation": name}, {"op": "to_tensor"}])
     assert a != ops.plan([{"op": "random_resized_crop", "size": 224}, {"op": "to_tensor"}])
+
+
+def _jpeg(photo):
+    with open(photo.filename, "rb") as f:
+        return f.read()
+
+
+# The crops the fused head takes besides bilinear ones (fused_head.h): bicubic, timm's random interpolation (a
+# random_choice of a bilinear and a bicubic crop of one size), bicubic resize + center crop (timm's eval).
+FUSED_HEADS = {
+    "bicubic_rrc": [{"op": "random_resized_crop", "size": 96, "interpolation": "bicubic"}],
+    "choice_of_rrc": [{"op": "random_choice", "p": [0.3, 0.7],
+                       "ops": [{"op": "random_resized_crop", "size": 96, "interpolation": "bilinear"},
+                               {"op": "random_resized_crop", "size": 96, "interpolation": "bicubic",
+                                "scale": [0.3, 1.0]}]}],
+    "bicubic_resize_center_crop": [{"op": "resize", "size": 110, "interpolation": "bicubic"},
+                                   {"op": "center_crop", "size": 96}],
+}
+
+
+@pytest.mark.parametrize("head", list(FUSED_HEADS))
+def test_decode_fused_with_a_bicubic_or_chosen_crop_makes_the_unfused_ops_bytes(photos, head):
+    # decode's max_side above every photo is a plain decode that keeps the head from fusing: with exact_decode the
+    # fused step must draw (the choice, then the box) and resample exactly as the ops one by one.
+    data = [_jpeg(p) for p in photos]
+    for seed in (1, 2, 3):
+        fused, _ = ops.run([EXACT] + FUSED_HEADS[head] + [{"op": "pil_to_tensor"}], data, seed=seed)
+        unfused, _ = ops.run([{**EXACT, "max_side": 4096}] + FUSED_HEADS[head] + [{"op": "pil_to_tensor"}], data,
+                             seed=seed)
+        assert np.array_equal(fused, unfused), (head, seed)
+
+
+@pytest.mark.parametrize("head", list(FUSED_HEADS))
+def test_the_fast_fused_head_is_taken_and_stays_within_the_fast_decodes_tolerance(photos, head):
+    # The fast decode of a fused head DCT-scales and decodes only the crop's window: its bytes differ from the
+    # unfused fast decode (so the head was taken), and from PIL's decode by the fast decode's tolerance (a 96-pixel
+    # crop of these photos: a mean of about 1.6-1.8 levels for bilinear and bicubic alike, docs/pipeline_ops.md).
+    data = [_jpeg(p) for p in photos]
+    fast, _ = ops.run([{"op": "decode"}] + FUSED_HEADS[head] + [{"op": "pil_to_tensor"}], data, seed=4)
+    unfused, _ = ops.run([{"op": "decode", "max_side": 4096}] + FUSED_HEADS[head] + [{"op": "pil_to_tensor"}], data,
+                         seed=4)
+    exact, _ = ops.run([EXACT] + FUSED_HEADS[head] + [{"op": "pil_to_tensor"}], data, seed=4)
+    assert not np.array_equal(fast, unfused), f"{head}: not fused"
+    assert np.abs(fast.astype(int) - exact.astype(int)).mean() < 2.5, head
