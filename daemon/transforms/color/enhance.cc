@@ -1,9 +1,9 @@
 // ImageEnhance's four enhancers and the L conversion (color.h; Pillow 9.4 ImageEnhance.py, Blend.c, Convert.c,
 // Filter.c, ImageStat.py).
-#include <array>
 #include <cstddef>
 #include <cstdint>
 
+#include "transforms/color/blend_simd.h"
 #include "transforms/color/color.h"
 #include "transforms/color/pil_pixel.h"
 
@@ -11,15 +11,6 @@ namespace batchd::daemon {
 namespace {
 
 size_t pixel_count(const RgbImage& img) { return static_cast<size_t>(img.width) * img.height; }
-
-// Every channel value through one 256-entry table: the degenerate is one gray for the whole image.
-void blend_with_constant(RgbImage& img, int degenerate, double factor) {
-  const pil::Blend blend(factor);
-  if (blend.is_identity()) return;
-  std::array<uint8_t, 256> lut;
-  for (int v = 0; v < 256; ++v) lut[v] = blend(degenerate, v);
-  for (uint8_t& p : img.pixels) p = lut[p];
-}
 
 // Filter.c ImagingFilter3x3 with ImageFilter.SMOOTH: kernel (1 1 1 / 1 5 1 / 1 1 1), each weight divided by the
 // scale 13 in float (_imaging.c _filter), offset 0 + 0.5, each row's three products summed left to right, rows
@@ -50,30 +41,21 @@ void smooth(const RgbImage& src, RgbImage& dst) {
 
 }  // namespace
 
-void adjust_brightness(RgbImage& img, double factor) { blend_with_constant(img, 0, factor); }
+// The blends run on SIMD vectors (blend_simd.h), with pil::Blend's arithmetic per lane.
+void adjust_brightness(RgbImage& img, double factor) {
+  if (!pil::Blend(factor).is_identity()) blend_image(img, static_cast<float>(factor), 0);
+}
 
 void adjust_contrast(RgbImage& img, double factor) {
   if (pil::Blend(factor).is_identity()) return;
   // ImageStat.Stat(img.convert("L")).mean: sum(i * h[i]) / count (a Python float; the sum is exact in a double).
-  uint64_t sum = 0;
-  const uint8_t* p = img.pixels.data();
   const size_t n = pixel_count(img);
-  for (size_t i = 0; i < n; ++i, p += 3) sum += pil::luma(p[0], p[1], p[2]);
-  const double mean = n == 0 ? 0.0 : static_cast<double>(sum) / static_cast<double>(n);
-  blend_with_constant(img, static_cast<int>(mean + 0.5), factor);
+  const double mean = n == 0 ? 0.0 : static_cast<double>(luma_sum(img)) / static_cast<double>(n);
+  blend_image(img, static_cast<float>(factor), static_cast<int>(mean + 0.5));
 }
 
 void adjust_saturation(RgbImage& img, double factor) {
-  const pil::Blend blend(factor);
-  if (blend.is_identity()) return;
-  uint8_t* p = img.pixels.data();
-  const size_t n = pixel_count(img);
-  for (size_t i = 0; i < n; ++i, p += 3) {
-    const int l = pil::luma(p[0], p[1], p[2]);
-    p[0] = blend(l, p[0]);
-    p[1] = blend(l, p[1]);
-    p[2] = blend(l, p[2]);
-  }
+  if (!pil::Blend(factor).is_identity()) blend_image(img, static_cast<float>(factor), kPerPixelLuma);
 }
 
 void adjust_sharpness(RgbImage& img, double factor, RgbImage* scratch) {
