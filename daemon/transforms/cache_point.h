@@ -37,9 +37,9 @@ struct CacheBinding {
 
 // Where the point of canonical spec `canonical` with its cache op at index `cache_at` (PlannedSpec::cache_at) is
 // taken, in the steps (the ops without the cache op): `point` steps run before it. A point that ends the steps right
-// after a tensor conversion to float32 that the spec pipeline fuses into one pass (fused_tail.h: to_tensor, then
-// normalize, convert_image_dtype, layout) is taken before that conversion: the entry keeps the uint8 image (a
-// quarter of val224's float32 bytes) and a hit re-runs the conversion, deterministic and bit-identical (a uint8
+// after a tensor conversion to a float dtype that the spec pipeline fuses into one pass (fused_tail.h: to_tensor,
+// then normalize, convert_image_dtype, layout) is taken before that conversion: the entry keeps the uint8 image (a
+// quarter of val224's float32 bytes, half of a float16 / bfloat16 output's) and a hit re-runs the conversion, deterministic and bit-identical (a uint8
 // output, as val224_u8's, is kept as the slot's bytes: as small, and a hit is one copy). `id`
 // hashes the steps before the point; `text` names them ("decode -> resize -> center_crop").
 struct CachePrefix {

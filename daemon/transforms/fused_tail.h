@@ -23,7 +23,8 @@ struct FusedTail {
   float lut[3][256];
   uint16_t bits[3][256];            // float16 / bfloat16 output: lut's values as that dtype's bits
   wire::DType dtype = wire::UINT8;  // after the chain
-  bool vector_float = false;        // a float32 chain of to_tensor / normalize steps: write_float() vectorizes it
+  bool vector_float = false;        // a float32 chain of to_tensor / normalize steps, none on float16 / bfloat16
+                                    // values: write_float() vectorizes it
   FloatChain chain;
   bool hwc = false;
   bool to_slot = false;             // the chain ends the spec

@@ -131,6 +131,9 @@ def _jpeg(photo):
 # random_choice of a bilinear and a bicubic crop of one size), bicubic resize + center crop (timm's eval).
 FUSED_HEADS = {
     "bicubic_rrc": [{"op": "random_resized_crop", "size": 96, "interpolation": "bicubic"}],
+    "choice_without_p": [{"op": "random_choice",
+                          "ops": [{"op": "random_resized_crop", "size": 96, "interpolation": "bicubic"},
+                                  {"op": "random_resized_crop", "size": 96, "ratio": [0.5, 2.0]}]}],
     "choice_of_rrc": [{"op": "random_choice", "p": [0.3, 0.7],
                        "ops": [{"op": "random_resized_crop", "size": 96, "interpolation": "bilinear"},
                                {"op": "random_resized_crop", "size": 96, "interpolation": "bicubic",
@@ -164,3 +167,24 @@ def test_the_fast_fused_head_is_taken_and_stays_within_the_fast_decodes_toleranc
     exact, _ = ops.run([EXACT] + FUSED_HEADS[head] + [{"op": "pil_to_tensor"}], data, seed=4)
     assert not np.array_equal(fast, unfused), f"{head}: not fused"
     assert np.abs(fast.astype(int) - exact.astype(int)).mean() < 2.5, head
+
+
+# Choices the head does not take (fused_head.cc): an option with nearest, or not square. They run as the ops: the
+# fast decode gives exactly the unfused fast decode's bytes.
+UNFUSED_HEADS = {
+    "choice_with_nearest": [{"op": "random_choice",
+                             "ops": [{"op": "random_resized_crop", "size": 64, "interpolation": "nearest"},
+                                     {"op": "random_resized_crop", "size": 64}]}],
+    "choice_not_square": [{"op": "random_choice",
+                           "ops": [{"op": "random_resized_crop", "size": [64, 48]},
+                                   {"op": "random_resized_crop", "size": [64, 48], "interpolation": "bicubic"}]}],
+}
+
+
+@pytest.mark.parametrize("head", list(UNFUSED_HEADS))
+def test_a_choice_the_head_does_not_take_runs_as_the_ops(photos, head):
+    data = [_jpeg(p) for p in photos]
+    fast, _ = ops.run([{"op": "decode"}] + UNFUSED_HEADS[head] + [{"op": "pil_to_tensor"}], data, seed=6)
+    unfused, _ = ops.run([{"op": "decode", "max_side": 4096}] + UNFUSED_HEADS[head] + [{"op": "pil_to_tensor"}],
+                         data, seed=6)
+    assert np.array_equal(fast, unfused), head

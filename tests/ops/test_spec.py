@@ -93,9 +93,9 @@ def _bits(a):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("ops_after,transforms_after", [
-    # uint8 -> dtype as the tail's last step (into the slot, through the table).
-    ([{"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "DT"}],
-     [T.PILToTensor(), "DT"]),
+    # uint8 -> dtype as the tail's last step (into the slot, through the table), mirrored rows in CHW.
+    ([{"op": "horizontal_flip", "p": 1}, {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "DT"}],
+     [T.RandomHorizontalFlip(1.0), T.PILToTensor(), "DT"]),
     # normalize on dtype values: torch rounds mean and std, the difference and the quotient.
     ([{"op": "horizontal_flip", "p": 1}, {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "DT"},
       {"op": "normalize", **IMAGENET}, {"op": "layout", "order": "HWC"}],

@@ -63,11 +63,11 @@ TEST_P(BlendSimdTest, LumaSumEqualsTheScalarSum) {
     }
     EXPECT_EQ(luma_sum(img), want) << "w " << w;
   }
-  RgbImage white;  // every lane at its largest for many blocks: no int32 overflow
+  RgbImage white;  // a sum past 2^31 (255 * 9e6 = 2.3e9): one int32 accumulator over the image would overflow
   white.width = 3000;
-  white.height = 2000;
-  white.pixels.assign(size_t{3000} * 2000 * 3, 255);
-  EXPECT_EQ(luma_sum(white), uint64_t{255} * 3000 * 2000);
+  white.height = 3000;
+  white.pixels.assign(size_t{3000} * 3000 * 3, 255);
+  EXPECT_EQ(luma_sum(white), uint64_t{255} * 3000 * 3000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, BlendSimdTest, ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
