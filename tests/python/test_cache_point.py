@@ -7,11 +7,13 @@ That the second epoch is served from the cache, and not recomputed, is checked f
 epochs every image file of the stream's dataset is overwritten in place with garbage of the same size and its mtime
 put back (the same size, mtime and inode: the stamp an entry is checked against). A sample read from its file in
 epoch 2 would fail to decode; a sample read from the cache gives epoch 1's pixels."""
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pytest
 import torch
@@ -21,6 +23,8 @@ from conftest import ROOT, _run_daemon
 
 TESTDATA = os.environ.get("BATCHD_TESTDATA", os.path.join(ROOT, "build", "testdata"))
 IMAGES = os.path.join(TESTDATA, "imagefolder")
+BATCHCTL = os.path.join(os.path.dirname(os.environ.get("BATCHD_BIN", os.path.join(ROOT, "build", "bin", "batchd"))),
+                        "batchctl")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 CRASH_SAMPLE = 17
 TRAIN = [{"op": "decode", "max_side": 256}, {"op": "random_resized_crop", "size": 224},
@@ -54,8 +58,27 @@ def daemon():
     yield from _daemon(["photos", "garbled_val", "garbled_u8", "garbled_train"])
 
 
-def garble(root):
-    """Every file under root overwritten in place (same inode, same size) and its mtime put back."""
+def wait_idle(sock):
+    """Until the daemon has no stream and every worker is idle. A closed stream's last task (a batch made ahead) may
+    still be running after Loader.close(); while garble() writes a file, its mtime is briefly new, and a worker that
+    looked the sample up then would rightly drop its entry as changed (sample_cache.h), and epoch 2 would read the
+    garbage."""
+    deadline = time.monotonic() + 30
+    while True:
+        out = subprocess.run([BATCHCTL, "--socket", sock, "status", "--json"], capture_output=True, text=True,
+                             timeout=30)
+        assert out.returncode == 0, out.stderr
+        status = json.loads(out.stdout)
+        if not status.get("streams") and all(w["state"] == "idle" for w in status.get("workers", [])):
+            return
+        assert time.monotonic() < deadline, f"the daemon did not go idle: {status}"
+        time.sleep(0.02)
+
+
+def garble(root, sock):
+    """Every file under root overwritten in place (same inode, same size) and its mtime put back, once the daemon
+    at `sock` is idle (wait_idle)."""
+    wait_idle(sock)
     for folder, _, files in os.walk(root):
         for name in files:
             path = os.path.join(folder, name)
@@ -110,7 +133,7 @@ def test_cached_and_uncached_presets_give_the_same_batches(daemon, preset, garbl
     assert not torch.equal(uncached[0][0]["index"], uncached[1][0]["index"]), "the epochs are shuffled apart"
     # Epoch 2 from the cache: the files under it are garbage by then.
     served = epochs(lambda: loader(sock, garbled, pipeline=preset + "_cached"),
-                    between=lambda: garble(roots[garbled]))
+                    between=lambda: garble(roots[garbled], sock))
     assert_same(uncached, served, f"{preset}_cached with epoch 2 from the cache")
 
 
@@ -124,7 +147,7 @@ def test_a_train_recipe_after_the_point_makes_what_it_makes_without_it(daemon):
     assert all(not torch.equal(uncached[1][0]["image"][n], uncached[0][0]["image"][m]) for n, m in again), \
         "the random ops after the point draw anew each epoch"
     served = epochs(lambda: loader(sock, "garbled_train", transform=TRAIN_CACHED),
-                    between=lambda: garble(roots["garbled_train"]))
+                    between=lambda: garble(roots["garbled_train"], sock))
     assert_same(uncached, served, "train recipe with epoch 2's pixels from the cache")
 
 
@@ -141,7 +164,7 @@ def test_a_worker_killed_mid_fill_has_its_batch_redone_and_its_entry_never_read(
     for sock, roots, log_path in _daemon(["photos", "garbled"], ["--fault-crash-in-cache-fill", str(CRASH_SAMPLE)]):
         uncached = epochs(lambda: loader(sock, "photos", pipeline="val224"))
         served = epochs(lambda: loader(sock, "garbled", pipeline="val224_cached"),
-                        between=lambda: garble(roots["garbled"]))
+                        between=lambda: garble(roots["garbled"], sock))
         assert_same(uncached, served, "val224_cached after a worker died filling an entry")
         with open(log_path) as f:
             log = f.read()
