@@ -69,7 +69,7 @@ def wait_idle(sock):
                              timeout=30)
         assert out.returncode == 0, out.stderr
         status = json.loads(out.stdout)
-        if not status.get("streams") and all(w["state"] == "idle" for w in status.get("workers", [])):
+        if not status["streams"] and all(w["state"] == "idle" for w in status["workers"]):
             return
         assert time.monotonic() < deadline, f"the daemon did not go idle: {status}"
         time.sleep(0.02)
