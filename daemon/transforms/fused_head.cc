@@ -69,24 +69,31 @@ std::optional<CropOption> random_resized_crop_option(const wire::Op& op) {
   return option;
 }
 
-// ops[1..] of the spec as the head's crop options; *used = the ops they cover (0: none fits).
-std::vector<CropOption> crop_options(const google::protobuf::RepeatedPtrField<wire::Op>& o, int* used,
-                                     std::optional<ops::WeightedChoice>* choice) {
-  *used = 0;
+// What the head replaces of a spec: its crop options (several: a random_choice between them) and how many ops.
+struct Head {
+  std::vector<CropOption> options;
+  std::optional<ops::WeightedChoice> choice;
+  int used = 0;  // 0: no head
+};
+
+// The head of ops[0..] (ops[0] is decode), if ops[1..] fit one.
+Head head_of(const google::protobuf::RepeatedPtrField<wire::Op>& o) {
+  Head head;
   if (auto option = random_resized_crop_option(o[1])) {
-    *used = 2;
-    return {*option};
+    head.options = {*option};
+    head.used = 2;
+    return head;
   }
   if (o[1].name() == "random_choice") {  // every alternative a crop of one size
-    std::vector<CropOption> options;
     for (const auto& op : ops::param(o[1], "ops")->ops().ops()) {
       auto option = random_resized_crop_option(op);
-      if (!option || option->spec.crop != (options.empty() ? option->spec.crop : options[0].spec.crop)) return {};
-      options.push_back(*option);
+      if (!option || (!head.options.empty() && option->spec.crop != head.options[0].spec.crop)) return {};
+      head.options.push_back(*option);
     }
-    choice->emplace(ops::numbers(o[1], "p"), options.size());
-    *used = 2;
-    return options;
+    if (head.options.empty()) return {};  // the plan refuses it; never a head without options
+    head.choice.emplace(ops::numbers(o[1], "p"), head.options.size());
+    head.used = 2;
+    return head;
   }
   CropOption center;
   if (o.size() >= 3 && o[1].name() == "resize" && o[2].name() == "center_crop" &&
@@ -96,10 +103,10 @@ std::vector<CropOption> crop_options(const google::protobuf::RepeatedPtrField<wi
     center.spec.center = true;
     center.spec.resize = static_cast<int>(ops::numbers(o[1], "size")[0]);
     center.spec.crop = static_cast<int>(ops::numbers(o[2], "size")[0]);
-    *used = 3;
-    return {center};
+    head.options = {center};
+    head.used = 3;
   }
-  return {};
+  return head;
 }
 
 }  // namespace
@@ -108,13 +115,13 @@ Result<std::unique_ptr<SampleKernel>> fused_head(const wire::PipelineSpec& spec,
   *used = 0;
   const auto& o = spec.ops();
   if (o.size() < 2 || ops::number(o[0], "max_side") != 0) return std::unique_ptr<SampleKernel>();
-  std::optional<ops::WeightedChoice> choice;
-  std::vector<CropOption> options = crop_options(o, used, &choice);
-  if (*used == 0) return std::unique_ptr<SampleKernel>();
+  Head head = head_of(o);
+  if (head.used == 0) return std::unique_ptr<SampleKernel>();
   auto decoder = ImageDecoder::create();
   if (!decoder.ok()) return decoder.error();
-  return std::unique_ptr<SampleKernel>(new FusedCropKernel(std::move(decoder).value(), std::move(options),
-                                                           std::move(choice), ops::flag(o[0], "exact_decode"),
+  *used = head.used;
+  return std::unique_ptr<SampleKernel>(new FusedCropKernel(std::move(decoder).value(), std::move(head.options),
+                                                           std::move(head.choice), ops::flag(o[0], "exact_decode"),
                                                            times));
 }
 

@@ -1,8 +1,8 @@
 // The erasing family: random_erasing (torchvision 0.14's RandomErasing) on a float tensor. The op's functions and
 // draws are transforms/tensor/erasing.h; here its schema, type rule and kernel.
 #include "batchd/wire/convert.h"
-#include "transforms/dtype_cast.h"
 #include "transforms/ops/op_registry.h"
+#include "transforms/ops/tensor_ops.h"
 #include "transforms/tensor/erasing.h"
 
 namespace batchd::daemon::ops {
@@ -16,8 +16,7 @@ bool float_tensor(const ValueType& t) {
 
 ErasingParams erasing_params(const wire::Op& op, wire::DType dtype) {
   ErasingParams params;
-  if (dtype == wire::FLOAT16) params.round = round_to_half;
-  if (dtype == wire::BFLOAT16) params.round = round_to_bfloat16;
+  params.round = rounding_of(dtype);
   params.p = number(op, "p");
   const auto scale = numbers(op, "scale"), ratio = numbers(op, "ratio");
   params.scale_lo = scale[0];

@@ -31,11 +31,10 @@ wire::DType dtype_of(const std::string& name) {
   return wire::FLOAT32;
 }
 
-// A float32 value as a tensor of dtype `d` holds it (float16 / bfloat16: rounded to nearest even; else as is).
+// A float32 value as a tensor of dtype `d` holds it (rounding_of).
 float round_to(wire::DType d, float x) {
-  if (d == wire::FLOAT16) return round_to_half(x);
-  if (d == wire::BFLOAT16) return round_to_bfloat16(x);
-  return x;
+  const Rounding round = rounding_of(d);
+  return round != nullptr ? round(x) : x;
 }
 
 Result<ValueType> need_tensor(const ValueType& in, const char* what) {
@@ -181,6 +180,12 @@ OpDef layout_def() {
 }
 
 }  // namespace
+
+Rounding rounding_of(wire::DType d) {
+  if (d == wire::FLOAT16) return round_to_half;
+  if (d == wire::BFLOAT16) return round_to_bfloat16;
+  return nullptr;
+}
 
 bool is_pointwise(const wire::Op& op) {
   return op.name() == "to_tensor" || op.name() == "pil_to_tensor" || op.name() == "convert_image_dtype" ||

@@ -8,6 +8,12 @@
 
 namespace batchd::daemon::ops {
 
+// How a tensor of dtype `d` rounds a float32 value assigned to it: round_to_half / round_to_bfloat16
+// (dtype_cast.h) for float16 / bfloat16, null for a dtype that holds the value as it is (float32; uint8 values are
+// whole already).
+using Rounding = float (*)(float);
+Rounding rounding_of(wire::DType d);
+
 // True for the ops PointwiseStep computes.
 bool is_pointwise(const wire::Op& op);
 
