@@ -60,6 +60,9 @@ class CMakeBuild(build_ext):
             args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
         args += shlex.split(os.environ.get("CMAKE_ARGS", ""))
         output = self.run_cmake(["-S", ROOT, "-B", CMAKE_BUILD, *args], "configuring")
+        off = re.search(r"batchd: Python module: OFF \((.*)\)", output)  # cmake/BatchdPython.cmake's status line
+        if off:
+            sys.exit(f"setup.py: CMake cannot build the module: {off.group(1)}")
         return re.search(r"batchd: CUDA client path: ON", output) is not None  # CMakeLists.txt's status line
 
     def build_extension(self, ext):

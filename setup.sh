@@ -1,17 +1,35 @@
 #!/usr/bin/env bash
-# setup.sh — installs what batchd needs from Debian (only what is missing) and builds it into build/.
-# Idempotent: a second run installs nothing and rebuilds only what changed.
+# setup.sh — installs what batchd needs (only what is missing) and builds it into build/. Idempotent: a second run
+# installs nothing and rebuilds only what changed.
 #
-#   ./setup.sh              dependencies + build
-#   (the Python client's tests and the benchmarks' PyTorch peer need python3-torch: always installed)
+#   ./setup.sh           Debian's packages for the build; batchd, batchctl, batchd-bench and the client libraries
+#   ./setup.sh --tests   also what only the tests need (README's test command; .ci/run):
+#                        - Debian's test tools (clang-14 for the fuzz targets and -Wthread-safety, djpeg, curl, ...);
+#                        - the project's venv .venv/ (git-ignored) with tests/requirements.txt from PyPI, pinned:
+#                          torch, torchvision, numpy 2, Pillow, pybind11, pytest, moto[server] (the S3 test server);
+#                        - every test binary and the Python module built against that venv's Python (build/python);
+#                        - the fuzz targets (build-fuzz/) and clang's thread-safety check of the client (build-tsa/).
+#
+# Network: Debian's archive (apt-get) and PyPI (pip, --tests only). Nothing else is downloaded.
+# BATCHD_VENV=DIR puts the venv elsewhere (default: .venv beside this file).
 set -euo pipefail
 cd "$(dirname "$0")"
+
+tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) tests=1 ;;
+    --bench) ;;  # accepted for compatibility: the benchmarks' Python is the test venv (--tests)
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake pkg-config            # toolchain
   libboost-dev                                # Boost.Asio, Boost.Interprocess (header-only)
   libprotobuf-dev protobuf-compiler           # proto/batchd.proto
-  libgtest-dev                                # tests
+  libgtest-dev                                # tests (configured always; built by --tests)
   libcli11-dev libtomlplusplus-dev libspdlog-dev zlib1g-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev  # JPEG (TurboJPEG + libjpeg APIs) and PNG decoding
   libsystemd-dev                              # sd_notify, the journal
@@ -19,20 +37,16 @@ packages=(
   libarchive-dev                              # webdataset tar shards: the member index (data/tar_index)
   libxxhash-dev                               # dataset fingerprints, XXH3-128 (data/fingerprint)
   libhwy-dev                                  # Highway SIMD: the resampling passes (transforms/resample_passes)
-  libcurl4-openssl-dev python3-botocore openssl  # remote shards: libcurl (daemon/remote), botocore's SigV4, a test CA
-  pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest  # Python client + tests
-  python3 python3-pil python3-skimage libjpeg-turbo-progs  # test images (make_imagefolder.py), djpeg reference
-  python3-matplotlib                          # bench/plot.py
-  python3-yaml python3-kubernetes binutils    # tests/kubernetes: manifests, API schema (offline), objdump
-  curl                                        # tests/remote and bench/compare_remote.py: the curl CLI
-  python3-pip python3-venv python3-setuptools python3-wheel  # pip install --no-build-isolation . (pyproject.toml)
+  libcurl4-openssl-dev                        # remote shards: libcurl (daemon/remote)
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
-  clang-14 libclang-rt-14-dev                 # the libFuzzer target (tests/fuzz), -Wthread-safety (build-tsa/)
+  python3 python3-dev python3-venv            # the venv (pip install . of the README, and --tests)
 )
-# (--bench is accepted for compatibility: the benchmark's Python dependencies are always installed now.)
-# npm's s3rver for the remote-shard tests (tests/remote/s3rver/install.sh): Debian's nodejs and npm where no npm
-# is on PATH; an npm that is there already (NodeSource, nvm) is used as it is.
-command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+test_packages=(
+  clang-14 libclang-rt-14-dev                 # the libFuzzer targets (tests/fuzz), -Wthread-safety (build-tsa/)
+  libjpeg-turbo-progs                         # djpeg, the reference decoder of the codec tests
+  openssl curl binutils                       # tests/remote: a test CA, the curl CLI; tests/kubernetes: objdump
+)
+((tests)) && packages+=("${test_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -47,22 +61,30 @@ if ((${#missing[@]})); then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# s3rver 3.7.1 with `npm ci` from tests/remote/s3rver/package-lock.json into build-node/s3rver/ (git-ignored);
-# nothing when that install is current. Network: the npm registry only.
-tests/remote/s3rver/install.sh build-node/s3rver
-
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-if ! cmake --build build -j "$jobs" >build/build.log 2>&1; then
+cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+if ((tests)); then
+  venv="${BATCHD_VENV:-$PWD/.venv}"
+  tests/python_env/make_venv.sh "$venv" tests/requirements.txt
+  cmake_args+=(-DPython_EXECUTABLE="$venv/bin/python")
+fi
+cmake -S . -B build "${cmake_args[@]}" >/dev/null
+targets=(--target batchd batchctl batchd-bench batchd_client)
+((tests)) && targets=()  # everything: the test binaries and the Python module too
+if ! cmake --build build -j "$jobs" "${targets[@]}" >build/build.log 2>&1; then
   cat build/build.log
   echo "setup.sh: the build failed (full log above and in build/build.log)" >&2
   exit 1
 fi
 grep -E 'warning:' build/build.log || true
+if ! ((tests)); then
+  echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench (./setup.sh --tests for the tests)"
+  exit 0
+fi
 
 # The fuzz targets: clang with libFuzzer + ASan/UBSan, in their own tree (ctest runs each for a bounded time).
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DBATCHD_FUZZ=ON \
-  -DBATCHD_BUILD_TESTS=OFF -DBATCHD_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  -DBATCHD_BUILD_TESTS=OFF -DBATCHD_WITH_CUDA=OFF -DBATCHD_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control fuzz_decode fuzz_shards fuzz_spec >build-fuzz/build.log 2>&1; then
   cat build-fuzz/build.log
   echo "setup.sh: the fuzz targets failed to build (log above and in build-fuzz/build.log)" >&2
@@ -71,11 +93,11 @@ fi
 # The client's lock annotations (client/src/mutex.h), checked by clang in its own tree: -Wthread-safety -Werror on
 # batchd_client (and batchd_cuda where the toolkit is found), so a lock that does not guard what it says fails here.
 cmake -S . -B build-tsa -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DBATCHD_THREAD_SAFETY=ON \
-  -DBATCHD_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  -DBATCHD_BUILD_TESTS=OFF -DBATCHD_PYTHON=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
 if ! cmake --build build-tsa -j "$jobs" --target thread_safety >build-tsa/build.log 2>&1; then
   cat build-tsa/build.log
   echo "setup.sh: clang's thread-safety analysis of the client failed (log above and in build-tsa/build.log)" >&2
   exit 1
 fi
-echo "setup.sh: built build/bin/batchd, build/bin/batchctl, build/bin/batchd-bench (and build-fuzz/bin/fuzz_control," \
-  "build-fuzz/bin/fuzz_decode, build-fuzz/bin/fuzz_shards, build-fuzz/bin/fuzz_spec; build-tsa/ checked the client's locks)"
+echo "setup.sh: built build/ with its tests and the Python module for $venv/bin/python; build-fuzz/bin/fuzz_{control," \
+  "decode,shards,spec}; build-tsa/ checked the client's locks"

@@ -46,6 +46,8 @@ from compare_fmnist import ROOT, die, machine_info, machine_line  # noqa: E402
 from compare_share import children, children_cpu_seconds, start_daemon  # noqa: E402
 import cache_sizes  # noqa: E402
 
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+
 SHARED = next((p for p in (os.path.join(ROOT, "..", "shared"), "/work/shared") if os.path.isdir(p)),
               os.path.join(ROOT, "..", "shared"))
 TRAIN_CACHED = ('[{ op = "decode", max_side = 256 }, { op = "cache" }, { op = "random_resized_crop", size = 224 }, '
@@ -291,7 +293,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--trainers", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="192 images, 2 epochs, 1 repeat, 2 trainers")
-    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3")
+    ap.add_argument("--python", default=DEFAULT_PYTHON)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--json-out", help="also write the JSON object to this file")
     ap.add_argument("--child-u8", action="store_true", help=argparse.SUPPRESS)

@@ -14,15 +14,17 @@ Measured: samples/s per epoch as each system reports it. Epoch 0 includes start-
 worker start) and is reported on its own; steady state is the mean over epochs >= 1. With R > 1 each figure is
 the median over the R runs. batchd must deliver every one of the 60000 training samples exactly once per epoch
 (unique_indices == samples == 60000), or this exits 1. Exit 2 if the peer's Python lacks torch/torchvision.
-PY defaults to /usr/bin/python3 (Debian's, where python3-torch installs) when present, else python3 on PATH.
+PY defaults to the project venv's .venv/bin/python (./setup.sh --tests; bench/project_python.py), else this Python.
 """
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FMNIST_TRAIN = 60000
@@ -84,8 +86,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=3, help="per run; >= 2 (epoch 0 is start-up)")
     ap.add_argument("--repeats", type=int, default=1, help="alternate batchd/peer runs R times, report medians")
     ap.add_argument("--peer", default=os.path.join(ROOT, "..", "shared", "bench", "torch_peer.py"))
-    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3")
-                    else shutil.which("python3") or "python3", help="interpreter for the peer")
+    ap.add_argument("--python", default=DEFAULT_PYTHON, help="interpreter for the peer (default: the project venv's)")
     ap.add_argument("--json", action="store_true", help="print one JSON summary object instead of the table")
     args = ap.parse_args()
     if args.epochs < 2 or args.repeats < 1:
@@ -96,8 +97,7 @@ def main():
     if not os.path.isfile(args.peer):
         die(f"peer script {args.peer} not found (use --peer PATH)")
     if subprocess.run([args.python, "-c", "import torch, torchvision"]).returncode != 0:
-        die(f"{args.python} cannot import torch/torchvision; ./setup.sh installs "
-            "python3-torch and python3-torchvision (or pass --python PATH)", 2)
+        die(f"{args.python} cannot import torch/torchvision: {NEEDS} (or pass --python PATH)", 2)
 
     common = ["--dataset", "fashion-mnist", "--pipeline", "fmnist", "--batch-size", str(args.batch_size),
               "--workers", str(args.workers), "--epochs", str(args.epochs)]

@@ -24,6 +24,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_fmnist import ROOT, die, machine_info, machine_line, medians, summarize  # noqa: E402
 
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+
 
 def ensure_tree(root, images, python):
     marker = os.path.join(root, ".complete")
@@ -45,13 +47,13 @@ def parse_image_args(ap, pipelines):
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--exact-decode", action="store_true", help="batchd decodes JPEGs at full size (no DCT scaling)")
     ap.add_argument("--peer", default=os.path.join(ROOT, "..", "shared", "bench", "torch_peer.py"))
-    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3")
+    ap.add_argument("--python", default=DEFAULT_PYTHON)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.epochs < 2:
         die("need --epochs >= 2 (steady state is epochs >= 1)")
     if subprocess.run([args.python, "-c", "import torch, torchvision"]).returncode != 0:
-        die(f"{args.python} cannot import torch/torchvision; ./setup.sh installs them", 2)
+        die(f"{args.python} cannot import torch/torchvision: {NEEDS} (or pass --python PATH)", 2)
     return args
 
 

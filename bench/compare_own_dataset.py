@@ -50,15 +50,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_fmnist import ROOT, die, machine_info, machine_line  # noqa: E402
 from compare_imagefolder import ensure_tree  # noqa: E402
 
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+
 try:
     import torch
     from PIL import Image
     from torch.utils.data import Dataset
 except ImportError as e:
-    die(f"{sys.executable} cannot import torch and PIL ({e}): run it with /usr/bin/python3 (./setup.sh installs "
-        "python3-torch, python3-torchvision)", 2)
+    die(f"{sys.executable} cannot import torch and PIL ({e}): run it with {DEFAULT_PYTHON} ({NEEDS})", 2)
 
-PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+PY = DEFAULT_PYTHON
 CASES = {"synthetic5": (0.005, False), "synthetic5-getitems": (0.005, True), "synthetic0": (0.0, False),
          "synthetic0-getitems": (0.0, True), "imagefolder": None}
 GOALS = {"synthetic5": 1.0, "synthetic5-getitems": 1.0, "synthetic0": 2.0, "synthetic0-getitems": 2.0,

@@ -29,7 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_fmnist import ROOT, die, machine_info, machine_line  # noqa: E402
 from compare_imagefolder import ensure_tree  # noqa: E402
 
-PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+
+PY = DEFAULT_PYTHON
 
 
 def python_loop(args):

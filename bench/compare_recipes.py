@@ -70,6 +70,8 @@ from compare_fmnist import ROOT, die, machine_info, machine_line, medians, summa
 from compare_imagefolder import ensure_tree, print_table  # noqa: E402
 from compare_python import daemon_at  # noqa: E402
 
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+
 RECIPES = ["new_train", "new_eval", "timm_train"]
 SYSTEMS = ["batchd", "torch.DataLoader"]
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -236,7 +238,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3",
+    ap.add_argument("--python", default=DEFAULT_PYTHON,
                     help="interpreter for both systems' processes (needs torch and torchvision)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     ap.add_argument("--child", choices=SYSTEMS, help=argparse.SUPPRESS)
@@ -256,7 +258,7 @@ def main():
     if not os.access(os.path.join(ROOT, "build", "bin", "batchd"), os.X_OK):
         die("build/bin/batchd not found; build it with ./setup.sh")
     if subprocess.run([args.python, "-c", "import torch, torchvision"]).returncode != 0:
-        die(f"{args.python} cannot import torch/torchvision; ./setup.sh installs them", 2)
+        die(f"{args.python} cannot import torch/torchvision: {NEEDS} (or pass --python PATH)", 2)
     ensure_tree(tree(args), args.images, args.python)
 
     report, torch_version = {}, "unknown"

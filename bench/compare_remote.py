@@ -35,6 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_fmnist import ROOT, die, machine_info, machine_line  # noqa: E402
 from compare_webdataset import ensure_shards  # noqa: E402
 
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+
 BIN = os.path.join(ROOT, "build", "bin")
 FAULT_SERVER = os.path.join(ROOT, "tests", "remote", "fault_server.py")
 PEER = os.path.join(ROOT, "..", "shared", "bench", "torch_peer.py")
@@ -147,7 +149,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--trainers", type=int, default=2)
     ap.add_argument("--shuffle", action="store_true", help="shuffled epochs (default: dataset order, shard by shard)")
-    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--python", default=DEFAULT_PYTHON)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 

@@ -28,6 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_fmnist import ROOT, die, machine_info, machine_line  # noqa: E402
 from compare_imagefolder import ensure_tree  # noqa: E402
 
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -95,7 +97,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3")
+    ap.add_argument("--python", default=DEFAULT_PYTHON)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     root = os.path.join(ROOT, "build", "bench-data", f"imagefolder-{args.images}")

@@ -26,6 +26,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_fmnist import ROOT, die, machine_info, machine_line, medians, run_json_lines  # noqa: E402
 
+from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+
 
 def ensure_tokens(path, python):
     if os.path.exists(path):
@@ -52,13 +54,13 @@ def main():
     ap.add_argument("--peer-epochs", type=int, default=3, help="peer epochs per run; >= 2")
     ap.add_argument("--repeats", type=int, default=1, help="alternate batchd/peer runs R times, report medians")
     ap.add_argument("--peer", default=os.path.join(ROOT, "..", "shared", "bench", "torch_peer.py"))
-    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3")
+    ap.add_argument("--python", default=DEFAULT_PYTHON)
     ap.add_argument("--json", action="store_true", help="print one JSON summary object instead of the table")
     args = ap.parse_args()
     if min(args.epochs, args.peer_epochs) < 2 or args.repeats < 1:
         die("need --epochs and --peer-epochs >= 2 (steady state is epochs >= 1) and --repeats >= 1")
     if subprocess.run([args.python, "-c", "import torch, numpy"]).returncode != 0:
-        die(f"{args.python} cannot import torch/numpy; ./setup.sh installs python3-torch (or pass --python PATH)", 2)
+        die(f"{args.python} cannot import torch/numpy: {NEEDS} (or pass --python PATH)", 2)
     bench = os.path.join(ROOT, "build", "bin", "batchd-bench")
     if not os.access(bench, os.X_OK):
         die(f"{bench} not found; build it (cmake --build build --target batchd batchd-bench)")

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Draws the benchmark scripts' JSON as PNG charts (docs/benchmarks.md shows them, from docs/img/).
 
     bench/plot.py [--out DIR] JSON...          e.g. bench/plot.py --out docs/img bench/results/*.json
@@ -15,8 +15,8 @@ JSON from before that field, by its "workers" list). N below is the machine's co
 Prints "written: PATH: panel, panel, ..." for each PNG. A JSON that does not exist is skipped (said on stderr). One
 that cannot be read, is not JSON, has an unknown "benchmark", lacks a field its kind needs, or would draw the same
 panel or file as another ends the run with a message naming the file. Exit status: 0 when at least one chart was
-written, 1 on such an error or when nothing was left to draw, 2 on a usage error. Needs Debian's python3-matplotlib
-(./setup.sh installs it); draws with the Agg backend (no display).
+written, 1 on such an error or when nothing was left to draw, 2 on a usage error. Needs matplotlib (the project venv's,
+./setup.sh --tests); draws with the Agg backend (no display).
 """
 import argparse
 import json

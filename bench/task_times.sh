@@ -15,7 +15,7 @@ set -euo pipefail
 [[ $# -ge 1 ]] || { sed -n '2,14p' "$0"; exit 2; }
 bin=$(cd "$1" && pwd) work=${2:-/tmp/batchd-task-times} rounds=${3:-1}
 src=$(cd "$(dirname "$0")/.." && pwd)
-py=/usr/bin/python3
+py=${BATCHD_PYTHON:-$src/.venv/bin/python}  # the project venv (./setup.sh --tests): Pillow, scikit-image
 mkdir -p "$work"
 [[ -d $work/imagenet ]] || "$py" "$src/../shared/data/make_imagefolder.py" "$work/imagenet" 200 1 >/dev/null
 [[ -d $work/large ]] || "$py" - "$work/large" <<'PY'

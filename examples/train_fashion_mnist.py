@@ -1,12 +1,12 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Train a small CNN on Fashion-MNIST for one epoch, once with torch.utils.data.DataLoader(num_workers=2) and once
 with batchd.Loader, and print for both: seconds per epoch, data-wait per step (time spent waiting for the next
 batch), and test accuracy.
 
     PYTHONPATH=build/python examples/train_fashion_mnist.py [--socket PATH] [--epochs 1] [--batch-size 128]
 
-Without --socket a private daemon (build/bin/batchd) is started on a temporary socket. Needs Debian's
-python3-torch and python3-torchvision. The model: conv 1->32 3x3 pad 1, ReLU, maxpool 2; conv 32->64 3x3 pad 1,
+Without --socket a private daemon (build/bin/batchd) is started on a temporary socket. Needs torch and
+torchvision (the project venv's: .venv/bin/python, ./setup.sh --tests). The model: conv 1->32 3x3 pad 1, ReLU, maxpool 2; conv 32->64 3x3 pad 1,
 ReLU, maxpool 2; linear 3136->128, ReLU, dropout 0.25; linear 128->10; Adam 1e-3.
 """
 import argparse

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Train an image classifier on an ImageFolder tree, written the way torchvision's classification reference
 (references/classification/train.py) and the PyTorch ImageNet example (imagenet/main.py) are, with either
 torch.utils.data.DataLoader or batchd.Loader. The two differ by one name: DataLoader( becomes batchd.Loader(, every
@@ -26,7 +26,7 @@ S counts the samples the loop saw (all ranks), N is len(loader.dataset): one epo
 difference remains, in distributed validation: the Subset loader has no sampler, so DataLoader reads the whole tail
 on every rank where batchd.Loader reads this rank's share of it; val's S is then N - k + 1 for a tail of
 k = N mod world_size >= 2 samples (docs/switching.md, "imagenet/main.py").
-Needs Debian's python3-torch and python3-torchvision.
+Needs torch and torchvision (the project venv's: .venv/bin/python, ./setup.sh --tests).
 """
 import argparse
 import os

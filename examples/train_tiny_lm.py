@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Train a tiny causal transformer on a token file (nanoGPT's train.bin format) on the CPU, once with a plain PyTorch
 data path and once with batchd.Loader (pipeline "lm"), and print for both: data wait per step (time blocked on the
 next batch), milliseconds per step, the training loss, and the loss on a fixed evaluation set after the last step.
@@ -32,8 +32,8 @@ tokens of real text: the Python standard library's sources). batchd serves it as
 
 --spawn starts such a daemon on a private socket for the run. The model: token + learned position embeddings
 (d_model 32), 2 pre-norm transformer layers (2 heads, feed-forward 128, causal mask), a linear head over the
-vocabulary; AdamW 3e-3. It is tiny because Debian's python3-torch uses the generic BLAS (a step takes a few tens of
-ms on one core). Needs python3-torch and python3-numpy.
+vocabulary; AdamW 3e-3. It is tiny so that a step takes a few tens of ms on one CPU core.
+Needs torch and numpy (the project venv's: .venv/bin/python, ./setup.sh --tests).
 """
 import argparse
 import contextlib

@@ -8,14 +8,19 @@
 #                        shard-000000.tar .. shard-000003.tar, 16 samples each (the last 12), <key>.jpg + <key>.cls
 #   OUT/shards-bad       truncated.tar (shard-000000.tar cut inside a member's data); partial.tar: samples p0..p3 of
 #                        which p1 has no .cls and p3 a .cls that is not an integer
-# Needs Debian's python3-pil and python3-skimage (setup.sh installs them) and ../shared beside the checkout.
+# Needs Pillow and scikit-image in $BATCHD_PYTHON (default: the project venv's .venv/bin/python, which
+# setup.sh --tests makes) and ../shared beside the checkout.
 set -euo pipefail
 out=$1
 src=$(cd "$(dirname "$0")/../.." && pwd)
 maker="$src/../shared/data/make_imagefolder.py"
 shard_maker="$src/../shared/data/make_shards.py"
-py=/usr/bin/python3
-[[ -x $py ]] || py=python3
+py=${BATCHD_PYTHON:-$src/.venv/bin/python}
+if ! "$py" -c 'import PIL, skimage' 2>/dev/null; then
+  echo "make_testdata.sh: $py cannot import PIL and skimage: run ./setup.sh --tests (the project venv), or set" \
+       "BATCHD_PYTHON to a Python that has Pillow and scikit-image" >&2
+  exit 1
+fi
 if [[ -f "$out/.done" && -f "$out/.shards-done" ]]; then exit 0; fi
 for m in "$maker" "$shard_maker"; do
   if [[ ! -f "$m" ]]; then

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Makes the seed corpus of fuzz_decode (tests/fuzz/corpus_decode/) from real photographs.
 
 Usage: tests/fuzz/make_decode_corpus.py OUT_DIR
@@ -15,7 +15,7 @@ out = sys.argv[1]
 here = os.path.dirname(os.path.abspath(__file__))
 maker = os.path.join(here, '..', '..', '..', 'shared', 'data', 'make_imagefolder.py')
 tmp = tempfile.mkdtemp(prefix='batchd-corpus-')
-subprocess.run(['/usr/bin/python3', maker, tmp + '/photos', '20', '1'], check=True, stdout=subprocess.DEVNULL)
+subprocess.run([sys.executable, maker, tmp + '/photos', '20', '1'], check=True, stdout=subprocess.DEVNULL)
 photos = sorted(glob.glob(tmp + '/photos/*/*.jpg'))
 colour = [Image.open(p).convert('RGB') for p in photos if Image.open(p).mode == 'RGB']
 

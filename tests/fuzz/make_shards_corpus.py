@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes the seed corpus of fuzz_shards (tests/fuzz/corpus_shards/): tiny webdataset shards, each cut after its
 end-of-archive blocks (tarfile pads to 10 KiB records; the fuzzer need not carry the padding).
 

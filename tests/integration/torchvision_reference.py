@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes torchvision's output for the first N samples of an ImageFolder, as the expected values of batchd tests.
 
     torchvision_reference.py ROOT N OUT_PREFIX [PIPELINE]
@@ -6,7 +6,7 @@
 
 PIPELINE is val224 (Resize(256) + CenterCrop(224) + ToTensor + Normalize(ImageNet)) or index (just the
 sample list). Writes OUT_PREFIX.f32 (float32 [N,3,224,224], C order), OUT_PREFIX.labels (one label per line)
-and OUT_PREFIX.paths (one path per line, the dataset's order). Exit 77 if torchvision is not importable.
+and OUT_PREFIX.paths (one path per line, the dataset's order). Exit 1, saying so, if torchvision is not importable.
 
 With --webdataset the samples are those of the tar shards matching the glob (sorted by name), read with Python's
 tarfile and grouped as webdataset's group_by_keys does (key = name up to the first dot of its last component,
@@ -23,9 +23,10 @@ try:
     import numpy as np
     import torchvision
     import torchvision.transforms as T
-except ImportError as e:  # the caller skips its test with this message
-    print(f"torchvision is not available ({e}); install python3-torchvision", file=sys.stderr)
-    sys.exit(77)
+except ImportError as e:  # the caller fails its test with this message
+    print(f"torchvision is not available in {sys.executable} ({e}): ./setup.sh --tests makes the project venv",
+          file=sys.stderr)
+    sys.exit(1)
 
 from PIL import Image
 

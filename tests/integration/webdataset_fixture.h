@@ -57,7 +57,7 @@ inline std::string wait_indexed(const std::string& socket, const std::string& na
 }
 
 // The samples of the shards matching `glob` as Python's tarfile reads them: labels (and, for the first `n`,
-// torchvision's val224 output in *pixels). False (with the reason) if torchvision is not installed.
+// torchvision's val224 output in *pixels). False (with the reason) if the reference script failed.
 struct Reference {
   std::vector<int64_t> labels;
   std::vector<std::string> names;  // "<shard>: sample '<key>'"

@@ -1,16 +1,19 @@
-"""`pip install --no-build-isolation <repo>` into a fresh venv (Debian's torch through --system-site-packages), used
-from a directory outside the source tree: `python -m batchd` against a real daemon, against none, against one that
+"""`pip install --no-build-isolation <repo>` into a fresh venv that sees the project venv's packages (torch, numpy,
+pybind11, setuptools: a .pth file naming the project venv's site-packages), used from a directory outside the source
+tree: `python -m batchd` against a real daemon, against none, against one that
 does not answer and as a user who may not connect; a Loader epoch over Fashion-MNIST. The source tree is left as it
 was: no setuptools output in the CMake tree build/, no egg-info (the pip build's own tree is build-pip/).
 
 Slow: pip builds the _batchd extension with CMake (about a minute on 2 cores without ccache).
-BATCHD_BIN: the daemon (as for tests/python). The venv is made from the Python that runs pytest (Debian's).
+BATCHD_BIN: the daemon (as for tests/python). The venv is made from the Python that runs pytest (the project venv's,
+./setup.sh --tests), whose site-packages it reads; nothing is downloaded (--no-index).
 """
 import glob
 import importlib.util
 import os
 import re
 import signal
+import site
 import socket
 import subprocess
 import sys
@@ -64,9 +67,16 @@ def venv():
     with tempfile.TemporaryDirectory(prefix="batchd-pip-") as tmp:
         os.chmod(tmp, 0o755)  # the permission test runs the venv's python as another user
         before = source_tree_state()
-        subprocess.run([PYTHON, "-m", "venv", "--system-site-packages", os.path.join(tmp, "venv")], check=True)
+        subprocess.run([PYTHON, "-m", "venv", os.path.join(tmp, "venv")], check=True)
         v = Venv(os.path.join(tmp, "venv"))
-        # --no-index: nothing is downloaded (numpy and torch are Debian's); --no-cache-dir: no wheel left in ~/.cache.
+        # The project venv's torch, numpy, pybind11 and setuptools, seen by the new venv (as --system-site-packages
+        # would show the base Python's): a .pth line per site-packages directory of the Python running this test.
+        target = subprocess.run([v.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                check=True, capture_output=True, text=True).stdout.strip()
+        with open(os.path.join(target, "batchd-test-project-venv.pth"), "w") as f:
+            f.write("\n".join(site.getsitepackages()) + "\n")
+        # --no-index: nothing is downloaded (numpy and torch are the project venv's); --no-cache-dir: no wheel
+        # left in ~/.cache.
         pip = subprocess.run([os.path.join(v.root, "bin", "pip"), "install", "--no-build-isolation", "--no-index",
                               "--no-cache-dir", "-v", ROOT], cwd=v.cwd, capture_output=True, text=True, timeout=1200)
         assert pip.returncode == 0, f"pip install failed:\n{pip.stdout[-8000:]}\n{pip.stderr[-8000:]}"

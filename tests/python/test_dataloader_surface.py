@@ -144,12 +144,40 @@ def test_moot_arguments_are_accepted_and_change_nothing(socket_path):
     assert order(moot) == plain
 
 
-def test_num_workers_and_prefetch_factor_set_the_depth(socket_path):
-    loader = make(socket_path, 10, num_workers=2, prefetch_factor=3)
+@pytest.mark.parametrize("prefetch_factor, depth", [(3, 2 * 3 + 1), (None, 2 * 2 + 1)])
+def test_num_workers_and_prefetch_factor_set_the_depth(socket_path, prefetch_factor, depth):
+    loader = make(socket_path, 10, num_workers=2, prefetch_factor=prefetch_factor)  # None: DataLoader 2.x's default
     it = iter(loader)
     next(it)
-    assert loader._stream.info["depth"] == 2 * 3 + 1
+    assert loader._stream.info["depth"] == depth
     loader.close()
+
+
+def test_the_signature_is_the_installed_dataloaders():
+    """Every parameter of the installed torch's DataLoader, with its default (batchd's own come after them)."""
+    import inspect
+    theirs = inspect.signature(torch.utils.data.DataLoader.__init__).parameters
+    ours = inspect.signature(batchd.Loader.__init__).parameters
+    for name, p in theirs.items():
+        assert name in ours, f"DataLoader's {name}= is missing"
+        assert ours[name].default == p.default, f"{name}: {ours[name].default!r} != DataLoader's {p.default!r}"
+        assert ours[name].kind == p.kind, name
+
+
+def test_prefetch_factor_with_num_workers_0_is_dataloaders_value_error(socket_path):
+    for loader in (torch.utils.data.DataLoader, batchd.Loader):
+        with pytest.raises(ValueError, match="prefetch_factor option could only be specified in multiprocessing"):
+            loader(range(10) if loader is torch.utils.data.DataLoader else "fashion-mnist-test", 10, num_workers=0,
+                   prefetch_factor=2, **({} if loader is torch.utils.data.DataLoader else
+                                         {"socket": socket_path, "pipeline": "fmnist"}))
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_in_order_is_accepted_and_batches_arrive_in_the_samplers_order(socket_path, in_order):
+    plain = order(make(socket_path, 100, shuffle=True, as_dict=True))
+    loader = make(socket_path, 100, shuffle=True, as_dict=True, num_workers=2, in_order=in_order)
+    assert loader.in_order is in_order
+    assert order(loader) == plain
 
 
 def test_pin_memory_without_cuda_warns_once(socket_path, monkeypatch):

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A fault-injecting, throttled HTTP(S) object server for batchd's remote-shard tests (issue 28).
 
     python3 tests/remote/fault_server.py --root DIR --port 0 [--bandwidth 50e6] [--latency 0.02]

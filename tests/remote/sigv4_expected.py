@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What botocore would have sent: the SigV4 Authorization of each request a client sent to fault_server.py (issue 28).
 
     sigv4_expected.py --log requests.jsonl --key-id ID --secret SECRET [--token TOKEN] --region R --scheme http

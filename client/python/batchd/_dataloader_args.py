@@ -1,4 +1,5 @@
-"""torch.utils.data.DataLoader's arguments (torch 1.13's signature) as batchd.Loader takes them.
+"""torch.utils.data.DataLoader's arguments (torch 2.x's signature, in_order and prefetch_factor=None included) as
+batchd.Loader takes them.
 
 Each argument has one decided meaning (the table is docs/python.md's "DataLoader's arguments"):
 
@@ -6,7 +7,8 @@ Each argument has one decided meaning (the table is docs/python.md's "DataLoader
             references' RASampler and timm's RepeatAugSampler), num_workers + prefetch_factor (-> the prefetch
             depth), timeout, pin_memory, pin_memory_device
   ignored   persistent_workers (workers persist); multiprocessing_context for the daemon's datasets (forked by
-            the daemon, whatever it says; the data are the same)
+            the daemon, whatever it says; the data are the same); in_order (batches always arrive in the sampler's
+            order: what in_order=True promises, and one of the orders in_order=False allows)
   own       for your own Dataset (_own_dataset.py): num_workers processes, multiprocessing_context, worker_init_fn
   refused   collate_fn (other than default_collate), worker_init_fn (but for your own Dataset), batch_sampler,
             generator, any other sampler: ignoring them would change the data; ValueError saying what to do instead
@@ -14,10 +16,11 @@ Each argument has one decided meaning (the table is docs/python.md's "DataLoader
 resolve() turns them into the stream's sampler fields; refusals and DataLoader's own argument errors raise
 ValueError with DataLoader's wording where it has one.
 """
+import re
 import warnings
 
 import torch
-from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler, default_collate
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, SequentialSampler, default_collate
 
 from . import _batchd
 
@@ -135,24 +138,36 @@ def _from_repeated_aug_sampler(sampler, name, out, repeated_aug):
 
 def prefetch_depth(num_workers, prefetch_factor, depth):
     """The stream's depth (slots): depth= wins; else num_workers * prefetch_factor + 1 (the batches DataLoader keeps
-    in flight, plus the one the loop body holds) when num_workers > 0; else None (the daemon's default + 1)."""
+    in flight, plus the one the loop body holds; prefetch_factor None means DataLoader's 2) when num_workers > 0;
+    else None (the daemon's default + 1). DataLoader's argument errors, in its words: prefetch_factor given with
+    num_workers=0, a negative prefetch_factor or num_workers."""
     if num_workers < 0:
         raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
-    if prefetch_factor is not None and prefetch_factor < 1:
-        raise ValueError(f"batchd.Loader: prefetch_factor must be at least 1, not {prefetch_factor}")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                         "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+    if prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
     if depth is not None:
         return depth
     if num_workers > 0:
-        return num_workers * (prefetch_factor or 2) + 1
+        return num_workers * (2 if prefetch_factor is None else prefetch_factor) + 1
     return None
 
 
+# torch 2.x's DataLoader deprecates pin_memory_device (its docstring says so, and it warns and pins on the current
+# accelerator); torch 1.x pinned on the device it names. batchd follows the installed torch.
+_PIN_MEMORY_DEVICE_DEPRECATED = re.search(r"pin_memory_device \(str, optional\):\s*Deprecated",
+                                          DataLoader.__doc__ or "") is not None
+
+
 def pin_device(pin_memory_device):
-    """The CUDA device whose page-locked memory pin_memory=True gives (pin_memory_device: "" = the current device,
-    as DataLoader's), or None where batchd cannot pin: torch without CUDA, or batchd built without its CUDA path."""
+    """The CUDA device whose page-locked memory pin_memory=True gives, or None where batchd cannot pin: torch without
+    CUDA, or batchd built without its CUDA path. The current device, or (a torch whose DataLoader still honours
+    pin_memory_device) the one pin_memory_device names ("" = the current device)."""
     if not torch.cuda.is_available() or not _batchd.has_cuda:
         return None
-    device = torch.device(pin_memory_device or "cuda")
+    device = torch.device("cuda" if _PIN_MEMORY_DEVICE_DEPRECATED else (pin_memory_device or "cuda"))
     if device.type != "cuda":
         raise ValueError(f"batchd.Loader: pin_memory_device must name a CUDA device ('cuda', 'cuda:1'), not "
                          f"{pin_memory_device!r}")
@@ -161,8 +176,12 @@ def pin_device(pin_memory_device):
 
 def check_pin_memory(pin_memory, pin_memory_device=""):
     """pin_memory=True: batches are page-locked where batchd can pin (pin_device()); elsewhere warn once per
-    process, as DataLoader warns when there is no accelerator, and go on unpinned."""
+    process, as DataLoader warns when there is no accelerator, and go on unpinned. A pin_memory_device that the
+    installed torch deprecates gets DataLoader's warning and is ignored."""
     global _pin_warned
+    if pin_memory and pin_memory_device and _PIN_MEMORY_DEVICE_DEPRECATED:
+        warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
+                      f"ignore pin_memory_device='{pin_memory_device}'.", UserWarning, stacklevel=3)
     if not pin_memory or pin_device(pin_memory_device) is not None or _pin_warned:
         return
     _pin_warned = True

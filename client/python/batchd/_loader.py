@@ -20,7 +20,7 @@ _MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsew
 class Loader(StreamPasses):
     """torch.utils.data.DataLoader's interface over a stream of batchd's daemon: rename DataLoader( to batchd.Loader(.
 
-    DataLoader's arguments keep their meaning (torch 1.13's signature, batch_size positional); the table of what
+    DataLoader's arguments keep their meaning (torch 2.x's signature, batch_size positional); the table of what
     each one does here is docs/python.md, "DataLoader's arguments" (_dataloader_args.py). Like DataLoader, a Loader
     yields (image, label) for image pipelines and (input_ids, targets) for "lm", does not shuffle unless asked, and
     has .dataset, .sampler, .batch_sampler, .batch_size, .drop_last, .num_workers, .pin_memory and len().
@@ -41,11 +41,12 @@ class Loader(StreamPasses):
             BatchdError. With device="cuda" its batches are host batches copied with .to(non_blocking=True).
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
-        sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, and the others:
-            as docs/python.md's table says (DistributedSampler, RandomSampler, SequentialSampler, RASampler and
-            RepeatAugSampler mapped, a sampler's .epoch read at each pass; num_workers * prefetch_factor + 1 slots,
-            depth= wins; timeout > 0: BatchdError code "deadline exceeded", a RuntimeError; pin_memory=True: the
-            tensors are page-locked where the workers wrote them (is_pinned(); without CUDA, a warning);
+        sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, in_order, and the
+            others: as docs/python.md's table says (DistributedSampler, RandomSampler, SequentialSampler, RASampler
+            and RepeatAugSampler mapped, a sampler's .epoch read at each pass; num_workers * prefetch_factor + 1
+            slots (prefetch_factor None: 2; given with num_workers=0: DataLoader's ValueError), depth= wins;
+            in_order moot (batches always arrive in order); timeout > 0: BatchdError code "deadline exceeded", a
+            RuntimeError; pin_memory=True: the tensors are page-locked where the workers wrote them (is_pinned(); without CUDA, a warning);
             persistent_workers ignored (workers persist); for your own Dataset, worker_init_fn runs once per worker
             and multiprocessing_context ("fork" by default, "spawn", "forkserver") starts them, otherwise both are
             moot (worker_init_fn refused); collate_fn, batch_sampler, generator refused with ValueError saying what
@@ -142,13 +143,14 @@ class Loader(StreamPasses):
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
-                 multiprocessing_context=None, generator=None, *, prefetch_factor=2, persistent_workers=False,
-                 pin_memory_device="", pipeline=None, transform=None, batch_transform=None, seed=0, rank=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device="", in_order=True, pipeline=None, transform=None, batch_transform=None, seed=0, rank=None,
                  world_size=None, repeated_aug=None, depth=None, socket=None, as_dict=False, as_tuple=None,
                  device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
                  index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None,
                  seq_len=None, sampling=None, endless=False):
         del persistent_workers  # moot: the daemon's workers persist, and so do those of your own Dataset
+        self.in_order = bool(in_order)  # moot: batches always arrive in the sampler's order (in_order=True's promise)
         sampler_fields = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
         depth = prefetch_depth(num_workers, prefetch_factor, depth)
         check_pin_memory(pin_memory, pin_memory_device)

@@ -1,4 +1,5 @@
-"""torchvision 0.14 transforms -> batchd's op dicts (docs/operations.md, "Pipelines"), for Loader(transform=...).
+"""torchvision transforms (v1 and v2) -> batchd's op dicts (docs/operations.md, "Pipelines"), for
+Loader(transform=...). The v2 classes' table is batchd._transforms_v2's docstring; the v1 classes:
 
 What maps to what (class of torchvision.transforms -> op; every attribute is read from the object, sizes as
 torchvision stores them, tuples become lists, InterpolationMode.NEAREST/BILINEAR/BICUBIC -> "nearest"/"bilinear"/
@@ -33,23 +34,29 @@ torchvision stores them, tuples become lists, InterpolationMode.NEAREST/BILINEAR
 
 antialias: torchvision always antialiases a PIL image (Resize/RandomResizedCrop with antialias None or True), which
 is what batchd's resize does (antialias true); after ToTensor/PILToTensor the transform works on a tensor, where
-0.14's None means False, so antialias is then sent as given (None -> false) and the daemon decides whether it can.
+None means what the installed torchvision makes of it (True since 0.17, whose default is True; False before), so
+antialias is then sent as that and the daemon decides whether it can.
 
 Refused, with BatchdError naming the transform's place (transform[2].transforms[0]), its class and the reason,
 never dropped: every other class (Lambda, Pad, RandomRotation, AugMix, ToPILImage, ...), a subclass of a class
-above (its forward may differ), a transforms.v2 / prototype object, a user's class, and unsupported attribute
+above (its forward may differ), a v2 class with no op, a user's class, and unsupported attribute
 values: interpolation BOX/HAMMING/LANCZOS, AutoAugment policy CIFAR10/SVHN, antialias=False on a PIL image (0.14
 ignores it and antialiases anyway; batchd will not guess which was meant), ConvertImageDtype to another dtype,
 RandomChoice/RandomApply over a transform that is refused.
 
 Batch transforms (mixup, cutmix): batchd/_batch_transforms.py.
 """
+import re
+import types
+
 import torch
+import torchvision
 from torchvision import transforms as T
 from torchvision.transforms import autoaugment as AA
 from torchvision.transforms import _presets
 from torchvision.transforms.transforms import RandomTransforms as _RandomTransforms
 
+from . import _transforms_v2
 from ._batchd import BatchdError
 from ._spec import check_op, check_value, spec_error
 
@@ -57,16 +64,11 @@ _INTERPOLATION = {T.InterpolationMode.NEAREST: "nearest", T.InterpolationMode.BI
                   T.InterpolationMode.BICUBIC: "bicubic"}
 _DTYPES = {torch.uint8: "uint8", torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _FOLLOW_LIMIT = 8  # .transforms attributes followed before giving up (a cycle, or not a preset)
+# antialias=None on a tensor: torchvision 0.17 made it True (and the default True); before, None meant False.
+_ANTIALIAS_NONE = tuple(int(x) for x in re.findall(r"\d+", torchvision.__version__)[:2]) >= (0, 17)
 
-
-class _Refused(Exception):
-    """A transform that cannot be translated: the reason, raised as BatchdError with its place and class."""
-
-
-def _interpolation(mode):
-    if mode not in _INTERPOLATION:
-        raise _Refused(f"interpolation={mode!r}: batchd has nearest, bilinear and bicubic")
-    return _INTERPOLATION[mode]
+_Refused = _transforms_v2.Refused  # a transform that cannot be translated: raised as BatchdError with place and class
+_interpolation = _transforms_v2.interpolation
 
 
 def _square_or_pair(size):
@@ -77,10 +79,10 @@ def _square_or_pair(size):
 
 def _antialias(value, on_tensor):
     if on_tensor:
-        return bool(value)  # 0.14: None means False for a tensor
+        return _ANTIALIAS_NONE if value is None else bool(value)
     if value is False:
-        raise _Refused("antialias=False on a PIL image: torchvision 0.14 ignores it and antialiases anyway (with a "
-                       "warning); batchd always antialiases there: pass antialias=True or leave it None")
+        raise _Refused("antialias=False on a PIL image: torchvision ignores it and antialiases anyway; batchd always "
+                       "antialiases there: pass antialias=True or leave it at its default")
     return True
 
 
@@ -98,16 +100,19 @@ def _fill(op, fill):
     return op
 
 
-def _resize(t, state):
-    size = t.size
+def _resize_op(size, interpolation, antialias, max_size, state):
     if not isinstance(size, int):
         size = [int(x) for x in size]
         size = size[0] if len(size) == 1 else size  # [n] is the shorter side, as n
-    op = {"op": "resize", "size": size, "interpolation": _interpolation(t.interpolation),
-          "antialias": _antialias(t.antialias, state["tensor"])}
-    if t.max_size is not None:
-        op["max_size"] = int(t.max_size)
-    return [op]
+    op = {"op": "resize", "size": size, "interpolation": interpolation,
+          "antialias": _antialias(antialias, state["tensor"])}
+    if max_size is not None:
+        op["max_size"] = int(max_size)
+    return op
+
+
+def _resize(t, state):
+    return [_resize_op(t.size, _interpolation(t.interpolation), t.antialias, t.max_size, state)]
 
 
 def _random_crop(t, state):
@@ -179,7 +184,7 @@ def _nested(name, with_p):
 
 def _image_classification(t, state):
     ops = [{"op": "resize", "size": int(t.resize_size[0]), "interpolation": _interpolation(t.interpolation),
-            "antialias": True},
+            "antialias": _antialias(getattr(t, "antialias", True), False)},
            {"op": "center_crop", "size": int(t.crop_size[0])},
            {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "float32"},
            {"op": "normalize", "mean": _per_channel(t.mean, "mean"), "std": _per_channel(t.std, "std")}]
@@ -217,6 +222,13 @@ _TRANSLATORS = {
     _presets.ImageClassification: _image_classification,
 }
 _NESTED = (_TRANSLATORS[T.RandomApply], _TRANSLATORS[T.RandomChoice], _TRANSLATORS[T.RandomOrder])
+_V2 = _transforms_v2.translators(types.SimpleNamespace(
+    resize_op=_resize_op, square_or_pair=_square_or_pair, pair_or_number=_pair_or_number, per_channel=_per_channel,
+    antialias=_antialias, dtypes=_DTYPES, nested=_nested))
+_NESTED += tuple(_V2[c] for c in (_transforms_v2.v2.RandomApply, _transforms_v2.v2.RandomChoice,
+                                  _transforms_v2.v2.RandomOrder))
+_TRANSLATORS.update(_V2)
+_COMPOSES = (T.Compose, _transforms_v2.SEQUENCE)
 _SEQUENCES = (list, tuple, torch.nn.Sequential, torch.nn.ModuleList)  # Compose: its .transforms
 
 
@@ -231,10 +243,9 @@ def _why_not(t):
     if type(t) is T.Lambda:
         return ("a Lambda: Python code, which the daemon does not run; write what it does as ops, or apply it in "
                 "the training step")
-    if module.startswith(("torchvision.transforms.v2", "torchvision.prototype")):
-        return ("a transforms.v2 (prototype) object: batchd translates torchvision.transforms (v1) classes; write "
-                "the recipe with those, or as op dicts")
-    for known in (*_TRANSLATORS, T.Compose, _RandomTransforms):
+    if module.startswith("torchvision.prototype"):
+        return "a torchvision.prototype object: write the recipe with torchvision.transforms (v1 or v2), or as op dicts"
+    for known in (*_TRANSLATORS, *_COMPOSES, _RandomTransforms):
         if isinstance(t, known):
             return (f"a subclass of torchvision's {known.__name__}, whose behaviour may differ: use "
                     f"{known.__name__} itself, or op dicts")
@@ -248,7 +259,7 @@ def _why_not(t):
 def _holds_transforms(t):
     """A preset object (the references' ClassificationPresetTrain/Eval): not torchvision's, with .transforms."""
     return (hasattr(t, "transforms") and not type(t).__module__.startswith("torchvision.")
-            and not isinstance(t, (*_TRANSLATORS, T.Compose, _RandomTransforms, *_SEQUENCES)))
+            and not isinstance(t, (*_TRANSLATORS, *_COMPOSES, _RandomTransforms, *_SEQUENCES)))
 
 
 def _translate_one(t, state, where):
@@ -265,7 +276,7 @@ def _translate_one(t, state, where):
             raise spec_error(f"batchd cannot translate {where}: {type(t).__name__} with {e}") from None
         except BatchdError as e:  # a value check_value() refused: name the transform, not only the key
             raise spec_error(f"batchd cannot translate {where}: {type(t).__name__}: {e}") from None
-    if type(t) is T.Compose:
+    if type(t) in _COMPOSES:
         return _translate_all(t.transforms, state, where + ".transforms")
     if type(t) in _SEQUENCES:
         return _translate_all(t, state, where)
@@ -274,7 +285,7 @@ def _translate_one(t, state, where):
         if not _holds_transforms(inner):
             break
         inner, where = inner.transforms, where + ".transforms"
-    if inner is not t and (type(inner) is T.Compose or type(inner) in _SEQUENCES):
+    if inner is not t and (type(inner) in _COMPOSES or type(inner) in _SEQUENCES):
         return _translate_one(inner, state, where)
     raise spec_error(f"batchd cannot translate {where}: {_class_name(inner)} ({inner!r}) is {_why_not(inner)}")
 

@@ -62,7 +62,7 @@ inline void python_tar(const std::string& out, const std::vector<Member>& member
       "    for name, path in zip(a[0::2], a[1::2]):\n"
       "        info = t.gettarinfo(path, arcname=name)\n"
       "        with open(path, 'rb') as f: t.addfile(info, f)\n";
-  const std::string cmd = "/usr/bin/python3 -c " + quoted(script) + " " + quoted(out) + " " + format + args;
+  const std::string cmd = std::string(BATCHD_PYTHON) + " -c " + quoted(script) + " " + quoted(out) + " " + format + args;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   fs::remove_all(staging);
 }

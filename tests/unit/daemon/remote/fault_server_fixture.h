@@ -30,7 +30,7 @@ extern char** environ;
 namespace batchd::daemon::remote::testing {
 
 namespace fs = std::filesystem;
-inline constexpr const char* kPython = "/usr/bin/python3";
+inline constexpr const char* kPython = BATCHD_PYTHON;  // tests/CMakeLists.txt: the project venv's Python
 
 inline std::string remote_script(const std::string& name) {
   return std::string(BATCHD_SOURCE_DIR) + "/tests/remote/" + name;

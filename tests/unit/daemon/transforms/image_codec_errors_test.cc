@@ -22,7 +22,7 @@ namespace {
 using namespace batchd::daemon::image_test;  // NOLINT
 
 TEST(ImageCodecTest, ACorruptHeaderDoesNotBreakTheNextImage) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   std::vector<uint8_t> jpeg = slurp(scratch().photos[0]);
   const std::vector<uint8_t> dht = {0xFF, 0xC4};
   auto at = std::search(jpeg.begin(), jpeg.end(), dht.begin(), dht.end());
@@ -43,7 +43,7 @@ TEST(ImageCodecTest, ACorruptHeaderDoesNotBreakTheNextImage) {
 // keeps the tables of earlier images in its handle, and such a file decoded with the previous image's (found by
 // fuzz_decode). The fast region path (a fresh libjpeg decompressor per image) agrees.
 TEST(ImageCodecTest, AJpegMissingATableNeverUsesAnEarlierImages) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   std::vector<uint8_t> jpeg = slurp(scratch().photos[0]);
   const std::vector<uint8_t> dqt = {0xFF, 0xDB};
   for (auto at = std::search(jpeg.begin(), jpeg.end(), dqt.begin(), dqt.end()); at != jpeg.end();
@@ -103,14 +103,14 @@ void expect_fatal_after_warning_fails(const std::vector<uint8_t>& good, const st
 }
 
 TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsOnEveryPath) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   expect_fatal_after_warning_fails(slurp(scratch().photos[0]), "ycc");
 }
 
 // The same for a CMYK JPEG (TurboJPEG decodes those, libjpeg's region decoder does not): it "decoded", its rows
 // after the error holding the previous image's pixels (found by fuzz_decode).
 TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsForCmykToo) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   ASSERT_EQ(sh(helper(args("cmyk", scratch().photos[0], tmp("fcmyk.jpg"), tmp("fcmyk.raw")))), 0);
   expect_fatal_after_warning_fails(slurp(tmp("fcmyk.jpg")), "cmyk");
   // The warning alone (junk bytes before a marker) is still tolerated, with the clean file's pixels.
@@ -126,7 +126,7 @@ TEST(ImageCodecTest, AFatalErrorAfterAWarningFailsForCmykToo) {
 }
 
 TEST(ImageCodecTest, BadInputIsADataErrorNamingFileAndReason) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   ASSERT_EQ(sh(helper(args("png", scratch().photos[0], "RGB 0", tmp("ok.png"), tmp("ok.raw")))), 0);
   const std::vector<uint8_t> jpeg = slurp(scratch().photos[0]), png = slurp(tmp("ok.png"));
   const std::vector<std::tuple<std::string, std::vector<uint8_t>, std::string>> cases = {
@@ -169,7 +169,7 @@ TEST(ImageCodecTest, ANonImageIsRefusedWithoutQuotingItsBytes) {
 // libjpeg reports only the first warning of a decode: junk bytes before a marker are tolerated (as PIL does), but
 // they must not hide a truncation that follows them.
 TEST(ImageCodecTest, JunkBytesAreToleratedButDoNotHideATruncation) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/true);
+  REQUIRE_TOOLS(/*need_djpeg=*/true);
   std::vector<uint8_t> jpeg = slurp(scratch().photos[0]);
   const std::vector<uint8_t> dqt = {0xFF, 0xDB};
   auto at = std::search(jpeg.begin(), jpeg.end(), dqt.begin(), dqt.end());

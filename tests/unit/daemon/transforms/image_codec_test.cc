@@ -65,7 +65,7 @@ void expect_same_as_djpeg(const std::string& jpeg, Scale scale, std::string opts
 }
 
 TEST(ImageCodecTest, JpegDecodesExactlyLikeDjpegAtFullAndDctScales) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/true);
+  REQUIRE_TOOLS(/*need_djpeg=*/true);
   // 20 baseline photographs (colour 4:2:0 and grayscale), then progressive and grayscale re-encodings of one.
   std::vector<std::string> jpegs = scratch().photos;
   ASSERT_EQ(sh("djpeg -ppm -outfile " + tmp("src.ppm") + " " + jpegs[0]), 0);
@@ -85,7 +85,7 @@ TEST(ImageCodecTest, JpegDecodesExactlyLikeDjpegAtFullAndDctScales) {
 // decode_region() (train224's fast path) must give, inside the requested rectangle, the pixels of a whole decode
 // with the same flags, and report where its window lies.
 TEST(ImageCodecTest, RegionDecodeEqualsWholeDecodeInsideTheRegion) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/true);
+  REQUIRE_TOOLS(/*need_djpeg=*/true);
   std::vector<std::string> jpegs(scratch().photos.begin(), scratch().photos.begin() + 6);
   ASSERT_EQ(sh("djpeg -ppm -outfile " + tmp("src.ppm") + " " + jpegs[0]), 0);
   ASSERT_EQ(sh("cjpeg -progressive -outfile " + tmp("rprog.jpg") + " " + tmp("src.ppm")), 0);
@@ -136,7 +136,7 @@ TEST(ImageCodecTest, RegionDecodeEqualsWholeDecodeInsideTheRegion) {
 // 456 and 700); found by fuzz_decode. decode_region() must still give the whole decode's pixels in the region,
 // and still crop the columns of a complete progressive JPEG (smoothing off: nothing to work around).
 TEST(ImageCodecTest, RegionDecodeOfAnIncompleteProgressiveJpegEqualsWholeDecode) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/true);
+  REQUIRE_TOOLS(/*need_djpeg=*/true);
   ASSERT_EQ(sh("djpeg -ppm " + scratch().photos[0] + " | cjpeg -progressive -outfile " + tmp("iprog.jpg")), 0);
   const std::vector<uint8_t> complete = slurp(tmp("iprog.jpg"));
   auto dec = std::move(ImageDecoder::create().value());
@@ -172,7 +172,7 @@ TEST(ImageCodecTest, RegionDecodeOfAnIncompleteProgressiveJpegEqualsWholeDecode)
 // which takes the factor) must decode with the factor decode() really used: found by fuzz_decode (a 15/8 window of
 // a 7x3 image differed from decode()'s in every row). Every factor, on a 7x3 crop of a photograph.
 TEST(ImageCodecTest, RegionDecodeOfATinyImageUsesTheFactorOfTheWholeDecode) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/true);
+  REQUIRE_TOOLS(/*need_djpeg=*/true);
   ASSERT_EQ(sh("djpeg -ppm -outfile " + tmp("src.ppm") + " " + scratch().photos[0]), 0);
   const RgbImage src = read_pnm(tmp("src.ppm"));
   ASSERT_GE(src.width, 7);
@@ -206,7 +206,7 @@ TEST(ImageCodecTest, RegionDecodeOfATinyImageUsesTheFactorOfTheWholeDecode) {
 // One corrupt header must not poison the decoder for the next images of the worker (TurboJPEG 2.1 keeps a failed
 // header read's state in its handle).
 TEST(ImageCodecTest, CmykJpegMatchesPillowWithinOneLevel) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
     SCOPED_TRACE(p);
     ASSERT_EQ(sh(helper(args("cmyk", p, tmp("cmyk.jpg"), tmp("cmyk.raw")))), 0);
@@ -219,7 +219,7 @@ TEST(ImageCodecTest, CmykJpegMatchesPillowWithinOneLevel) {
 }
 
 TEST(ImageCodecTest, PngDecodesLikePillowConvertRgb) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   // Mode and palette size as Pillow writes them: 8-bit RGB, RGBA (alpha dropped), palettes of 8 and 4 bits, gray
   // 8-bit, gray+alpha, 1-bit.
   for (const std::string mode : {"RGB 0", "RGBA 0", "P 200", "P 16", "L 0", "LA 0", "1 0"}) {

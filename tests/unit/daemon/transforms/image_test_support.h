@@ -1,6 +1,6 @@
 // image_test_support.h — shared by the image tests (codec, resample, vision pipeline): a private scratch dir with
 // 20 real photographs (../shared/data/make_imagefolder.py beside the checkout, python3-skimage) and a Pillow helper
-// script (python3-pil through /usr/bin/python3), made once per test binary; file and command helpers.
+// script (Pillow through BATCHD_PYTHON, the project venv's Python), made once per test binary; file and command helpers.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@
 namespace batchd::daemon::image_test {
 
 namespace fs = std::filesystem;
-inline constexpr const char* kPy = "/usr/bin/python3";
+inline constexpr const char* kPy = BATCHD_PYTHON;  // tests/CMakeLists.txt: the project venv's Python
 
 // Pillow-side helpers, one subcommand per reference computation; every output is raw RGB bytes.
 inline constexpr const char* kHelper = R"PY(import sys
@@ -87,11 +87,11 @@ struct Scratch {
     std::ofstream(dir + "/helper.py") << kHelper;
     const std::string maker = std::string(BATCHD_SOURCE_DIR) + "/../shared/data/make_imagefolder.py";
     if (sh(std::string(kPy) + " -c 'import PIL' 2>/dev/null") != 0) {
-      why_not = "no PIL in /usr/bin/python3 (Debian: python3-pil)";
+      why_not = std::string("no PIL in ") + kPy + " (./setup.sh --tests makes the venv)";
     } else if (!fs::exists(maker)) {
       why_not = maker + " is missing (shared/ must sit beside the checkout)";
     } else if (sh(args(kPy, maker, dir + "/photos", 20, 1, ">/dev/null")) != 0) {
-      why_not = "make_imagefolder.py failed (Debian: python3-skimage)";
+      why_not = std::string("make_imagefolder.py failed in ") + kPy + " (it needs Pillow and scikit-image)";
     } else {
       for (const auto& e : fs::recursive_directory_iterator(dir + "/photos"))
         if (e.path().extension() == ".jpg") photos.push_back(e.path().string());
@@ -105,13 +105,14 @@ inline Scratch& scratch() { static Scratch s; return s; }
 inline std::string tmp(const std::string& name) { return scratch().dir + "/" + name; }
 inline std::string helper(const std::string& a) { return args(kPy, tmp("helper.py"), a); }
 
-// Why the tests cannot run here, or "" when they can.
+// Why the tests cannot run here, or "" when they can. A missing reference (the venv's Pillow, djpeg) fails the test:
+// ./setup.sh --tests installs them all, so a skip would only hide a broken set-up.
 inline std::string missing(bool need_djpeg) {
   if (need_djpeg && !(have_tool("djpeg") && have_tool("cjpeg"))) return "no djpeg/cjpeg (Debian: libjpeg-turbo-progs)";
   return scratch().why_not;
 }
-#define SKIP_UNLESS_TOOLS(need_djpeg) \
-  if (const std::string why = missing(need_djpeg); !why.empty()) GTEST_SKIP() << why
+#define REQUIRE_TOOLS(need_djpeg) \
+  if (const std::string why = missing(need_djpeg); !why.empty()) FAIL() << why
 
 
 // Decodes `path` at `scale`; the Status is returned so that error tests can inspect it.

@@ -35,7 +35,7 @@ std::vector<uint8_t> pillow(const RgbImage& src, int W, int H, ResampleFilter f,
 class FilterTest : public ::testing::TestWithParam<ResampleFilter> {};
 
 TEST_P(FilterTest, EqualsPillowOnRealPhotos) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   const ResampleFilter f = GetParam();
   for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
     SCOPED_TRACE(p);
@@ -60,7 +60,7 @@ TEST_P(FilterTest, EqualsPillowOnRealPhotos) {
 // A computed window (center crop after resize) equals that part of the whole output, also when the source holds
 // only resample_input_range() of the extent (negative origin), as the fused decode path resamples.
 TEST_P(FilterTest, WindowOfTheInputRangeGivesTheWholeImagesOutput) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   const ResampleFilter f = GetParam();
   RgbImage src;
   ASSERT_TRUE(decode_file(scratch().photos[0], {1, 1}, &src).ok());
@@ -97,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(Filters, FilterTest, ::testing::Values(ResampleFilter::
 // Bicubic ignores the fast order (vertical pass first): that order differs from Pillow's by up to 3 levels for
 // bicubic (measured here before it was refused), so kFast must give Pillow's output exactly.
 TEST(BicubicTest, FastOrderRunsPillowsOrder) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   RgbImage src;
   ASSERT_TRUE(decode_to_src_raw(scratch().photos[0], &src).ok());
   const int w = src.width, h = src.height;
@@ -111,7 +111,7 @@ TEST(BicubicTest, FastOrderRunsPillowsOrder) {
 
 // Bicubic's negative lobes overshoot: a hard edge must clamp to [0, 255] in each pass, as Pillow's clip8 does.
 TEST(BicubicTest, OvershootClampsAtAHardEdge) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   RgbImage src;
   src.width = 16;
   src.height = 4;

@@ -32,7 +32,7 @@ int resample_vs_pillow(const RgbImage& src, int xo, int yo, const ResampleAxis& 
 }
 
 TEST(ResampleTest, BilinearEqualsPillowOnRealPhotos) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
     SCOPED_TRACE(p);
     RgbImage src;
@@ -94,7 +94,7 @@ std::vector<uint8_t> fast_order_reference(const RgbImage& src, int xo, int yo, c
 // The fast order (vertical pass first, two pixels per step horizontally): exactly its plain-written arithmetic, and
 // within one level of Pillow's output, for even and odd output widths, shrinking and enlarging.
 TEST(ResampleTest, FastOrderWithinOneLevelOfPillow) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   const std::string& p = scratch().photos[0];
   RgbImage src;
   ASSERT_TRUE(decode_to_src_raw(p, &src).ok());
@@ -115,7 +115,7 @@ TEST(ResampleTest, FastOrderWithinOneLevelOfPillow) {
 // val224's fast path decodes only resample_input_range() of each axis and resamples that window with a negative
 // origin: the output must equal the whole image's, in both orders.
 TEST(ResampleTest, WindowOfTheInputRangeGivesTheWholeImagesOutput) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   for (const std::string& p : {scratch().photos[0], scratch().photos[4]}) {
     RgbImage src;
     ASSERT_TRUE(decode_file(p, {1, 1}, &src).ok());

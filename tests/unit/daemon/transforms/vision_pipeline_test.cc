@@ -22,7 +22,7 @@ using namespace batchd::daemon::image_test;  // NOLINT
 // train224_u8 / val224 (fast decode) through the real pipeline — region decode, origins, flip, CHW — equal the same
 // transforms computed from a whole-image decode, bit for bit.
 TEST(VisionPipelineTest, RegionDecodedBatchesEqualWholeImageComputation) {
-  SKIP_UNLESS_TOOLS(/*need_djpeg=*/false);
+  REQUIRE_TOOLS(/*need_djpeg=*/false);
   auto dataset = ImageFolderDataset::open("photos", scratch().dir + "/photos");
   ASSERT_TRUE(dataset.ok()) << dataset.error().message();
   const int c = 224, n = 12;

@@ -1,0 +1,86 @@
+# The Python tests (pytest, in the Python of cmake/BatchdPython.cmake: the project venv) and the ops module of the
+# fidelity tests; included by tests/CMakeLists.txt when that Python has pybind11. Every one of them needs the
+# fixture python_env: tests/python_env/check_env.py, which fails (and so stops them all) when that Python's torch,
+# torchvision or numpy is older than the minimum README.md names.
+add_test(NAME python_environment COMMAND ${Python_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/python_env/check_env.py)
+set_tests_properties(python_environment PROPERTIES FIXTURES_SETUP python_env TIMEOUT 120)
+
+# deploy/kubernetes/ validated offline: the Kubernetes API schema (python3-kubernetes' models), the deployment's rules
+# (tests/kubernetes/manifests.py), the ConfigMap's batchd.toml through `batchd --check-config`, the image's packages.
+add_test(NAME kubernetes_manifests
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning ${PROJECT_SOURCE_DIR}/tests/kubernetes)
+set_tests_properties(kubernetes_manifests PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 120
+                     ENVIRONMENT "BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd")
+
+# `pip install --no-build-isolation .` into a venv, then `python -m batchd` and a Loader epoch from outside the source
+# tree (tests/package/test_pip_install.py). Slow: pip builds _batchd with CMake in build-pip/ (~1 min on 2 cores).
+add_test(NAME python_pip_install
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning ${PROJECT_SOURCE_DIR}/tests/package)
+set_tests_properties(python_pip_install PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 900 LABELS "package;slow"
+                     ENVIRONMENT "BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd")
+
+# batchd's ops as a Python module for the fidelity tests against torchvision 0.14 (tests/ops/test_*.py); tests only,
+# never installed. Each op family binds its functions in tests/ops/bind_<family>.cc.
+pybind11_add_module(batchd_ops_testing ops/ops_testing_module.cc ops/bind_resample.cc ops/bind_geometry.cc
+                    ops/bind_spec.cc ops/bind_augment.cc ops/bind_color.cc ops/bind_tensor.cc ops/bind_batch.cc)
+target_link_libraries(batchd_ops_testing PRIVATE batchd_daemon)
+set_target_properties(batchd_ops_testing PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/ops_python)
+add_test(NAME op_fidelity_tests
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning ${PROJECT_SOURCE_DIR}/tests/ops)
+set_tests_properties(op_fidelity_tests PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "testdata;python_env"
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/ops_python;BATCHD_TESTDATA=${CMAKE_BINARY_DIR}/testdata")
+
+# The Python client (batchd.Loader) with pytest, against a real daemon (the example's runs are a test of their own).
+add_test(NAME python_loader_tests
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning ${PROJECT_SOURCE_DIR}/tests/python
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_example_train_imagefolder.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_faults.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_lifecycle.py)
+# test_spec_streams.py reads the generated image folder (the make_testdata fixture).
+set_tests_properties(python_loader_tests PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "testdata;python_env"
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd;BATCHD_TESTDATA=${CMAKE_BINARY_DIR}/testdata")
+
+# Your own Dataset (issue 26): a trainer's Python Dataset made by the Loader's worker processes, against real daemons
+# (delivery, seeding, worker_info, __getitems__, spawn, collate structures and dtypes; dead, hung and failing workers,
+# a SIGKILLed trainer, another uid). About 25 s on 2 idle cores; their datasets are tests/python/own_datasets.py.
+add_test(NAME python_own_dataset_tests
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_faults.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_lifecycle.py)
+set_tests_properties(python_own_dataset_tests PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 300
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd")
+
+# examples/train_imagefolder.py, one short epoch on the CPU over the generated image folder: with DataLoader, with
+# batchd.Loader and no daemon (a private one, gone after), with batchd.Loader and a daemon that declares the folder;
+# and two ranks (gloo) through its DistributedSampler path.
+add_test(NAME example_train_imagefolder
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_example_train_imagefolder.py)
+set_tests_properties(example_train_imagefolder PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "testdata;python_env"
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd;BATCHD_TESTDATA=${CMAKE_BINARY_DIR}/testdata")
+
+# bench/plot.py draws its charts (valid PNGs) from the benchmark JSON recorded in bench/results/.
+add_test(NAME bench_plot COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning ${PROJECT_SOURCE_DIR}/tests/bench)
+set_tests_properties(bench_plot PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 300)
+
+# The S3-compatible server of the remote-shard tests (issue 28): npm's s3rver 3.7.1, installed by setup.sh into
+# build-node/s3rver/, started by tests/remote/s3rver_fixture.py; its lifetime and the S3 behaviour batchd relies on
+# (ETags, ranges, ListObjectsV2 pages, 404s, unchecked signatures), through botocore and the curl CLI. About 4 s.
+add_test(NAME remote_s3rver_fixture
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
+                 ${PROJECT_SOURCE_DIR}/tests/remote/test_s3rver_fixture.py)
+set_tests_properties(remote_s3rver_fixture PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 120 LABELS remote)
+
+# Remote shards through real daemons (issue 28): exactly-once from s3:// (s3rver), http:// and https:// (fault_server.py,
+# a test CA) equal to the same shards read locally; prefetch counters; the bounded shard cache; a daemon SIGKILLed
+# mid-download; 503/reset/truncate/stall retried; 403/404/untrusted CA/config refusals; an s3rver killed mid-transfer;
+# a shard replaced on the server; credentials in no log. About 30 s on 2 idle cores. (python_loader_tests collects
+# tests/python only.)
+add_test(NAME python_remote_tests
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
+                 ${PROJECT_SOURCE_DIR}/tests/remote/test_daemon_remote.py
+                 ${PROJECT_SOURCE_DIR}/tests/remote/test_daemon_remote_faults.py)
+set_tests_properties(python_remote_tests PROPERTIES TIMEOUT 600 LABELS remote FIXTURES_REQUIRED "testdata;python_env"
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd;BATCHD_TESTDATA=${CMAKE_BINARY_DIR}/testdata")
