@@ -65,19 +65,20 @@ set_tests_properties(example_train_imagefolder PROPERTIES TIMEOUT 600 FIXTURES_R
 add_test(NAME bench_plot COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning ${PROJECT_SOURCE_DIR}/tests/bench)
 set_tests_properties(bench_plot PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 300)
 
-# The S3-compatible server of the remote-shard tests (issue 28): npm's s3rver 3.7.1, installed by setup.sh into
-# build-node/s3rver/, started by tests/remote/s3rver_fixture.py; its lifetime and the S3 behaviour batchd relies on
-# (ETags, ranges, ListObjectsV2 pages, 404s, unchecked signatures), through botocore and the curl CLI. About 4 s.
-add_test(NAME remote_s3rver_fixture
+# The S3-compatible server of the remote-shard tests (issue 28): moto's server mode (moto[server] from
+# tests/requirements.txt, in the project venv), a process started by tests/remote/moto_fixture.py; its lifetime
+# (restart with the objects uploaded again) and the S3 behaviour batchd relies on (ETags, ranges, ListObjectsV2 pages,
+# conditionals, 404s, SigV4 checked), through botocore and the curl CLI. About 10 s.
+add_test(NAME remote_moto_fixture
          COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
-                 ${PROJECT_SOURCE_DIR}/tests/remote/test_s3rver_fixture.py)
-set_tests_properties(remote_s3rver_fixture PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 120 LABELS remote)
+                 ${PROJECT_SOURCE_DIR}/tests/remote/test_moto_fixture.py)
+set_tests_properties(remote_moto_fixture PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 120 LABELS remote)
 
-# Remote shards through real daemons (issue 28): exactly-once from s3:// (s3rver), http:// and https:// (fault_server.py,
-# a test CA) equal to the same shards read locally; prefetch counters; the bounded shard cache; a daemon SIGKILLed
-# mid-download; 503/reset/truncate/stall retried; 403/404/untrusted CA/config refusals; an s3rver killed mid-transfer;
-# a shard replaced on the server; credentials in no log. About 30 s on 2 idle cores. (python_loader_tests collects
-# tests/python only.)
+# Remote shards through real daemons (issue 28): exactly-once from s3:// (moto's S3 server), http:// and https://
+# (fault_server.py, a test CA) equal to the same shards read locally; prefetch counters; the bounded shard cache; a
+# daemon SIGKILLed mid-download; 503/reset/truncate/stall retried; 403/404/untrusted CA/config refusals; moto's server
+# killed mid-transfer; a shard replaced on the server; credentials in no log. About 30 s on 2 idle cores.
+# (python_loader_tests collects tests/python only.)
 add_test(NAME python_remote_tests
          COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
                  ${PROJECT_SOURCE_DIR}/tests/remote/test_daemon_remote.py

@@ -4,7 +4,7 @@
 // sorted by key) and `fetch` (a whole object into a file). http(s):// URLs are fetched as they are; s3://BUCKET/KEY
 // goes to the resolved endpoint (remote/aws_settings.h: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
 // endpoint_url, else https://s3.REGION.amazonaws.com) with path-style addressing (ENDPOINT/BUCKET/KEY: what
-// S3-compatible servers (MinIO, Ceph, s3rver) serve), signed with AWS Signature Version 4 when credentials were
+// S3-compatible servers (MinIO, Ceph, moto) serve), signed with AWS Signature Version 4 when credentials were
 // found (anonymous requests otherwise): by libcurl's CURLOPT_AWS_SIGV4 over URLs we make canonical, no signing code
 // of ours (remote/s3_request.h says why that suffices with curl 7.88; sigv4_test.cc checks it against botocore).
 //

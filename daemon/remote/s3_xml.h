@@ -1,6 +1,6 @@
 // s3_xml.h — the XML bodies S3 answers with: a ListObjectsV2 page and an error (<Error><Code>..<Message>..).
-// Parsed with Boost.PropertyTree's read_xml; elements matched by local name (S3's namespace is
-// http://s3.amazonaws.com/doc/2006-03-01/, s3rver's another: neither is checked).
+// Parsed with Boost.PropertyTree's read_xml; elements matched by local name, in any order (S3's namespace is
+// http://s3.amazonaws.com/doc/2006-03-01/, some S3-compatible servers use another: it is not checked).
 // Pure; thread-safe.
 #pragma once
 

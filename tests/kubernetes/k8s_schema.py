@@ -1,15 +1,16 @@
-"""Offline schema check of Kubernetes manifests against the API types of Debian's python3-kubernetes.
+"""Offline schema check of Kubernetes manifests against the API types of the kubernetes Python client (the project
+venv's, tests/requirements.txt; it was Debian's python3-kubernetes 22.6.0 before).
 
 No cluster and no network: `kubectl apply/create --dry-run=client` (Debian's kubernetes-client 1.20) still asks an
 API server for its discovery and OpenAPI documents, and `kubectl set ... --local`, which decodes offline, silently
-drops unknown fields (docs/operations.md, "Multi-node", says what was tried). The python3-kubernetes package (22.6.0
-in bookworm: the Kubernetes 1.22 API) carries one model class per API type, generated from Kubernetes' OpenAPI
-document, with every field's JSON name (attribute_map) and type (openapi_types); its constructors refuse a missing
+drops unknown fields (docs/operations.md, "Multi-node", says what was tried). The client package carries one model
+class per API type, generated from Kubernetes' OpenAPI document, with every field's JSON name (attribute_map) and type (openapi_types); its constructors refuse a missing
 required field. problems() walks a manifest through them:
   - the kind must be a known (apiVersion, kind);
   - every field must exist in its type (a misspelt readOnlyRootFileSystem is an error, not silently ignored);
   - every value must have its field's type (str, int, bool, list, map, object), quantities must parse;
-  - required fields must be present (the model's own validation).
+  - required fields must be present (the model's own validation; for the pydantic models of later clients, their
+    fields marked required).
 """
 
 import kubernetes.client as k8s
@@ -67,14 +68,16 @@ def _check(value, type_name, path, out):
         return
     if type_name == "object":  # IntOrString, RawExtension: anything
         return
-    if type_name.startswith("list["):
+    # Container types as the generator spells them: "list[T]" and "dict(str, T)" (clients up to 2x), "List[T]" and
+    # "Dict[str, T]" (later ones).
+    if type_name.startswith(("list[", "List[")):
         if not isinstance(value, list):
             out.append(f"{path}: expected a list, got {type(value).__name__}")
             return
         for i, item in enumerate(value):
             _check(item, type_name[5:-1], f"{path}[{i}]", out)
         return
-    if type_name.startswith("dict("):
+    if type_name.startswith(("dict(", "Dict[")):
         if not isinstance(value, dict):
             out.append(f"{path}: expected a map, got {type(value).__name__}")
             return
@@ -104,6 +107,12 @@ def _check(value, type_name, path, out):
             _quantity(item, f"{path}.{key}", out)
         else:
             _check(item, field_type, f"{path}.{key}", out)
+    if hasattr(cls, "model_fields"):  # a pydantic model (later clients): its required fields; the types are checked
+        missing = [cls.attribute_map.get(n, n) for n, f in cls.model_fields.items()  # above, field by field
+                   if f.is_required() and n not in present]
+        if missing:
+            out.append(f"{path}: {type_name} is missing its required field(s) {', '.join(missing)}")
+        return
     try:
         cls(**present)  # the model's own validation: required fields (and some enums)
     except (ValueError, TypeError) as e:

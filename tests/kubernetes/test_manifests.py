@@ -1,4 +1,4 @@
-"""deploy/kubernetes/ validated offline (manifests.py: the Kubernetes API schema of python3-kubernetes, then the
+"""deploy/kubernetes/ validated offline (manifests.py: the Kubernetes API schema of the kubernetes client, then the
 deployment's rules, the config checked by the real daemon), and each rule shown to catch what it is for: every
 mutation below (a field removed or changed) must make problems() report it."""
 
@@ -59,7 +59,7 @@ MUTATIONS = {
     "misspelt field": (lambda m: daemon(m)["securityContext"].update(readOnlyRootFileSystem=True), "no such field"),
     "wrong type": (lambda m: ds_pod(m).update(terminationGracePeriodSeconds="30"), "expected int"),
     "bad quantity": (lambda m: daemon(m)["resources"]["limits"].update(memory="11 GiB"), "not a Kubernetes quantity"),
-    "required field": (lambda m: daemon(m).pop("name"), "must not be `None`"),
+    "required field": (lambda m: daemon(m).pop("name"), "missing its required field(s) name"),
     # GPU nodes.
     "no node selector": (lambda m: ds_pod(m).pop("nodeSelector"), "GPU nodes only"),
     "no toleration": (lambda m: ds_pod(m).pop("tolerations"), "taint"),

@@ -75,6 +75,8 @@ def venv():
                                 check=True, capture_output=True, text=True).stdout.strip()
         with open(os.path.join(target, "batchd-test-project-venv.pth"), "w") as f:
             f.write("\n".join(site.getsitepackages()) + "\n")
+        # The new venv's own setuptools (ensurepip's) would shadow the project venv's, older than torch wants.
+        subprocess.run([v.python, "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True)
         # --no-index: nothing is downloaded (numpy and torch are the project venv's); --no-cache-dir: no wheel
         # left in ~/.cache.
         pip = subprocess.run([os.path.join(v.root, "bin", "pip"), "install", "--no-build-isolation", "--no-index",

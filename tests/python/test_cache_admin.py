@@ -77,7 +77,7 @@ def epochs(daemon, pipeline, n, seed=0, dataset="photos", **kw):
                            socket=daemon["sock"], **kw)
     out = []
     for _ in range(n):
-        out.append(np.concatenate([np.array(b[0]) for b in loader]))
+        out.append(np.concatenate([b[0].numpy().copy() for b in loader]))  # copies: each slot goes back
     return loader, out
 
 

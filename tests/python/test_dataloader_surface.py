@@ -128,7 +128,7 @@ class RASampler(torch.utils.data.Sampler):  # named as the references' sampler, 
     ({"batch_sampler": [[0, 1]]}, "batch_sampler= is not supported"),
     ({"generator": torch.Generator()}, "generator= is not supported: .*seed="),
     ({"sampler": SubsetRandomSampler([1, 2])}, "sampler=SubsetRandomSampler is not supported"),
-    ({"sampler": RASampler(None)}, "sampler=RASampler has no num_replicas, rank, shuffle, epoch"),
+    ({"sampler": RASampler()}, "sampler=RASampler has no num_replicas, rank, shuffle, epoch"),
     ({"sampler": RandomSampler(range(N), replacement=True)}, "RandomSampler with replacement"),
     ({"num_workers": -1}, "num_workers option should be non-negative"),
 ])

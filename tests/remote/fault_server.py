@@ -24,7 +24,7 @@ What it serves (real sockets, ThreadingHTTPServer, HTTP/1.1 keep-alive):
     truncate   the headers with the full Content-Length, half the body, then close
     stall      the headers, then nothing (the connection stays open for up to 120 s)
     status     answer `status` (default 403 AccessDenied) with S3's XML error body
-    ignore-if-match   serve 200 whatever If-Match says (as s3rver 3.7.1 does)
+    ignore-if-match   serve 200 whatever If-Match says (as some S3-compatible servers do)
 - --bandwidth B: each connection sends at most B bytes/s; --latency S: each request waits S seconds first.
 - --cert/--key: HTTPS (the handshake happens in the request's thread, so a silent client blocks only itself).
 - --log FILE: one JSON line per request (control requests excepted): method, target (raw path + query), peer

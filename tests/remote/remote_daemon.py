@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 from conftest import _run_daemon  # noqa: E402  (tests/python's daemon starter)
-from s3rver_fixture import _die_with_parent  # noqa: E402
+from moto_fixture import _die_with_parent  # noqa: E402
 
 import batchd  # noqa: E402  (build/python on PYTHONPATH)
 

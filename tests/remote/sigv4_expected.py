@@ -14,7 +14,8 @@ carried except the ones botocore sets itself (Host from the URL; X-Amz-Date, X-A
 the SHA-256 of the empty body for a GET/HEAD without Content-MD5), X-Amz-Security-Token from the credentials) and
 the transport's own (Authorization, Accept, User-Agent, Connection, Content-Length): If-Match, Range... are signed
 as botocore signs every header but User-Agent/Expect. The time is the request's own X-Amz-Date (botocore's clock
-is fixed to it), so the signature is botocore.auth.S3SigV4Auth.add_auth's for that request. python3-botocore.
+is fixed to it), so the signature is botocore.auth.S3SigV4Auth.add_auth's for that request. botocore: the project
+venv's (tests/requirements.txt).
 """
 import argparse
 import datetime
@@ -23,6 +24,7 @@ import sys
 import urllib.parse
 from unittest import mock
 
+import botocore.auth
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
@@ -50,8 +52,14 @@ def expected(entry, args):
         def utcnow(cls):
             return fixed
 
+    # botocore reads the clock through botocore.utils.get_current_datetime (1.34 and later; its import in auth.py
+    # is what add_auth calls) or datetime.datetime.utcnow (before): both fixed to the request's X-Amz-Date.
     with mock.patch("botocore.auth.datetime.datetime", Clock):
-        auth.add_auth(request)
+        if hasattr(botocore.auth, "get_current_datetime"):
+            with mock.patch("botocore.auth.get_current_datetime", lambda *a, **k: fixed):
+                auth.add_auth(request)
+        else:
+            auth.add_auth(request)
     query = auth.canonical_query_string(request)
     return {"target": entry["target"], "expected_target": path + ("?" + query if query else ""),
             "authorization": request.headers["Authorization"]}

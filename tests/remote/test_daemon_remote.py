@@ -1,7 +1,8 @@
-"""Remote shards through real daemons (issue 28, docs/operations.md "Remote shards"): webdataset shards on s3:// (npm's
-s3rver), http:// and https:// (fault_server.py, a test CA) read exactly once per epoch and byte for byte as the same
-shards on local disk; prefetch along the sampler's order (the daemon's counters, a slow server); the bounded shard
-cache; a daemon SIGKILLed mid-download. Faults and refusals: test_daemon_remote_faults.py. Helpers: remote_daemon.py.
+"""Remote shards through real daemons (issue 28, docs/operations.md "Remote shards"): webdataset shards on s3:// (moto's
+S3 server, checking signatures), http:// and https:// (fault_server.py, a test CA) read exactly once per epoch and byte
+for byte as the same shards on local disk; prefetch along the sampler's order (the daemon's counters, a slow server);
+the bounded shard cache; a daemon SIGKILLed mid-download. Faults and refusals: test_daemon_remote_faults.py. Helpers:
+remote_daemon.py.
 """
 import hashlib
 import os
@@ -16,7 +17,7 @@ import pytest
 
 from remote_daemon import (FaultServer, RemoteDaemon, assert_same_epochs, config_text, epochs, make_shards,
                            make_test_ca, photo_shards, shard_files, webdataset)
-from s3rver_fixture import S3rver
+from moto_fixture import MotoS3
 
 BRACES = "shard-{000000..000003}.tar"  # the 4 shards of 60 photographs (build/testdata/shards)
 N = 60
@@ -32,8 +33,8 @@ def photos(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def s3(photos):
-    """s3rver with bucket "photos" holding train/shard-*.tar."""
-    with S3rver() as server:
+    """moto's S3 with bucket "photos" holding train/shard-*.tar."""
+    with MotoS3() as server:
         server.create_bucket("photos")
         for p in sorted((photos / "train").glob("*.tar")):
             server.put("photos", f"train/{p.name}", p)

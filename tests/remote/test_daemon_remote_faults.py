@@ -1,8 +1,8 @@
 """Remote shards' faults and refusals through real daemons (issue 28, docs/operations.md "Remote shards"): a 503
 burst, a reset, a truncated body and a stalled transfer retried; a 503 that outlasts the retries, a 403, a 404 and
-an https server whose CA is not configured failing the dataset at load, naming the URL and the fix; an s3rver
-SIGKILLed mid-transfer and started again; a shard replaced on the server after it was indexed; config refusals;
-credentials in no log, status, metric or error. Helpers: remote_daemon.py."""
+an https server whose CA is not configured failing the dataset at load, naming the URL and the fix; moto's S3 server
+SIGKILLed mid-transfer and started again (its objects uploaded again); a shard replaced on the server after it was
+indexed; config refusals; credentials in no log, status, metric or error. Helpers: remote_daemon.py."""
 import os
 import shutil
 import signal
@@ -17,7 +17,7 @@ import pytest
 import batchd
 from remote_daemon import (FaultServer, RemoteDaemon, assert_same_epochs, config_text, epochs, load_error,
                            make_shards, make_test_ca, photo_shards, shard_files, webdataset)
-from s3rver_fixture import S3rver
+from moto_fixture import MotoS3
 from test_daemon_remote import BRACES, N, photos, s3  # noqa: F401  (module fixtures)
 
 
@@ -49,11 +49,11 @@ def test_a_503_burst_a_reset_a_truncated_body_and_a_stall_are_retried(tmp_path, 
 
 
 def test_load_refusals_name_the_url_and_the_fix(tmp_path, photos, s3):
-    """A 403 (s3rver: an access key it does not know), a 404, an https server whose CA is not remote.ca_file, an
+    """A 403 (moto: an access key its IAM does not know), a 404, an https server whose CA is not remote.ca_file, an
     http:// glob, local and remote shards mixed; and with --cache-dir "", any remote shard."""
     ca = make_test_ca(tmp_path / "ca")
     creds = tmp_path / "credentials"
-    creds.write_text("[default]\naws_access_key_id = AKIDNOTKNOWNTOS3RVER\naws_secret_access_key = wrong\n")
+    creds.write_text("[default]\naws_access_key_id = AKIDNOTKNOWNTOMOTO\naws_secret_access_key = wrong\n")
     creds.chmod(0o600)
     one = "s3://photos/train/shard-000000.tar"
     with FaultServer(photos, tls_dir=ca) as https, FaultServer(photos) as http:
@@ -62,9 +62,10 @@ def test_load_refusals_name_the_url_and_the_fix(tmp_path, photos, s3):
                     "untrusted": webdataset(https.url("train/shard-000000.tar")),
                     "httpglob": webdataset(http.url("train/*.tar")),
                     "mixed": webdataset([f"{photos}/train/shard-000000.tar", one])}
-        env = {k: v for k, v in s3.env().items() if k.startswith(("AWS_ENDPOINT", "AWS_REGION"))}
+        # The env's key signs "missing" (moto answers an unsigned request for a missing key with 500, not 404);
+        # "denied"'s credentials_file comes first (remote/aws_settings.h), so the env's key cannot mask its 403.
         (tmp_path / "d").mkdir()
-        with RemoteDaemon(tmp_path / "d", config_text({}, datasets), env=env) as d:
+        with RemoteDaemon(tmp_path / "d", config_text({}, datasets), env=s3.env()) as d:
             errors = {name: load_error(d.sock, name) for name in datasets}
             for name in datasets:
                 entry = d.wait_loaded(name)
@@ -85,14 +86,15 @@ def test_load_refusals_name_the_url_and_the_fix(tmp_path, photos, s3):
     assert "daemon.cache_dir" in errors["nocache"], errors["nocache"]
 
 
-def test_an_s3rver_killed_mid_transfer_and_started_again_is_retried(tmp_path):
-    """One shard of 6 samples and 96 MiB of padding (s3rver sends it in about 0.2 s): s3rver is SIGKILLed once its
-    .part holds some of it, and started again on the same port 0.3 s later; the retries (up to 30, backoff up to
-    0.5 s) outlast that."""
+def test_an_s3_server_killed_mid_transfer_and_started_again_is_retried(tmp_path):
+    """One shard of 6 samples and 96 MiB of padding (moto sends it in about 0.2 s): moto's server is SIGKILLed once
+    the .part holds some of it, and started again on the same port 0.3 s later, the shard uploaded again before the
+    port answers (moto keeps objects in memory; MotoS3.start restores them); the retries (up to 30, backoff up to
+    0.5 s) outlast that (about 2 s on 2 busy cores)."""
     pad = 96 << 20
     path, = make_shards(tmp_path / "big", 1, 6, seed=2, pad=pad)
     size = os.path.getsize(path)
-    with S3rver() as s3:
+    with MotoS3() as s3:
         s3.create_bucket("killed")
         s3.put("killed", "big/shard-000000.tar", Path(path))
         datasets = {"local": webdataset(path), "big": webdataset("s3://killed/big/shard-000000.tar")}
@@ -105,11 +107,11 @@ def test_an_s3rver_killed_mid_transfer_and_started_again_is_retried(tmp_path):
                 partial = [v for k, v in files.items() if k.endswith(".part") and 0 < v < size]
                 if partial:
                     break
-                assert not [k for k in files if k.endswith(".tar")], "the download ended before s3rver was killed"
+                assert not [k for k in files if k.endswith(".tar")], "the download ended before the server was killed"
                 assert time.monotonic() < deadline, "no download started"
             s3.kill()
             time.sleep(0.3)
-            s3.start()
+            s3.start()  # restore=True: the bucket and the shard again, then the same port
             assert d.wait_loaded("big")["state"] == "available"
             r = d.remote("big")
             assert (r["fetched"], r["failed"], r["shards_here"]) == (1, 0, 1), r
@@ -163,15 +165,11 @@ def test_a_shard_replaced_on_the_server_fails_its_samples_until_a_reload(tmp_pat
         assert want[0][2].tolist() != [old_samples[i][1] for i in range(24)]
 
 
-SECRET = "batchdTestSecret/9f8e7d6c5b4a3210+ZYXW"
-TOKEN = "batchdTestToken-0123456789abcdefFEDCBA//+=="
-
-
 def test_credentials_appear_in_no_log_status_metric_or_error(tmp_path, s3):
-    """The daemon at --log-level debug signs with a distinctive secret and session token (fault_server's request log
-    shows the token and the key id arrived, so the daemon had them); its stderr, batchctl's status and datasets
-    (text and --json), the metrics page, the errors of a 404 and of a 503 that outlasts the retries, and every file
-    under cache_dir hold neither."""
+    """The daemon at --log-level debug signs with temporary credentials from moto's STS (a random secret and session
+    token: moto checks the signature and the token, and fault_server's request log shows the token and the key id
+    arrived, so the daemon had them); its stderr, batchctl's status and datasets (text and --json), the metrics page,
+    the errors of a 404 and of a 503 that outlasts the retries, and every file under cache_dir hold neither."""
     srv = tmp_path / "srv"
     make_shards(srv / "tok", 1, 4, seed=3)
     shutil.copytree(srv / "tok", srv / "slow")
@@ -180,7 +178,9 @@ def test_credentials_appear_in_no_log_status_metric_or_error(tmp_path, s3):
     with socket.socket() as sk:
         sk.bind(("127.0.0.1", 0))
         port = sk.getsockname()[1]
-    env = dict(s3.env(), AWS_SECRET_ACCESS_KEY=SECRET, AWS_SESSION_TOKEN=TOKEN)
+    creds = s3.session_credentials()
+    key_id, secret, token = creds["AccessKeyId"], creds["SecretAccessKey"], creds["SessionToken"]
+    env = dict(s3.env(), AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=secret, AWS_SESSION_TOKEN=token)
     with FaultServer(srv, log=True, faults=["503:0:/slow/"]) as fs:
         datasets = {"signed": webdataset("s3://creds/c/shard-000000.tar"),
                     "seen": webdataset("s3://tok/*.tar", endpoint_url=fs.endpoint),
@@ -203,14 +203,14 @@ def test_credentials_appear_in_no_log_status_metric_or_error(tmp_path, s3):
         signed = [r["headers"] for r in fs.requests() if r["target"].startswith("/tok")]
     headers = [{k.lower(): v for k, v in h} if isinstance(h, list) else {k.lower(): v for k, v in h.items()}
                for h in signed]
-    assert any(h.get("x-amz-security-token") == TOKEN and "Credential=S3RVER/" in h.get("authorization", "")
+    assert any(h.get("x-amz-security-token") == token and f"Credential={key_id}/" in h.get("authorization", "")
                for h in headers), headers[:1]
     assert "batchd_remote_fetched_total" in texts["metrics"] and "s3://creds/c/absent.tar" in texts["error missing"]
     assert "s3://slow/shard-000000.tar" in texts["error failing"], texts["error failing"]
     assert len(texts["daemon log"]) > 0
     for what, text in texts.items():
-        for secret in (SECRET, TOKEN, SECRET.split("/")[0], TOKEN[:24]):
-            assert secret not in text, f"{what} holds a credential"
+        for fragment in (secret, token, secret[:16], token[:24], token[-24:]):
+            assert fragment not in text, f"{what} holds a credential"
 
 
 def test_a_task_whose_shards_exceed_the_cache_bound_fails_the_stream_naming_the_key(tmp_path, s3):

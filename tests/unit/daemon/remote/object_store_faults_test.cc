@@ -100,7 +100,7 @@ TEST_F(RemoteObjectStore, AChangedObjectIsADataErrorNotRetried) {
   EXPECT_NE(f.error().message().find("reload the dataset"), std::string::npos) << f.error().message();
   EXPECT_EQ(store.counters().retries, 0u);
 
-  auto ignoring = serve({"--fault", "ignore-if-match:0"});  // as s3rver 3.7.1: If-Match ignored
+  auto ignoring = serve({"--fault", "ignore-if-match:0"});  // a server that ignores If-Match
   ObjectStore store2(fast(5), s3(*ignoring));
   f = fetch(store2, *st, &got);
   ASSERT_FALSE(f.ok());

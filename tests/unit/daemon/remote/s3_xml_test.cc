@@ -28,7 +28,7 @@ TEST(RemoteS3Xml, AListPageAnyNamespaceDecodedOnlyWhenUrlEncoded) {
                           "<Contents><Key>a+b%2B.tar</Key><Size>1</Size></Contents></ListBucketResult>";
   auto r = parse_list_page(raw, "s3://b/");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->keys[0].key, "a+b%2B.tar") << "no EncodingType: the key as sent (s3rver ignores encoding-type)";
+  EXPECT_EQ(r->keys[0].key, "a+b%2B.tar") << "no EncodingType: the key as sent (a server that ignores encoding-type)";
   EXPECT_FALSE(r->truncated);
 }
 

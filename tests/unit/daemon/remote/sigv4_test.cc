@@ -1,4 +1,4 @@
-// Our S3 requests' SigV4 signatures against botocore's (python3-botocore, tests/remote/sigv4_expected.py): for fixed
+// Our S3 requests' SigV4 signatures against botocore's (botocore of the project venv, tests/remote/sigv4_expected.py): for fixed
 // credentials (with and without a session token) and region, the HEAD and GET of a key with spaces, UTF-8, '+', '='
 // and '~', and ListObjectsV2 pages with a prefix and continuation tokens holding '+', '/' and '=', each request as
 // fault_server.py logged it must carry botocore's Authorization and be spelled as botocore spells it (path and
@@ -29,7 +29,7 @@ std::vector<std::string> differences(const std::string& log, const AwsCredential
                                        c.access_key_id, "--secret", c.secret_access_key, "--token", c.session_token,
                                        "--region", kRegion},
                                       &ok);
-  EXPECT_TRUE(ok) << "sigv4_expected.py failed (Debian: python3-botocore)";
+  EXPECT_TRUE(ok) << "sigv4_expected.py failed (botocore: ./setup.sh --tests installs it into the venv)";
   std::istringstream lines(out);
   std::vector<std::string> diffs;
   for (const LoggedRequest& r : sent) {
