@@ -1,10 +1,12 @@
-// dtype_cast.h — the element conversions of the tensor ops, bit for bit as torch 1.13 does them on x86-64 CPUs
-// (Debian's python3-torch; tests/ops/test_dtype_cast.py compares them with torch over millions of values).
+// dtype_cast.h — the element conversions of the tensor ops, bit for bit as torch 2.15 does them on x86-64 CPUs
+// (the project venv's; tests/ops/test_dtype_cast.py compares them with torch over millions of values).
 //
-// float32 -> float16: round to nearest even; overflow -> +-inf; NaN -> 0x7E00 with the sign kept. This is
-//   c10::Half(float), i.e. fp16_ieee_from_fp32_value of c10/util/Half.h (torch 1.13, from the FP16 library), which
-//   Tensor.to(torch.float16) runs: the float arithmetic below does the rounding (scale into the float16 range, add a
-//   bias that moves the rounding point to float16's last mantissa bit, take the bits).
+// float32 -> float16: round to nearest even; overflow -> +-inf; NaN -> quiet NaN with the sign and the top 10
+//   mantissa bits kept (sign | 0x7E00 | (bits >> 13) & 0x3FF: x86's F16C conversion, what Tensor.to(torch.float16)
+//   gives in torch 2.15; torch 1.13 gave 0x7E00 with the sign). Otherwise c10::Half(float), i.e.
+//   fp16_ieee_from_fp32_value of c10/util/Half.h (from the FP16 library): the float arithmetic below does the
+//   rounding (scale into the float16 range, add a bias that moves the rounding point to float16's last mantissa bit,
+//   take the bits).
 // float16 -> float32: exact (c10/util/Half.h fp16_ieee_to_fp32_value).
 // float32 -> bfloat16: round to nearest even: (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16, as c10/util/BFloat16.h
 //   round_to_nearest_even; NaN -> 0xFFFF, as ATen's AVX2 cvtfp32_bf16 (aten/src/ATen/cpu/vec/vec256/
@@ -41,7 +43,8 @@ inline uint16_t float_to_half(float f) {
   base = std::bit_cast<float>((bias >> 1) + 0x07800000u) + base;  // rounds at float16's last mantissa bit
   const uint32_t bits = std::bit_cast<uint32_t>(base);
   const uint32_t nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
-  return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));  // NaN: 0x7E00
+  const uint32_t nan = 0x7E00u | ((w >> 13) & 0x03FFu);  // quiet, payload's top bits kept
+  return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? nan : nonsign));
 }
 
 inline float half_to_float(uint16_t h) {

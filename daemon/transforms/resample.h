@@ -2,12 +2,14 @@
 // torchvision's Resize, RandomResizedCrop and CenterCrop-after-Resize do to PIL images, for the filters NEAREST,
 // BILINEAR and BICUBIC.
 //
-// BILINEAR and BICUBIC are Pillow's ImagingResample (src/libImaging/Resample.c, Pillow 9.x): separable, horizontal
-// pass then vertical pass; for each output pixel the filter (triangle of support 1; Keys' cubic with a = -0.5,
-// support 2) is stretched by max(scale, 1) so that downscaling averages every input pixel it covers (antialiasing:
-// PIL always does it); weights are normalized per output pixel and applied in fixed point with 22 fractional bits,
-// rounding to nearest and clamping each pass to [0, 255]. With the same input, output equals Pillow's. The passes
-// run vectorized (resample_passes.h: Highway, the same integer arithmetic).
+// BILINEAR and BICUBIC are Pillow's ImagingResample (src/libImaging/Resample.c, Pillow 13): separable, horizontal
+// pass then vertical pass, or vertical first when that pass shrinks the image by more than twice as many pixels
+// (2 * (in_w - out_w) < in_h - out_h; Pillow 9.x always ran horizontal first); for each output pixel the filter
+// (triangle of support 1; Keys' cubic with a = -0.5, support 2) is stretched by max(scale, 1) so that downscaling
+// averages every input pixel it covers (antialiasing: PIL always does it); weights are normalized per output pixel
+// and applied in fixed point with 22 fractional bits, rounding to nearest and clamping each pass to [0, 255]. With
+// the same input, output equals Pillow's. The passes run vectorized (resample_passes.h: Highway, the same integer
+// arithmetic).
 // NEAREST is not a convolution in Pillow: Image.resize takes it to ImagingScaleAffine (src/_imaging.c _resize,
 // src/libImaging/Geometry.c): source x of output column i is (int)(box0 + scale / 2 + scale + ... + scale), the
 // position accumulated by repeated addition in double, as Pillow does; likewise for rows.
@@ -60,10 +62,10 @@ void resample_coeffs(const ResampleAxis& axis, ResampleFilter filter, ResampleCo
 // kNearest, every pixel sampled).
 std::pair<int, int> resample_input_range(const ResampleAxis& axis, ResampleFilter filter = ResampleFilter::kBilinear);
 
-// kPillow: horizontal pass then vertical, exactly Pillow's output. kFast: vertical pass first, over only the
-// columns needed (less work when rows shrink most), within one level of Pillow's output for kBilinear. kBicubic
-// always runs kPillow's order: its negative lobes make the other order's rounding and clamping differ by up to 3
-// levels (measured on photographs). kNearest has one order.
+// kPillow: Pillow's order (see above), exactly Pillow's output. kFast: vertical pass first, over only the columns
+// needed (less work when rows shrink most), within one level of Pillow's output for kBilinear. kBicubic always runs
+// kPillow's order: its negative lobes make the other order's rounding and clamping differ by up to 3 levels
+// (measured on photographs). kNearest has one order.
 enum class ResampleOrder { kPillow, kFast };
 
 // Resamples `src` (its sub-rectangle starting at (x_origin, y_origin) is the source extent of both axes; an origin

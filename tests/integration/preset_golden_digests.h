@@ -10,10 +10,13 @@
 // by that rule, said in the commit): BATCHD_RECORD_GOLDEN=1 build/bin/imagefolder_tests
 // --gtest_filter='PresetGoldenTest.*' prints the table below (the comparing test is then SKIPPED, never passed).
 //
-// Recorded: on main at commit cfba90fed3c76186533550835c7f24e3d7722229, on the project's build machine (Debian 12
+// Recorded: again for issue 39 (2026-11-28): the test photographs are now made by the project venv's Pillow 13.0.0
+// (its own libjpeg-turbo 3.2.0 encodes them, and its resize runs Pillow 13's pass order), so their bytes, and with
+// them the image presets' digests, changed; batchd's resize follows Pillow 13's pass order too. First recorded at
+// commit cfba90fed3c76186533550835c7f24e3d7722229. On the project's build machine (Debian 12
 // x86-64, AMD EPYC with AVX2/AVX-512; gcc 12.2, libjpeg-turbo 2.1.5, glibc 2.36), over the test data of
 // tests/data/make_testdata.sh (imagefolder: 60 JPEGs cut from real photographs and one PNG; byte-identical when
-// generated again) and /usr/share/datasets/fashion-mnist (t10k); options: seed 24, epoch 0, shuffle, batch 16,
+// generated again with the same Pillow) and /usr/share/datasets/fashion-mnist (t10k); options: seed 24, epoch 0, shuffle, batch 16,
 // rank 0 of 1; 2 workers (the test checks that 1 worker, and 3 workers in small chunks, give the same digests).
 //
 // Portability: the digests are exact on this machine image (the CI machine is the same kind), not across images.
@@ -39,25 +42,25 @@ struct GoldenDigest {
 };
 
 inline constexpr GoldenDigest kPresetGolden[] = {
-    {"train224", 0, "image", "float32[16,3,224,224]", "bc2fb09e0d86c8a3bf537a93eef34438"},
+    {"train224", 0, "image", "float32[16,3,224,224]", "ebdd8ecd6e41d61a9c6a0dbf4ae4b87d"},
     {"train224", 0, "index", "int64[16]", "8173914851ba290663f5a185b8900b73"},
     {"train224", 0, "label", "int64[16]", "9f33fc8156b438319390f310539f5230"},
     {"train224", 1, "image", "float32[16,3,224,224]", "35e881a3feb250e290f3719e369fd4af"},
     {"train224", 1, "index", "int64[16]", "b17932fe0880bff2a12091b49f2eebb0"},
     {"train224", 1, "label", "int64[16]", "848cad68472c13cc562625e5dfe768d8"},
-    {"train224_u8", 0, "image", "uint8[16,3,224,224]", "0a138cda0f71e144ffbdd48ee426879a"},
+    {"train224_u8", 0, "image", "uint8[16,3,224,224]", "3d33af3ca2fa223acf27e906a2a85c1f"},
     {"train224_u8", 0, "index", "int64[16]", "8173914851ba290663f5a185b8900b73"},
     {"train224_u8", 0, "label", "int64[16]", "9f33fc8156b438319390f310539f5230"},
     {"train224_u8", 1, "image", "uint8[16,3,224,224]", "f0df3a4f8be973c64057c2aeddff4c6b"},
     {"train224_u8", 1, "index", "int64[16]", "b17932fe0880bff2a12091b49f2eebb0"},
     {"train224_u8", 1, "label", "int64[16]", "848cad68472c13cc562625e5dfe768d8"},
-    {"val224", 0, "image", "float32[16,3,224,224]", "5cb150cf780bd0f602ccfde94097f217"},
+    {"val224", 0, "image", "float32[16,3,224,224]", "1b506af073276b51fa24637740a7ddac"},
     {"val224", 0, "index", "int64[16]", "8173914851ba290663f5a185b8900b73"},
     {"val224", 0, "label", "int64[16]", "9f33fc8156b438319390f310539f5230"},
     {"val224", 1, "image", "float32[16,3,224,224]", "6e1db95d785926d8096b086e40b244e2"},
     {"val224", 1, "index", "int64[16]", "b17932fe0880bff2a12091b49f2eebb0"},
     {"val224", 1, "label", "int64[16]", "848cad68472c13cc562625e5dfe768d8"},
-    {"val224+exact_decode", 0, "image", "float32[16,3,224,224]", "ed5f41f246999798c9f97bb1e5eb6ca7"},
+    {"val224+exact_decode", 0, "image", "float32[16,3,224,224]", "ea1ef6323152472b38a0af674e5f99d0"},
     {"val224+exact_decode", 0, "index", "int64[16]", "8173914851ba290663f5a185b8900b73"},
     {"val224+exact_decode", 0, "label", "int64[16]", "9f33fc8156b438319390f310539f5230"},
     {"val224+exact_decode", 1, "image", "float32[16,3,224,224]", "ac9350c89d0b17b961d9ac8e999e4428"},

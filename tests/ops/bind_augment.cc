@@ -99,7 +99,7 @@ void bind_augment(py::module_& m) {
         for (int64_t i = 0; i < steps; ++i) out.mutable_at(i) = torch_linspace(start, end, steps, i);
         return out;
       },
-      py::arg("start"), py::arg("end"), py::arg("steps"), "torch.linspace(start, end, steps) as torch 1.13 on AVX2");
+      py::arg("start"), py::arg("end"), py::arg("steps"), "torch.linspace(start, end, steps) as torch 2.15 on AVX2 / AVX512");
   m.def(
       "augment_magnitude",
       [](const std::string& space, const std::string& op, int bin, int num_bins, int height, int width) {

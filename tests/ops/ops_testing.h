@@ -1,5 +1,5 @@
 // ops_testing.h — the Python module `batchd_ops_testing` (tests only, never installed): batchd's image ops and their
-// random draws, callable on numpy arrays, so that tests/ops/test_*.py compare them with torchvision 0.14 itself on
+// random draws, callable on numpy arrays, so that tests/ops/test_*.py compare them with torchvision 0.29 itself on
 // real photographs. Each family binds its functions in its own bind_<family>.cc.
 #pragma once
 

@@ -1,4 +1,4 @@
-"""The auto-augment family's tables and draws (daemon/transforms/augment/augment_space.h) against torchvision 0.14:
+"""The auto-augment family's tables and draws (daemon/transforms/augment/augment_space.h) against torchvision 0.29:
 the magnitude tables bit for bit (torch.linspace's float32 values), the same ops and magnitudes as torchvision's own
 forward() when torch's generator is replaced by the sample's rng (augment_rng.py), and op / bin / sign / sub-policy
 frequencies (chi-square with fixed seeds; thresholds that the right distribution passes by a wide margin and a

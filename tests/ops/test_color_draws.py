@@ -1,5 +1,5 @@
 """batchd's draws for ColorJitter, RandomGrayscale and GaussianBlur (daemon/transforms/color/color_draws.h) have
-torchvision 0.14's distributions (its get_params / forward draws, from torch's generator with a fixed seed):
+torchvision 0.29's distributions (its get_params / forward draws, from torch's generator with a fixed seed):
 two-sample Kolmogorov-Smirnov for the factors, chi-square for the 24 orders and for the grayscale coin. Each
 threshold is one that the right distribution passes by a wide margin (p-values > 1e-4 with fixed seeds) and a
 plausible mistake fails (checked once by hand: a fixed order, a factor range off by 0.05, p off by 0.02)."""

@@ -1,5 +1,5 @@
 """The color ops (daemon/transforms/ops/color_ops.cc) through batchd's real executor (ops.run: plan + compiled
-kernels) against torchvision 0.14's transform classes on the photos, with parameters that fix the random outcome
+kernels) against torchvision 0.29's transform classes on the photos, with parameters that fix the random outcome
 (ranges [f, f], p = 0 or 1, sigma [s, s]); and the plan's refusals (torchvision's own checks)."""
 import io
 

@@ -1,5 +1,5 @@
 """The geometry ops through batchd's real executor (ops.run: plan, compiled kernels, fused head) against torchvision
-0.14's transform classes on the photographs: resize (every interpolation, max_size), random_crop (padding,
+0.29's transform classes on the photographs: resize (every interpolation, max_size), random_crop (padding,
 pad_if_needed, fill, every padding_mode), random_resized_crop (every interpolation, square and not), exact given
 batchd's draws (torchvision's get_params is patched to return them); and the plan's refusals for these ops.
 decode has exact_decode = true: the fast decode is the core's own tolerance (test_spec.py)."""

@@ -1,5 +1,5 @@
 """Whole specs through batchd's real executor (plan + compiled kernels + the fused head/tail) against torchvision
-0.14 on real photographs; and the plan's rules (spec_plan.h), one test each."""
+0.29 on real photographs; and the plan's rules (spec_plan.h), one test each."""
 import io
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""RandomErasing (transforms/tensor/erasing.h) against torchvision 0.14 on real photographs, and the random draws
+"""RandomErasing (transforms/tensor/erasing.h) against torchvision 0.29 on real photographs, and the random draws
 under the tensor and batch ops (transforms/tensor/random_draws.h) against scipy.stats and torch's own samplers.
 
 Statistical tests use fixed seeds and many draws: a correct implementation passes with a wide margin (p-values far

@@ -5,7 +5,6 @@ import re
 
 import pytest
 import torch
-import torchvision
 from torchvision import transforms as T
 from torchvision.transforms import InterpolationMode as IM
 
@@ -148,12 +147,11 @@ def test_a_list_may_mix_op_dicts_and_torchvision_transforms():
 
 def test_antialias_follows_the_input_the_transform_sees():
     # On a PIL image torchvision always antialiases; after ToTensor a tensor is antialiased as antialias says, and
-    # None means True since torchvision 0.17 (False before: 0.14's functional_tensor.resize).
-    none_means = tuple(int(x) for x in re.findall(r"\d+", torchvision.__version__)[:2]) >= (0, 17)
+    # None means False there (0.14's functional_tensor.resize and 0.29's alike), though the default is True since 0.17.
     ops = ops_from_torchvision(T.Compose([T.ToTensor(), T.Resize(64), T.Resize(48, antialias=None),
                                           T.RandomResizedCrop(32, antialias=False)]))
-    assert ops[1]["antialias"] is T.Resize(64).antialias  # the installed default (True since 0.17)
-    assert ops[2]["antialias"] is none_means and ops[3]["antialias"] is False
+    assert ops[1]["antialias"] is T.Resize(64).antialias is True  # the installed default
+    assert ops[2]["antialias"] is False and ops[3]["antialias"] is False
 
 
 def refusal(transform, **kw):

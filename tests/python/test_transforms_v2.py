@@ -43,7 +43,8 @@ TWINS = [
     (v2.RandAugment(num_ops=3, magnitude=5, fill=0), T.RandAugment(num_ops=3, magnitude=5, fill=0)),
     (v2.AutoAugment(), T.AutoAugment()),
     (v2.PILToTensor(), T.PILToTensor()),
-    (v2.ConvertImageDtype(torch.bfloat16), T.ConvertImageDtype(torch.bfloat16)),
+    (v2.Compose([v2.PILToTensor(), v2.ConvertImageDtype(torch.bfloat16)]),
+     T.Compose([T.PILToTensor(), T.ConvertImageDtype(torch.bfloat16)])),
     (v2.Normalize(MEAN, STD, inplace=True), T.Normalize(MEAN, STD)),
     (v2.RandomErasing(), T.RandomErasing()),
     (v2.RandomErasing(0.1, value="random"), T.RandomErasing(0.1, value="random")),
@@ -63,14 +64,31 @@ def test_each_v2_class_becomes_the_op_of_its_v1_class(new, old):
 def test_v2s_own_classes():
     assert ops_from_torchvision(v2.ToImage()) == [{"op": "pil_to_tensor"}]
     assert ops_from_torchvision(v2.ToPureTensor()) == []
-    assert ops_from_torchvision(v2.ToDtype(torch.float32, scale=True)) == [
-        {"op": "convert_image_dtype", "dtype": "float32"}]
-    assert ops_from_torchvision(v2.ToDtype({tv_tensors.Image: torch.float16, "others": None}, scale=True)) == [
-        {"op": "convert_image_dtype", "dtype": "float16"}]
+    assert ops_from_torchvision([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]) == [
+        {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "float32"}]
+    to_half = v2.ToDtype({tv_tensors.Image: torch.float16, "others": torch.bfloat16}, scale=True)
+    # v2 looks the dict up by the input's type: an Image after ToImage, a plain tensor after PILToTensor.
+    assert ops_from_torchvision([v2.ToImage(), to_half]) == [
+        {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "float16"}]
+    assert ops_from_torchvision([v2.PILToTensor(), to_half]) == [
+        {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "bfloat16"}]
+    assert ops_from_torchvision([v2.ToImage(), v2.ToPureTensor(), to_half])[1]["dtype"] == "bfloat16"
+    # what v2 leaves as it is: a dict without the input's type nor "others", any ToDtype on a PIL image
+    assert ops_from_torchvision([v2.ToImage(), v2.ToDtype({tv_tensors.Mask: torch.int64}, scale=True)]) == [
+        {"op": "pil_to_tensor"}]
+    assert ops_from_torchvision([v2.ToDtype(torch.float32, scale=True), v2.CenterCrop(8)]) == [
+        {"op": "center_crop", "size": 8}]
     assert ops_from_torchvision(v2.RandomChoice([v2.RandomHorizontalFlip(1), v2.RandomVerticalFlip(1)])) == [
         {"op": "random_choice", "p": [0.5, 0.5], "ops": [{"op": "horizontal_flip", "p": 1.0},
                                                          {"op": "vertical_flip", "p": 1.0}]}]
-    assert ops_from_torchvision(v2.RandAugment(fill={tv_tensors.Image: 9, "others": 9}))[0]["fill"] == 9
+    # fill by input type too: on a PIL image v2 reads PIL.Image.Image's entry, else "others", else 0 (no fill).
+    assert ops_from_torchvision(v2.RandAugment(fill={tv_tensors.Image: 9, "others": 7}))[0]["fill"] == 7
+    assert "fill" not in ops_from_torchvision(v2.RandAugment(fill={tv_tensors.Image: 9}))[0]
+    assert ops_from_torchvision([v2.ToImage(), v2.RandAugment(fill={tv_tensors.Image: 9})])[0]["fill"] == 9
+    # interpolation as v2 takes it: an InterpolationMode, a string, a PIL constant
+    from PIL import Image
+    assert ops_from_torchvision(v2.Resize(8, interpolation=Image.Resampling.BICUBIC))[0]["interpolation"] == "bicubic"
+    assert ops_from_torchvision(v2.Resize(8, interpolation=0))[0]["interpolation"] == "nearest"
 
 
 def test_the_v2_recipes_of_the_docs_and_the_references():
@@ -78,12 +96,26 @@ def test_the_v2_recipes_of_the_docs_and_the_references():
     train = v2.Compose([v2.ToImage(), v2.RandomResizedCrop(size=(224, 224), antialias=True),
                         v2.RandomHorizontalFlip(p=0.5), v2.ToDtype(torch.float32, scale=True),
                         v2.Normalize(mean=MEAN, std=STD), v2.ToPureTensor()])
+    # ToImage first, as v2 documents it: the conversion waits for the first op that takes a tensor, the image ops
+    # before it run as batchd's (PIL-style) ops.
     assert ops_from_torchvision(train) == [
-        {"op": "pil_to_tensor"},
         {"op": "random_resized_crop", "size": 224, "scale": [0.08, 1.0], "ratio": [0.75, 4.0 / 3.0],
          "interpolation": "bilinear", "antialias": True},
-        {"op": "horizontal_flip", "p": 0.5}, {"op": "convert_image_dtype", "dtype": "float32"},
-        {"op": "normalize", "mean": MEAN, "std": STD}]
+        {"op": "horizontal_flip", "p": 0.5}, {"op": "pil_to_tensor"},
+        {"op": "convert_image_dtype", "dtype": "float32"}, {"op": "normalize", "mean": MEAN, "std": STD}]
+    # references/classification/presets.py with use_v2 and the tensor backend: PILToTensor first, RandomErasing
+    # inside a RandomApply-like container at the end.
+    ra = v2.Compose([v2.PILToTensor(), v2.RandomResizedCrop(176, antialias=True), v2.RandomHorizontalFlip(),
+                     v2.TrivialAugmentWide(), v2.ToDtype(torch.float, scale=True), v2.Normalize(MEAN, STD),
+                     v2.RandomChoice([v2.RandomErasing(0.25), v2.RandomGrayscale(0.0)])])
+    names = [op["op"] for op in ops_from_torchvision(ra)]
+    assert names == ["random_resized_crop", "horizontal_flip", "trivial_augment_wide", "pil_to_tensor",
+                     "convert_image_dtype", "normalize", "random_choice"]
+    only_image_ops = v2.Compose([v2.ToImage(), v2.CenterCrop(8), v2.RandomApply([v2.RandomErasing()])])
+    assert [op["op"] for op in ops_from_torchvision(only_image_ops)] == ["center_crop", "pil_to_tensor",
+                                                                          "random_apply"]
+    assert ops_from_torchvision(v2.Compose([v2.ToImage(), v2.CenterCrop(8)])) == [
+        {"op": "center_crop", "size": 8}, {"op": "pil_to_tensor"}]
     evaluate = v2.Compose([v2.Resize(256, antialias=True), v2.CenterCrop(224), v2.PILToTensor(),
                            v2.ToDtype(torch.float, scale=True), v2.Normalize(mean=MEAN, std=STD)])
     assert ops_from_torchvision(evaluate) == [
@@ -93,8 +125,9 @@ def test_the_v2_recipes_of_the_docs_and_the_references():
 
 
 def test_antialias_on_a_tensor_after_to_image_is_sent_as_given():
-    ops = ops_from_torchvision(v2.Compose([v2.ToImage(), v2.Resize(64), v2.Resize(32, antialias=False)]))
-    assert ops[1]["antialias"] is True and ops[2]["antialias"] is False
+    ops = ops_from_torchvision(v2.Compose([v2.ToImage(), v2.Resize(64), v2.Resize(48, antialias=None),
+                                           v2.Resize(32, antialias=False)]))
+    assert [op["antialias"] for op in ops[:3]] == [True, False, False]  # None is False on a tensor, as in v2
 
 
 def refusal(transform):
@@ -111,9 +144,8 @@ class MyV2Flip(v2.RandomHorizontalFlip):
 @pytest.mark.parametrize("transform, place, words", [
     (v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=False)]), "transform.transforms[1]",
      ["ToDtype", "scale=False"]),
-    (v2.Compose([v2.ToDtype(torch.float64, scale=True)]), "transform.transforms[0]", ["ToDtype", "float64"]),
-    (v2.Compose([v2.ToDtype({tv_tensors.Mask: torch.int64}, scale=True)]), "transform.transforms[0]",
-     ["ToDtype", "no dtype for images"]),
+    (v2.Compose([v2.ToImage(), v2.ToDtype(torch.float64, scale=True)]), "transform.transforms[1]",
+     ["ToDtype", "float64"]),
     (v2.Compose([v2.Resize(None, max_size=256)]), "transform.transforms[0]", ["Resize", "size=None"]),
     (v2.Compose([v2.Resize(64, antialias=False)]), "transform.transforms[0]", ["Resize", "antialias=False"]),
     (v2.Compose([v2.RandomResizedCrop(64, interpolation=IM.NEAREST_EXACT)]), "transform.transforms[0]",
@@ -123,8 +155,11 @@ class MyV2Flip(v2.RandomHorizontalFlip):
     (v2.Compose([v2.AutoAugment(v2.AutoAugmentPolicy.SVHN)]), "transform.transforms[0]", ["AutoAugment", "SVHN"]),
     (v2.Compose([MyV2Flip()]), "transform.transforms[0]", ["MyV2Flip", "subclass", "RandomHorizontalFlip"]),
     (v2.Compose([v2.RandomApply([v2.Lambda(lambda x: x)])]), "transform.transforms[0].transforms[0]", ["Lambda"]),
-    (v2.Compose([v2.RandomCrop(8, fill={tv_tensors.Image: 1, "others": 2})]), "transform.transforms[0]",
-     ["RandomCrop", "fill"]),
+    (v2.Compose([v2.RandomCrop(8, padding=2, pad_if_needed=True, padding_mode="reflect")]), "transform.transforms[0]",
+     ["RandomCrop", "pads once"]),
+    (v2.Compose([v2.RandomApply([v2.ToImage()])]), "transform.transforms[0].transforms[0]",
+     ["ToImage", "unconditionally"]),
+    (v2.Compose([v2.Resize(8, interpolation=1)]), "transform.transforms[0]", ["Resize", "lanczos"]),
 ])
 def test_what_cannot_be_translated_is_refused_by_place_and_class(transform, place, words):
     message = refusal(transform)

@@ -34,8 +34,8 @@ torchvision stores them, tuples become lists, InterpolationMode.NEAREST/BILINEAR
 
 antialias: torchvision always antialiases a PIL image (Resize/RandomResizedCrop with antialias None or True), which
 is what batchd's resize does (antialias true); after ToTensor/PILToTensor the transform works on a tensor, where
-None means what the installed torchvision makes of it (True since 0.17, whose default is True; False before), so
-antialias is then sent as that and the daemon decides whether it can.
+None means False (0.14 and 0.29 alike; the default is True since 0.17), so antialias is then sent as given (None ->
+false) and the daemon decides whether it can.
 
 Refused, with BatchdError naming the transform's place (transform[2].transforms[0]), its class and the reason,
 never dropped: every other class (Lambda, Pad, RandomRotation, AugMix, ToPILImage, ...), a subclass of a class
@@ -46,11 +46,9 @@ RandomChoice/RandomApply over a transform that is refused.
 
 Batch transforms (mixup, cutmix): batchd/_batch_transforms.py.
 """
-import re
 import types
 
 import torch
-import torchvision
 from torchvision import transforms as T
 from torchvision.transforms import autoaugment as AA
 from torchvision.transforms import _presets
@@ -64,8 +62,6 @@ _INTERPOLATION = {T.InterpolationMode.NEAREST: "nearest", T.InterpolationMode.BI
                   T.InterpolationMode.BICUBIC: "bicubic"}
 _DTYPES = {torch.uint8: "uint8", torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _FOLLOW_LIMIT = 8  # .transforms attributes followed before giving up (a cycle, or not a preset)
-# antialias=None on a tensor: torchvision 0.17 made it True (and the default True); before, None meant False.
-_ANTIALIAS_NONE = tuple(int(x) for x in re.findall(r"\d+", torchvision.__version__)[:2]) >= (0, 17)
 
 _Refused = _transforms_v2.Refused  # a transform that cannot be translated: raised as BatchdError with place and class
 _interpolation = _transforms_v2.interpolation
@@ -79,7 +75,7 @@ def _square_or_pair(size):
 
 def _antialias(value, on_tensor):
     if on_tensor:
-        return _ANTIALIAS_NONE if value is None else bool(value)
+        return bool(value)  # None means False on a tensor (torchvision's resize kernels for tensors)
     if value is False:
         raise _Refused("antialias=False on a PIL image: torchvision ignores it and antialiases anyway; batchd always "
                        "antialiases there: pass antialias=True or leave it at its default")
@@ -168,14 +164,18 @@ def _random_erasing(t, state):
 
 def _to_tensor(name):
     def translate(t, state):
-        state["tensor"] = True
+        state["tensor"], state["v2_input"] = True, "plain"
         return [{"op": name}]
     return translate
 
 
 def _nested(name, with_p):
     def translate(t, state):
-        op = {"op": name, "ops": _translate_one(t.transforms, state, state["where"] + ".transforms")}
+        state["depth"] += 1  # inside a container a deferred pil_to_tensor is not placed (it would run sometimes)
+        try:
+            op = {"op": name, "ops": _translate_one(t.transforms, state, state["where"] + ".transforms")}
+        finally:
+            state["depth"] -= 1
         if with_p and t.p is not None:
             op["p"] = float(t.p) if name == "random_apply" else check_value(t.p, "p")
         return [op]
@@ -293,7 +293,7 @@ def _translate_one(t, state, where):
 def _translate_all(transforms, state, where):
     ops = []
     for i, t in enumerate(transforms):
-        ops.extend(_translate_one(t, state, f"{where}[{i}]"))
+        ops.extend(_transforms_v2.place_pending(_translate_one(t, state, f"{where}[{i}]"), state))
     return ops
 
 
@@ -301,4 +301,6 @@ def ops_from_torchvision(transform):
     """The op dicts of `transform` (see the module docstring); BatchdError (code "invalid argument") naming the
     first transform that cannot be translated, its place (transform.transforms[2].transforms[0]), its class and
     why."""
-    return _translate_one(transform, {"tensor": False}, "transform")
+    state = {"tensor": False, "v2_input": "pil", "pending": None, "depth": 0}
+    ops = _transforms_v2.place_pending(_translate_one(transform, state, "transform"), state)
+    return ops + [{"op": state["pending"]}] if state["pending"] else ops

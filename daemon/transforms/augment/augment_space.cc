@@ -30,18 +30,10 @@ std::string_view augment_op_name(AugmentOp op) {
 }
 
 float torch_linspace(float start, float end, int64_t steps, int64_t i) {
+  // torch 2.15's CPU kernel (AVX2 and AVX512 alike): every element as its scalar path, one fused multiply-add.
   const float step = (end - start) / static_cast<float>(steps - 1);
-  const int64_t halfway = steps / 2;
-  auto scalar = [&](int64_t j) {
-    return j < halfway ? std::fma(step, static_cast<float>(j), start)
-                       : std::fma(-step, static_cast<float>(steps - j - 1), end);
-  };
-  const int64_t vectorized = steps / 16 * 16;  // vectorized_loop: two Vectorized<float> of 8 per iteration
-  if (i >= vectorized) return scalar(i);
-  const int64_t first = i - i % 8;
-  const float base = scalar(first);
-  const float lane = static_cast<float>(i - first) * step;  // Vectorized<float>::arange: base + k * step
-  return base + lane;
+  return i < steps / 2 ? std::fma(step, static_cast<float>(i), start)
+                       : std::fma(-step, static_cast<float>(steps - i - 1), end);
 }
 
 const AugmentOp* space_ops(AugmentSpace space) {

@@ -4,10 +4,10 @@
 //
 // Magnitudes are the values of the classes' _augmentation_space tables: float32 tensors from torch.linspace (the
 // value _apply_op gets is that float32 widened to double), posterize bits 8 - round(arange(n) / ((n - 1) / q)).
-// torch 1.13's CPU linspace is reproduced bit for bit (torch_linspace): its AVX2 kernel (the capability torch picks
-// on x86-64 CPUs with AVX2) computes start + step * i (i < steps / 2) or end - step * (steps - i - 1) with a fused
-// multiply-add, and in its vectorized part (the leading multiple of 16 elements) lane k of a vector of 8 as
-// base + k * step (two roundings) from the vector's first element. This file is compiled with -ffp-contract=off.
+// torch 2.15's CPU linspace is reproduced bit for bit (torch_linspace): its AVX2 and AVX512 kernels (the capabilities
+// torch picks on x86-64) compute every element as start + step * i (i < steps / 2) or end - step * (steps - i - 1),
+// each with one fused multiply-add (torch 1.13's AVX2 kernel computed the leading multiple of 16 elements as vector
+// lanes base + k * step instead, which differs in the last bit). This file is compiled with -ffp-contract=off.
 //
 // Draws, in torchvision's order (each torch.randint(n) is rng.randint(0, n - 1), each torch.rand a
 // rng.uniform(0, 1) compared in float32 as torch compares its float32 draw):
@@ -41,7 +41,7 @@ struct AugmentStep {
   double magnitude = 0.0;
 };
 
-// Element i of torch.linspace(start, end, steps) as torch 1.13 computes it in float32 on x86-64 (see above).
+// Element i of torch.linspace(start, end, steps) as torch 2.15 computes it in float32 on x86-64 (see above).
 // 0 <= i < steps, 2 <= steps <= kMaxMagnitudeBins.
 float torch_linspace(float start, float end, int64_t steps, int64_t i);
 

@@ -13,8 +13,8 @@ namespace batchd::daemon {
 
 namespace {
 
-// How torch 1.13 computes in each image dtype: load to float, store rounding to the dtype; a Python scalar is
-// first converted to float, then to the dtype (c10's static_cast of a double to Half/BFloat16 goes through float).
+// How torch 2.15 computes in each image dtype: load to float, store rounding to the dtype; a Python scalar is
+// converted to float and used as it is (ATen's opmath type; torch 1.13 rounded it to the dtype first).
 struct Float32 {
   using T = float;
   static float load(float v) { return v; }
@@ -33,7 +33,7 @@ struct BFloat16 {
 
 template <class E>
 float scalar_in(double s) {
-  return E::load(E::store(static_cast<float>(s)));
+  return static_cast<float>(s);
 }
 
 // x = round(round(x * a) + round(y * b)), element by element.
