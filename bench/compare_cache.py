@@ -46,7 +46,7 @@ from compare_fmnist import ROOT, die, machine_info, machine_line  # noqa: E402
 from compare_share import children, children_cpu_seconds, start_daemon  # noqa: E402
 import cache_sizes  # noqa: E402
 
-from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+from project_python import DEFAULT_PYTHON  # noqa: E402
 
 SHARED = next((p for p in (os.path.join(ROOT, "..", "shared"), "/work/shared") if os.path.isdir(p)),
               os.path.join(ROOT, "..", "shared"))

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_fmnist import ROOT, die, machine_info, machine_line  # noqa: E402
 from compare_webdataset import ensure_shards  # noqa: E402
 
-from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+from project_python import DEFAULT_PYTHON  # noqa: E402
 
 BIN = os.path.join(ROOT, "build", "bin")
 FAULT_SERVER = os.path.join(ROOT, "tests", "remote", "fault_server.py")

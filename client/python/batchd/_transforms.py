@@ -1,9 +1,6 @@
-"""torchvision transforms (v1 and v2) -> batchd's op dicts (docs/operations.md, "Pipelines"), for
-Loader(transform=...). The v2 classes' table is batchd._transforms_v2's docstring; the v1 classes:
-
-What maps to what (class of torchvision.transforms -> op; every attribute is read from the object, sizes as
-torchvision stores them, tuples become lists, InterpolationMode.NEAREST/BILINEAR/BICUBIC -> "nearest"/"bilinear"/
-"bicubic"):
+"""torchvision transforms (v1 and v2: its table is batchd._transforms_v2's) -> batchd's op dicts (docs/operations.md,
+"Pipelines"), for Loader(transform=...). v1 (every attribute read from the object, sizes as torchvision stores them,
+tuples become lists, InterpolationMode.NEAREST/BILINEAR/BICUBIC -> "nearest"/"bilinear"/"bicubic"):
 
   Resize(size, interpolation, max_size, antialias)       -> resize (size: int -> n, [n] -> n, (h, w) -> [h, w])
   CenterCrop(size)                                        -> center_crop (size (h, w): [h, w], or n when h == w)
@@ -27,10 +24,9 @@ torchvision stores them, tuples become lists, InterpolationMode.NEAREST/BILINEAR
   Compose(transforms), a list or tuple, torch.nn.Sequential -> the translated transforms in order (flattened)
   transforms._presets.ImageClassification (weights.transforms()) -> resize, center_crop, pil_to_tensor,
                                                              convert_image_dtype float32, normalize (its forward)
+  (`inplace`, of Normalize and RandomErasing, is not carried: it changes no output value.)
   any other object with a .transforms attribute (the references' ClassificationPresetTrain/Eval keep
   self.transforms = Compose(...)): its .transforms, followed until a Compose or a list.
-
-`inplace` (Normalize, RandomErasing) is not carried: it changes no output value.
 
 antialias: torchvision always antialiases a PIL image (Resize/RandomResizedCrop with antialias None or True), which
 is what batchd's resize does (antialias true); after ToTensor/PILToTensor the transform works on a tensor, where
@@ -40,8 +36,8 @@ false) and the daemon decides whether it can.
 Refused, with BatchdError naming the transform's place (transform[2].transforms[0]), its class and the reason,
 never dropped: every other class (Lambda, Pad, RandomRotation, AugMix, ToPILImage, ...), a subclass of a class
 above (its forward may differ), a v2 class with no op, a user's class, and unsupported attribute
-values: interpolation BOX/HAMMING/LANCZOS, AutoAugment policy CIFAR10/SVHN, antialias=False on a PIL image (0.14
-ignores it and antialiases anyway; batchd will not guess which was meant), ConvertImageDtype to another dtype,
+values: interpolation BOX/HAMMING/LANCZOS, AutoAugment policy CIFAR10/SVHN, antialias=False on a PIL image
+(torchvision antialiases anyway; batchd will not guess which was meant), ConvertImageDtype to another dtype,
 RandomChoice/RandomApply over a transform that is refused.
 
 Batch transforms (mixup, cutmix): batchd/_batch_transforms.py.
