@@ -220,7 +220,8 @@ _TRANSLATORS = {
 _NESTED = (_TRANSLATORS[T.RandomApply], _TRANSLATORS[T.RandomChoice], _TRANSLATORS[T.RandomOrder])
 _V2 = _transforms_v2.translators(types.SimpleNamespace(
     resize_op=_resize_op, square_or_pair=_square_or_pair, pair_or_number=_pair_or_number, per_channel=_per_channel,
-    antialias=_antialias, dtypes=_DTYPES, nested=_nested))
+    antialias=_antialias, dtypes=_DTYPES, nested=_nested, random_resized_crop=_random_resized_crop,
+    color_jitter=_color_jitter))
 _NESTED += tuple(_V2[c] for c in (_transforms_v2.v2.RandomApply, _transforms_v2.v2.RandomChoice,
                                   _transforms_v2.v2.RandomOrder))
 _TRANSLATORS.update(_V2)

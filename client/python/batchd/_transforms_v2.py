@@ -182,23 +182,12 @@ def place_pending(ops, state):
 
 def translators(h):
     """The v2 classes' translators, built on batchd._transforms' helpers `h` (a namespace with resize_op,
-    square_or_pair, pair_or_number, per_channel, dtypes, nested)."""
+    square_or_pair, pair_or_number, per_channel, antialias, dtypes, nested, and the v1 random_resized_crop and
+    color_jitter translators, which serve v2's classes as they are)."""
     def resize(t, state):
         if t.size is None:
             raise Refused(f"size=None (max_size={t.max_size}): give the size batchd resizes to")
         return [h.resize_op(t.size, interpolation(t.interpolation), t.antialias, t.max_size, state)]
-
-    def random_resized_crop(t, state):
-        return [{"op": "random_resized_crop", "size": h.square_or_pair(t.size), "scale": check_value(t.scale, "scale"),
-                 "ratio": check_value(t.ratio, "ratio"), "interpolation": interpolation(t.interpolation),
-                 "antialias": h.antialias(t.antialias, state["tensor"])}]
-
-    def color_jitter(t, state):
-        op = {"op": "color_jitter"}
-        for key in ("brightness", "contrast", "saturation", "hue"):
-            value = getattr(t, key)
-            op[key] = 0 if value is None else check_value(value, key)
-        return [op]
 
     return {
         v2.ToImage: _deferred_pil_to_tensor("image"),
@@ -210,10 +199,10 @@ def translators(h):
         v2.Resize: resize,
         v2.CenterCrop: lambda t, s: [{"op": "center_crop", "size": h.square_or_pair(t.size)}],
         v2.RandomCrop: lambda t, s: _random_crop(t, s, h.square_or_pair),
-        v2.RandomResizedCrop: random_resized_crop,
+        v2.RandomResizedCrop: h.random_resized_crop,  # the v1 translators: the same attributes, stored alike
         v2.RandomHorizontalFlip: lambda t, s: [{"op": "horizontal_flip", "p": float(t.p)}],
         v2.RandomVerticalFlip: lambda t, s: [{"op": "vertical_flip", "p": float(t.p)}],
-        v2.ColorJitter: color_jitter,
+        v2.ColorJitter: h.color_jitter,
         v2.RandomGrayscale: lambda t, s: [{"op": "random_grayscale", "p": float(t.p)}],
         v2.GaussianBlur: lambda t, s: [{"op": "gaussian_blur", "kernel_size": h.square_or_pair(t.kernel_size),
                                         "sigma": h.pair_or_number(t.sigma, "sigma")}],
