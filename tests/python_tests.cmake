@@ -4,6 +4,11 @@
 # torchvision or numpy is older than the minimum README.md names.
 add_test(NAME python_environment COMMAND ${Python_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/python_env/check_env.py)
 set_tests_properties(python_environment PROPERTIES FIXTURES_SETUP python_env TIMEOUT 120)
+# ... and that check itself: it fails on an older torch, torchvision or numpy, or a missing test package.
+add_test(NAME python_environment_check
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
+                 ${PROJECT_SOURCE_DIR}/tests/python_env/test_check_env.py)
+set_tests_properties(python_environment_check PROPERTIES TIMEOUT 300)
 
 # deploy/kubernetes/ validated offline: the Kubernetes API schema (python3-kubernetes' models), the deployment's rules
 # (tests/kubernetes/manifests.py), the ConfigMap's batchd.toml through `batchd --check-config`, the image's packages.

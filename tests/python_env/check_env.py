@@ -21,8 +21,8 @@ def main():
     for name, least in MINIMUM.items():
         try:
             mod = importlib.import_module(name)
-        except ImportError as e:
-            problems.append(f"{name} is not importable ({e})")
+        except Exception as e:  # noqa: BLE001 (torch on an old numpy fails with other errors than ImportError)
+            problems.append(f"{name} is not importable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
             continue
         print(f"{name} {mod.__version__}")
         if version_tuple(mod.__version__) < least:
@@ -30,8 +30,8 @@ def main():
     for name in NEEDED:
         try:
             importlib.import_module(name)
-        except ImportError as e:
-            problems.append(f"{name} is not importable ({e})")
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"{name} is not importable ({type(e).__name__}: {e})")
     print(f"python {sys.version.split()[0]} at {sys.executable}")
     if problems:
         for p in problems:
