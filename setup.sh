@@ -64,7 +64,7 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 if ((tests)); then
-  venv="${BATCHD_VENV:-$PWD/.venv}"
+  venv="$(realpath -m "${BATCHD_VENV:-$PWD/.venv}")"  # absolute: ctest runs the tests from build/
   tests/python_env/make_venv.sh "$venv" tests/requirements.txt
   cmake_args+=(-DPython_EXECUTABLE="$venv/bin/python")
 fi

@@ -147,6 +147,7 @@ def test_moot_arguments_are_accepted_and_change_nothing(socket_path):
 @pytest.mark.parametrize("prefetch_factor, depth", [(3, 2 * 3 + 1), (None, 2 * 2 + 1)])
 def test_num_workers_and_prefetch_factor_set_the_depth(socket_path, prefetch_factor, depth):
     loader = make(socket_path, 10, num_workers=2, prefetch_factor=prefetch_factor)  # None: DataLoader 2.x's default
+    assert loader.prefetch_factor == (prefetch_factor or 2)  # as DataLoader stores it
     it = iter(loader)
     next(it)
     assert loader._stream.info["depth"] == depth
@@ -170,6 +171,11 @@ def test_prefetch_factor_with_num_workers_0_is_dataloaders_value_error(socket_pa
             loader(range(10) if loader is torch.utils.data.DataLoader else "fashion-mnist-test", 10, num_workers=0,
                    prefetch_factor=2, **({} if loader is torch.utils.data.DataLoader else
                                          {"socket": socket_path, "pipeline": "fmnist"}))
+
+
+def test_prefetch_factor_0_with_workers_is_refused_at_once(socket_path):
+    with pytest.raises(ValueError, match="prefetch_factor must be greater than 0"):
+        make(socket_path, 10, num_workers=2, prefetch_factor=0)
 
 
 @pytest.mark.parametrize("in_order", [True, False])
@@ -233,7 +239,7 @@ def test_timeout_raises_as_dataloader_and_the_stream_goes_on(hanging_daemon):
 
 
 def _folder(transform):
-    tv = pytest.importorskip("torchvision")
+    import torchvision as tv  # the project venv has it: a missing reference fails, never skips
     return tv.datasets.ImageFolder(IMAGES, transform=transform)
 
 
@@ -270,7 +276,7 @@ def test_an_image_folder_object_is_served_with_its_samples_and_classes(folder_da
 def test_an_image_folder_subclass_is_served_as_your_own_dataset(folder_daemon):
     # A subclass may change what a sample is, so the daemon does not serve it natively: the Loader's own workers
     # run its __getitem__ (issue 26), and the batches are DataLoader's.
-    tv = pytest.importorskip("torchvision")
+    import torchvision as tv  # the project venv has it: a missing reference fails, never skips
 
     class Mine(tv.datasets.ImageFolder):
         pass

@@ -73,9 +73,9 @@ def test_v2s_own_classes():
     assert ops_from_torchvision([v2.PILToTensor(), to_half]) == [
         {"op": "pil_to_tensor"}, {"op": "convert_image_dtype", "dtype": "bfloat16"}]
     assert ops_from_torchvision([v2.ToImage(), v2.ToPureTensor(), to_half])[1]["dtype"] == "bfloat16"
-    # what v2 leaves as it is: a dict without the input's type nor "others", any ToDtype on a PIL image
-    assert ops_from_torchvision([v2.ToImage(), v2.ToDtype({tv_tensors.Mask: torch.int64}, scale=True)]) == [
-        {"op": "pil_to_tensor"}]
+    # what v2 leaves as it is: "others": None, any ToDtype on a PIL image
+    assert ops_from_torchvision([v2.ToImage(), v2.ToDtype({tv_tensors.Mask: torch.int64, "others": None},
+                                                          scale=True)]) == [{"op": "pil_to_tensor"}]
     assert ops_from_torchvision([v2.ToDtype(torch.float32, scale=True), v2.CenterCrop(8)]) == [
         {"op": "center_crop", "size": 8}]
     assert ops_from_torchvision(v2.RandomChoice([v2.RandomHorizontalFlip(1), v2.RandomVerticalFlip(1)])) == [
@@ -124,10 +124,27 @@ def test_the_v2_recipes_of_the_docs_and_the_references():
         {"op": "convert_image_dtype", "dtype": "float32"}, {"op": "normalize", "mean": MEAN, "std": STD}]
 
 
-def test_antialias_on_a_tensor_after_to_image_is_sent_as_given():
-    ops = ops_from_torchvision(v2.Compose([v2.ToImage(), v2.Resize(64), v2.Resize(48, antialias=None),
+def test_antialias_on_a_tensor_follows_v2():
+    # After v2's ToTensor the tensor is resized by the daemon as a tensor: antialias as given (None is False).
+    with pytest.warns(UserWarning, match="ToTensor.*deprecated"):  # torchvision's own warning
+        to_tensor = v2.ToTensor()
+    ops = ops_from_torchvision(v2.Compose([to_tensor, v2.Resize(64), v2.Resize(48, antialias=None),
                                            v2.Resize(32, antialias=False)]))
-    assert [op["antialias"] for op in ops[:3]] == [True, False, False]  # None is False on a tensor, as in v2
+    assert [op["antialias"] for op in ops[1:4]] == [True, False, False]
+    # After ToImage batchd resizes before its pil_to_tensor, as PIL (always antialiased): only True is taken.
+    assert ops_from_torchvision([v2.ToImage(), v2.Resize(64)])[0]["antialias"] is True
+
+
+def test_one_conversion_whatever_follows_to_image():
+    """ToImage's deferred conversion is used up by a conversion of the recipe's own, never made twice."""
+    from torchvision.transforms._presets import ImageClassification
+    names = [op["op"] for op in ops_from_torchvision([v2.ToImage(), ImageClassification(crop_size=8, resize_size=9)])]
+    assert names == ["resize", "center_crop", "pil_to_tensor", "convert_image_dtype", "normalize"]
+    with pytest.warns(UserWarning, match="ToTensor.*deprecated"):
+        to_tensor = v2.ToTensor()
+    assert ops_from_torchvision([v2.ToImage(), to_tensor]) == [{"op": "pil_to_tensor"}]  # v2 keeps the Image
+    assert ops_from_torchvision([v2.ToImage(), v2.CenterCrop(8), {"op": "to_tensor"}]) == [
+        {"op": "center_crop", "size": 8}, {"op": "to_tensor"}]
 
 
 def refusal(transform):
@@ -160,6 +177,10 @@ class MyV2Flip(v2.RandomHorizontalFlip):
     (v2.Compose([v2.RandomApply([v2.ToImage()])]), "transform.transforms[0].transforms[0]",
      ["ToImage", "unconditionally"]),
     (v2.Compose([v2.Resize(8, interpolation=1)]), "transform.transforms[0]", ["Resize", "lanczos"]),
+    (v2.Compose([v2.ToImage(), v2.RandomResizedCrop(8, antialias=False)]), "transform.transforms[1]",
+     ["RandomResizedCrop", "antialias=False after ToImage", "antialias=True"]),
+    (v2.Compose([v2.ToImage(), v2.ToDtype({tv_tensors.Mask: torch.int64}, scale=True)]), "transform.transforms[1]",
+     ["ToDtype", "tv_tensors._image.Image", "torchvision raises here too"]),
 ])
 def test_what_cannot_be_translated_is_refused_by_place_and_class(transform, place, words):
     message = refusal(transform)

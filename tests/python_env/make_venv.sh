@@ -14,13 +14,14 @@ if [[ -x "$venv/bin/python" && -f "$stamp" ]] && cmp -s "$req" "$stamp"; then
   exit 0
 fi
 echo "setup.sh: making the test venv $venv from $req (PyPI; torch's wheels are several GB the first time)"
-if [[ ! -x "$venv/bin/python" ]]; then
+if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then  # none, or one left half-made: make it anew
+  rm -rf "$venv"
   "$py" -m venv "$venv"
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip >"$log" 2>&1 ||
-   ! "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req" >>"$log" 2>&1; then
+# The venv's own pip (Debian's python3-venv bundles it) installs the pinned list; nothing unpinned is fetched.
+if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req" >"$log" 2>&1; then
   cat "$log"
   echo "make_venv.sh: pip could not install $req into $venv (its output above)" >&2
   exit 1

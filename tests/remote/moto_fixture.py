@@ -89,10 +89,15 @@ PINNED_VERSION = "5.2.5"  # tests/requirements.txt's moto; the docstring above d
 SEED = 20261128  # moto's random generator: the same IAM key id and secret after every (re)start
 
 
+# prctl, looked up once in the parent: the child between fork and exec (preexec_fn, other threads may be running)
+# only calls it, never dlopen()s or allocates.
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+_PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent():
     """preexec_fn: the kernel SIGKILLs the server when the thread that started it dies (prctl PR_SET_PDEATHSIG)."""
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _policy(*actions):
@@ -107,7 +112,7 @@ class MotoS3:
     USER = "batchd-test"
     ROLE = "batchd-test-role"
 
-    def __init__(self, auth=True, ready_timeout=20.0, stop_timeout=5.0, python=None):
+    def __init__(self, auth=True, ready_timeout=60.0, stop_timeout=5.0, python=None):
         self.auth = auth
         self.python = python or os.environ.get("BATCHD_MOTO_PYTHON") or sys.executable
         if self.python == sys.executable:

@@ -32,9 +32,10 @@ other user open your stream's segment; see docs/operations.md).
 """
 try:
     import torch
-except ImportError as e:  # a venv made without --system-site-packages does not see Debian's python3-torch
-    raise ImportError(f"batchd needs PyTorch ({e}): install python3-torch (Debian) and use it, e.g. from a venv made "
-                      "with `python3 -m venv --system-site-packages`") from e
+except ImportError as e:
+    raise ImportError(f"batchd needs PyTorch >= 2.6 ({e}): install it into this Python's venv (pip install "
+                      "'torch>=2.6'; `pip install .` of batchd does that), or use the project venv of "
+                      "./setup.sh --tests (.venv/bin/python)") from e
 
 from ._batchd import BatchdError, __version__
 from ._loader import Loader

@@ -16,11 +16,12 @@ Each argument has one decided meaning (the table is docs/python.md's "DataLoader
 resolve() turns them into the stream's sampler fields; refusals and DataLoader's own argument errors raise
 ValueError with DataLoader's wording where it has one.
 """
-import re
+import inspect
 import warnings
 
 import torch
-from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, SequentialSampler, default_collate
+from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler, default_collate
+from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from . import _batchd
 
@@ -148,6 +149,8 @@ def prefetch_depth(num_workers, prefetch_factor, depth):
                          "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
     if prefetch_factor is not None and prefetch_factor < 0:
         raise ValueError("prefetch_factor option should be non-negative")
+    if num_workers > 0 and prefetch_factor == 0:  # DataLoader accepts it, then fails at iter() (AssertionError)
+        raise ValueError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
     if depth is not None:
         return depth
     if num_workers > 0:
@@ -155,10 +158,17 @@ def prefetch_depth(num_workers, prefetch_factor, depth):
     return None
 
 
-# torch 2.x's DataLoader deprecates pin_memory_device (its docstring says so, and it warns and pins on the current
-# accelerator); torch 1.x pinned on the device it names. batchd follows the installed torch.
-_PIN_MEMORY_DEVICE_DEPRECATED = re.search(r"pin_memory_device \(str, optional\):\s*Deprecated",
-                                          DataLoader.__doc__ or "") is not None
+def _pin_memory_device_deprecated():
+    """Whether the installed torch's DataLoader ignores pin_memory_device (torch 2.x: its iterator warns "the current
+    accelerator will be used"; torch 1.x pinned on the device it names). Read from the iterator's source, which
+    python -OO keeps (it drops docstrings)."""
+    try:
+        return "pin_memory_device is deprecated" in inspect.getsource(_BaseDataLoaderIter.__init__)
+    except (OSError, TypeError):  # no source installed: the warning's torch versions are 2.x
+        return int(torch.__version__.split(".")[0]) >= 2
+
+
+_PIN_MEMORY_DEVICE_DEPRECATED = _pin_memory_device_deprecated()
 
 
 def pin_device(pin_memory_device):

@@ -173,6 +173,8 @@ class Loader(StreamPasses):
                 self.device = torch.device("cuda", torch.cuda.current_device())
         self._device_path = None  # CUDA: True = batchd's pinned DeviceStream, False = .to() copies (decided once)
         self.as_dict = bool(as_dict)
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2  # as DataLoader stores it
         self.batch_size, self.num_workers, self.prefetch_factor = batch_size, num_workers, prefetch_factor
         self.pin_memory, self.pin_memory_device, self.timeout = bool(pin_memory), pin_memory_device, float(timeout)
         self.dataset = DaemonDataset(self, dataset) if isinstance(dataset, str) else dataset

@@ -69,7 +69,10 @@ def _square_or_pair(size):
     return h if h == w else [h, w]
 
 
-def _antialias(value, on_tensor):
+def _antialias(value, on_tensor, deferred=False):
+    if on_tensor and deferred and not value:  # after v2's ToImage, before batchd's pil_to_tensor (_transforms_v2)
+        raise _Refused(f"antialias={value} after ToImage/PILToTensor: batchd resizes before the conversion, as PIL "
+                       "does, always antialiased; pass antialias=True (v2's default)")
     if on_tensor:
         return bool(value)  # None means False on a tensor (torchvision's resize kernels for tensors)
     if value is False:
@@ -97,7 +100,7 @@ def _resize_op(size, interpolation, antialias, max_size, state):
         size = [int(x) for x in size]
         size = size[0] if len(size) == 1 else size  # [n] is the shorter side, as n
     op = {"op": "resize", "size": size, "interpolation": interpolation,
-          "antialias": _antialias(antialias, state["tensor"])}
+          "antialias": _antialias(antialias, state["tensor"], state["pending"] is not None)}
     if max_size is not None:
         op["max_size"] = int(max_size)
     return op
@@ -119,7 +122,7 @@ def _random_crop(t, state):
 def _random_resized_crop(t, state):
     return [{"op": "random_resized_crop", "size": _square_or_pair(t.size), "scale": check_value(t.scale, "scale"),
              "ratio": check_value(t.ratio, "ratio"), "interpolation": _interpolation(t.interpolation),
-             "antialias": _antialias(t.antialias, state["tensor"])}]
+             "antialias": _antialias(t.antialias, state["tensor"], state["pending"] is not None)}]
 
 
 def _color_jitter(t, state):

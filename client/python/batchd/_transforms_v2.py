@@ -13,8 +13,9 @@ torchvision InterpolationMode or the string v2 keeps, "nearest"/"bilinear"/"bicu
   ToDtype(dtype, scale=True)                -> convert_image_dtype (uint8/float32/float16/bfloat16); a dict of
                                                dtypes is read as v2 reads it for the input it gets: the
                                                tv_tensors.Image key after ToImage, torch.Tensor's after
-                                               PILToTensor / ToPureTensor, then "others" (none: no op, as on a PIL
-                                               image); scale=False refused (a cast without scaling has no op)
+                                               PILToTensor / ToPureTensor, then "others" (neither: refused, as v2
+                                               raises; None: no op; on a PIL image no op, as v2); scale=False
+                                               refused (a cast without scaling has no op)
   ConvertImageDtype(dtype)                  -> convert_image_dtype
   ToPureTensor                              -> nothing (it unwraps the tv_tensor; no value changes)
   Resize(size, interpolation, max_size, antialias)                -> resize (size=None with max_size refused)
@@ -105,9 +106,13 @@ def _to_dtype(t, state, dtypes):
     if not state["tensor"]:
         return []  # v2 passes a PIL image through ToDtype unchanged
     if isinstance(dtype, dict):
+        key = _INPUT_TYPES[state["v2_input"]]
+        if key not in dtype and "others" not in dtype:  # v2 raises ValueError("No dtype was specified for type ...")
+            raise Refused(f"dtype={dtype!r}: no dtype for the image's type ({key.__module__}.{key.__qualname__}) "
+                          "nor 'others' (torchvision raises here too)")
         dtype = by_input_type(dtype, state)
         if dtype is None:
-            return []  # no entry for this input (nor "others"): v2 leaves it as it is
+            return []  # "others": None: v2 leaves it as it is
     if not getattr(t, "scale", True):
         raise Refused("scale=False: batchd's convert_image_dtype scales (ToDtype(..., scale=True)); a cast that keeps "
                       "the values has no op")
@@ -136,6 +141,8 @@ def _auto_augment(t, state):
 
 
 def _to_tensor(t, state):
+    if state["tensor"]:
+        return []  # v2's ToTensor leaves a tensor (an Image from ToImage) as it is
     state["tensor"], state["v2_input"] = True, "plain"
     return [{"op": "to_tensor"}]
 
@@ -170,10 +177,14 @@ def needs_tensor(op):
 
 def place_pending(ops, state):
     """A deferred pil_to_tensor (ToImage / PILToTensor) goes right before the first top-level op of `ops` that takes
-    a tensor (or a container holding one); inside a container (state["depth"] > 0) nothing is placed."""
+    a tensor (or a container holding one); a conversion of `ops`' own (to_tensor, pil_to_tensor: an op dict, the
+    weights' transforms()) uses it up instead; inside a container (state["depth"] > 0) nothing is placed."""
     if state["pending"] is None or state["depth"] > 0:
         return ops
     for i, op in enumerate(ops):
+        if isinstance(op, dict) and op.get("op") in ("to_tensor", "pil_to_tensor"):
+            state["pending"] = None
+            return ops
         if isinstance(op, dict) and needs_tensor(op):
             pending, state["pending"] = state["pending"], None
             return [*ops[:i], {"op": pending}, *ops[i:]]

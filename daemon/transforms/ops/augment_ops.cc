@@ -101,10 +101,10 @@ ParamDef bins_param() {
 }  // namespace
 
 void add_augment_ops(std::vector<OpDef>* defs) {
-  defs->push_back(augment_op("trivial_augment_wide", "torchvision.transforms.TrivialAugmentWide (0.14)",
+  defs->push_back(augment_op("trivial_augment_wide", "torchvision.transforms.TrivialAugmentWide (0.29, v1 and v2)",
                              AugmentSpace::kTrivialAugmentWide, {bins_param()}));
   defs->push_back(augment_op(
-      "rand_augment", "torchvision.transforms.RandAugment (0.14)", AugmentSpace::kRandAugment,
+      "rand_augment", "torchvision.transforms.RandAugment (0.29, v1 and v2)", AugmentSpace::kRandAugment,
       {integer_param("num_ops", 2, 0, kMaxNumOps, "how many ops each sample gets, drawn with replacement"),
        integer_param("magnitude", 9, 0, augment::kMaxMagnitudeBins - 1,
                      "the magnitude bin every op uses, below num_magnitude_bins"),
@@ -113,7 +113,7 @@ void add_augment_ops(std::vector<OpDef>* defs) {
                                   "the learned sub-policies: imagenet (default), cifar10 or svhn (AutoAugmentPolicy)");
   policy.default_value = text_value("imagenet");
   policy.choices = {"imagenet", "cifar10", "svhn"};
-  defs->push_back(augment_op("auto_augment", "torchvision.transforms.AutoAugment (0.14)", AugmentSpace::kAutoAugment,
+  defs->push_back(augment_op("auto_augment", "torchvision.transforms.AutoAugment (0.29, v1 and v2)", AugmentSpace::kAutoAugment,
                              {std::move(policy)}));
 }
 

@@ -85,9 +85,9 @@ Result<std::unique_ptr<BatchKernel>> compile_choice(const wire::Op& op, const Va
 }  // namespace
 
 void add_batch_ops(std::vector<OpDef>* defs) {
-  defs->push_back(mix_def("mixup", "RandomMixup of pytorch/vision references/classification/transforms.py (v0.14)",
+  defs->push_back(mix_def("mixup", "RandomMixup of pytorch/vision references/classification/transforms.py (v0.14; transforms.v2.MixUp / CutMix of 0.29 alike)",
                           MixKernel::Mode::kMixup));
-  defs->push_back(mix_def("cutmix", "RandomCutmix of pytorch/vision references/classification/transforms.py (v0.14)",
+  defs->push_back(mix_def("cutmix", "RandomCutmix of pytorch/vision references/classification/transforms.py (v0.14; transforms.v2.MixUp / CutMix of 0.29 alike)",
                           MixKernel::Mode::kCutmix));
   // random_choice is one op for both lists (control_ops.cc plans and runs it over per-sample ops): over batch ops it
   // runs this kernel.

@@ -71,7 +71,7 @@ OpDef color_jitter() {
   OpDef d;
   d.canonicalize = canonical_ranges;
   d.name = "color_jitter";
-  d.follows = "torchvision.transforms.ColorJitter (0.14)";
+  d.follows = "torchvision.transforms.ColorJitter (0.29, v1 and v2)";
   d.random = true;
   d.params = {
       jitter_param("brightness", "n: factor uniform in [max(0, 1 - n), 1 + n]; or [min, max]; 0 = off"),
@@ -100,7 +100,7 @@ OpDef color_jitter() {
 OpDef random_grayscale() {
   OpDef d;
   d.name = "random_grayscale";
-  d.follows = "torchvision.transforms.RandomGrayscale (0.14)";
+  d.follows = "torchvision.transforms.RandomGrayscale (0.29, v1 and v2)";
   d.random = true;
   ParamDef p = param_def("p", ParamType::kNumber, "probability of making the image grayscale (3 equal channels)");
   p.default_value = number_value(0.1);
@@ -156,7 +156,7 @@ OpDef gaussian_blur_op() {
   OpDef d;
   d.canonicalize = canonical_pairs;
   d.name = "gaussian_blur";
-  d.follows = "torchvision.transforms.GaussianBlur (0.14)";
+  d.follows = "torchvision.transforms.GaussianBlur (0.29, v1 and v2)";
   d.random = true;
   ParamDef kernel_size =
       param_def("kernel_size", ParamType::kNumberOrList, "n or [kx, ky]: odd kernel width and height in pixels");

@@ -31,7 +31,7 @@ ParamDef interpolation_param() {
 
 ParamDef antialias_param() {
   return {.key = "antialias", .type = ParamType::kFlag, .default_value = flag_value(true),
-          .doc = "true only: torchvision 0.14 resizes PIL images with antialiasing whatever this says"};
+          .doc = "true only: torchvision (0.14 to 0.29, v1 and v2) resizes PIL images with antialiasing whatever this says"};
 }
 
 ParamDef p_param(double fallback) {
@@ -42,7 +42,7 @@ ParamDef p_param(double fallback) {
 Status check_antialias(const wire::Op& op) {
   if (flag(op, "antialias")) return ok_status();
   return param_error("antialias", "false is not served: batchd resizes images as PIL does, always antialiased "
-                                  "(torchvision 0.14 ignores antialias=False for PIL images too); leave it true");
+                                  "(torchvision ignores antialias=False for PIL images too); leave it true");
 }
 
 // [h, w] of a size parameter: a number n is (n, n) for crops.
