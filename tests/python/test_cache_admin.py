@@ -27,6 +27,13 @@ PER_UID = 2 << 20  # cache.max_bytes_per_uid: about 13 of the 150,528-byte 224x2
 N = 61  # images in the generated folder
 
 
+def filled_once(count, n=N):
+    """Each of n samples filled (or held) once, give or take the race SampleCache::begin_fill documents: a sample
+    whose entry is claimed but not yet keyed by one worker may be claimed by another (a Loader's stream prefetches
+    the next epoch while this one's last samples are filled), so two entries may hold it, harmlessly."""
+    return n <= count <= n + 2
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -94,7 +101,7 @@ def test_stream_hit_counts_batchctl_cache_and_metrics(daemon):
         assert int(stages.get("cache_fills", 0)) >= N and int(stages.get("cache_hits", 0)) >= N, stages
         assert "cache:" in ctl(daemon, "streams").stdout
         g = group(daemon, "photos", VAL + " -> pil_to_tensor")
-        assert g is not None and g["entries"] == N and g["dataset_samples"] == N and g["hits"] >= N, g
+        assert g is not None and filled_once(g["entries"]) and g["dataset_samples"] == N and g["hits"] >= N, g
         # The groups are a scan of the whole index: batchctl cache asks for them; status (and the metrics) never do.
         status = json.loads(ctl(daemon, "status", "--json").stdout)["cache"]
         assert int(status["hits"]) >= N and not status.get("groups"), status
@@ -113,27 +120,27 @@ def test_stream_hit_counts_batchctl_cache_and_metrics(daemon):
 def test_drop_empties_a_dataset_and_the_next_epoch_fills_again(daemon):
     epochs(daemon, "val224_u8_cached", 1)[0].close()
     before = group(daemon, "photos", VAL + " -> pil_to_tensor")
-    assert before["entries"] == N
+    assert filled_once(before["entries"])
     out = ctl(daemon, "cache", "--drop", "photos")
-    assert out.returncode == 0 and f"dropped {N} entries" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 0 and f"dropped {before['entries']} entries" in out.stdout, out.stdout + out.stderr
     assert group(daemon, "photos", VAL + " -> pil_to_tensor")["entries"] == 0
     assert int(cache_status(daemon)["dropped_bytes"]) >= N * 150528
     epochs(daemon, "val224_u8_cached", 1)[0].close()
     after = group(daemon, "photos", VAL + " -> pil_to_tensor")
     # Every sample refilled; two workers that missed one sample at the same moment (the next epoch's prefetch) may
     # both have kept it (the issue allows "harmlessly twice"; begin_fill's check narrows it to its own duration).
-    assert N <= after["entries"] <= N + 2 and after["fills"] >= before["fills"] + N, (before, after)
+    assert filled_once(after["entries"]) and after["fills"] >= before["fills"] + N, (before, after)
 
 
 def test_two_trainers_with_different_seeds_share_the_prefix_each_sample_decoded_once(daemon):
     a_loader, a = epochs(daemon, "val224_cached", 1, seed=1, dataset="again")
     a_loader.close()
     g = group(daemon, "again", VAL)
-    assert g["fills"] == N and g["entries"] == N, g
+    assert filled_once(g["fills"]) and filled_once(g["entries"]), g
     b_loader, b = epochs(daemon, "val224_cached", 1, seed=2, dataset="again")
     b_loader.close()
     g2 = group(daemon, "again", VAL)
-    assert g2["fills"] == N, "the second trainer decoded nothing"
+    assert filled_once(g2["fills"]), "the second trainer decoded nothing"
     assert g2["hits"] >= g["hits"] + N
     plain_loader, plain = epochs(daemon, "val224", 1, seed=2, dataset="again")
     plain_loader.close()
@@ -164,13 +171,13 @@ def test_per_uid_bound_of_a_client_spec_as_another_uid(daemon):
     assert refused.returncode == 1 and "admin request" in refused.stderr, refused.stderr
     # The daemon's preset draws on the whole cache: the same prefix fills every sample for root.
     epochs(daemon, "val224_cached", 1)[0].close()
-    assert group(daemon, "photos", VAL)["entries"] == N
+    assert filled_once(group(daemon, "photos", VAL)["entries"])
 
 
 def test_reload_that_changes_a_dataset_drops_its_entries(daemon):
     epochs(daemon, "val224_cached", 1, dataset="again")[0].close()
     old = group(daemon, "again", VAL)
-    assert old["entries"] == N
+    assert filled_once(old["entries"])
     dropped = int(cache_status(daemon)["dropped_bytes"])
     # The config now declares `again` at a copy of the folder with one image more: a changed dataset, a new key.
     moved = daemon["folder"] + "-more"
@@ -198,4 +205,4 @@ def test_reload_that_changes_a_dataset_drops_its_entries(daemon):
     assert stale and all(int(g.get("entries", 0)) == 0 for g in stale), groups
     assert int(cache_status(daemon)["dropped_bytes"]) > dropped
     epochs(daemon, "val224_cached", 1, dataset="again")[0].close()
-    assert group(daemon, "again", VAL)["entries"] == N + 1, "the new load fills its own entries"
+    assert filled_once(group(daemon, "again", VAL)["entries"], N + 1), "the new load fills its own entries"
