@@ -1,6 +1,7 @@
 """Real photographs for the op fidelity tests: the JPEGs of the test image folder (tests/data/make_testdata.sh builds
 it from ../shared/data/make_imagefolder.py), decoded by PIL as torchvision's ImageFolder does (convert("RGB"))."""
 import glob
+import io
 import os
 
 import pytest
@@ -21,3 +22,16 @@ def photos():
             rgb.filename = f
             out.append(rgb)
     return out
+
+
+def png(img):
+    """A PIL image as PNG bytes: what ops.run decodes, losslessly."""
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def encoded(photos):
+    """The photos as PNG bytes (png())."""
+    return [png(p) for p in photos]

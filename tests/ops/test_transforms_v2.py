@@ -26,7 +26,6 @@ Measured here (12 photos) and asserted:
   ops must come before pil_to_tensor) as PIL: RandomResizedCrop(224) within 1 level (bilinear, 0.87% of the values)
   / 2 levels (bicubic, 1.16%).
 """
-import io
 
 import numpy as np
 import pytest
@@ -46,15 +45,6 @@ MODES = {"nearest": InterpolationMode.NEAREST, "bilinear": InterpolationMode.BIL
          "bicubic": InterpolationMode.BICUBIC}
 
 
-def png(img):
-    buf = io.BytesIO()
-    img.save(buf, "PNG")
-    return buf.getvalue()
-
-
-@pytest.fixture(scope="module")
-def encoded(photos):
-    return [png(p) for p in photos]
 
 
 def v2_batch(transform, photos):
