@@ -1,7 +1,6 @@
 """trivial_augment_wide, rand_augment and auto_augment as ops of a spec, through batchd's real executor (plan +
 compiled kernels): the same bytes as torchvision's classes when torch's generator is fed the sample's random numbers
 (the rng passed from op to op in spec order), the same output for the same seed, and the plan's refusals."""
-import io
 
 import numpy as np
 import pytest
@@ -11,12 +10,7 @@ from torchvision.transforms import autoaugment as AA
 
 import batchd_ops_testing as ops
 from augment_rng import feed_torch
-
-
-def png(img):
-    buf = io.BytesIO()
-    img.save(buf, "PNG")
-    return buf.getvalue()
+from conftest import png  # the photos as PNG bytes (and the fixture encoded)
 
 
 SIZE = [160, 200]

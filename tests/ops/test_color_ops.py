@@ -1,7 +1,6 @@
 """The color ops (daemon/transforms/ops/color_ops.cc) through batchd's real executor (ops.run: plan + compiled
 kernels) against torchvision 0.29's transform classes on the photos, with parameters that fix the random outcome
 (ranges [f, f], p = 0 or 1, sigma [s, s]); and the plan's refusals (torchvision's own checks)."""
-import io
 
 import numpy as np
 import pytest
@@ -9,20 +8,10 @@ import torch
 import torchvision.transforms as T
 
 import batchd_ops_testing as ops
+from conftest import png  # the photos as PNG bytes (and the fixture encoded)
 
 CROP = [{"op": "center_crop", "size": [150, 190]}]
 REF_CROP = T.CenterCrop([150, 190])
-
-
-def png(img):
-    buf = io.BytesIO()
-    img.save(buf, "PNG")
-    return buf.getvalue()
-
-
-@pytest.fixture(scope="module")
-def encoded(photos):
-    return [png(p) for p in photos]
 
 
 def run(op, encoded, seed=0):

@@ -3,7 +3,6 @@
 pad_if_needed, fill, every padding_mode), random_resized_crop (every interpolation, square and not), exact given
 batchd's draws (torchvision's get_params is patched to return them); and the plan's refusals for these ops.
 decode has exact_decode = true: the fast decode is the core's own tolerance (test_spec.py)."""
-import io
 
 import numpy as np
 import pytest
@@ -13,16 +12,11 @@ from torchvision.transforms import InterpolationMode
 
 import batchd_ops_testing as ops
 from geometry_cases import RANDOM_CROPS, case_id
+from conftest import png  # the photos as PNG bytes (and the fixture encoded)
 
 EXACT = {"op": "decode", "exact_decode": True}
 MODES = {"nearest": InterpolationMode.NEAREST, "bilinear": InterpolationMode.BILINEAR,
          "bicubic": InterpolationMode.BICUBIC}
-
-
-def png(img):
-    buf = io.BytesIO()
-    img.save(buf, "PNG")
-    return buf.getvalue()
 
 
 def torchvision_batch(transforms_per_photo, photos):

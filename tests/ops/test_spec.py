@@ -1,6 +1,5 @@
 """Whole specs through batchd's real executor (plan + compiled kernels + the fused head/tail) against torchvision
 0.29 on real photographs; and the plan's rules (spec_plan.h), one test each."""
-import io
 
 import numpy as np
 import pytest
@@ -8,14 +7,9 @@ import torch
 import torchvision.transforms as T
 
 import batchd_ops_testing as ops
+from conftest import png  # the photos as PNG bytes (and the fixture encoded)
 
 IMAGENET = dict(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
-
-
-def png(img):
-    buf = io.BytesIO()
-    img.save(buf, "PNG")
-    return buf.getvalue()
 
 
 def jpeg_bytes(img):
