@@ -63,13 +63,16 @@ class AttachedWorkerCore final {
   static Status check(const wire::WorkerAttach& a, size_t mapped) {
     if (a.tensors_size() < 2 || a.tensors(a.tensors_size() - 1).name() != "index") return malformed("no index tensor");
     if (a.slot_count() == 0 || a.slot_stride() == 0 || a.batch_size() == 0) return malformed("no slots");
-    if (a.slot_offset() + uint64_t{a.slot_count()} * a.slot_stride() > mapped) return malformed("slots past the segment");
+    // Every sum and product checked for overflow (segment_layout.h): a layout whose sizes wrap would place rows
+    // outside the slot.
+    if (!wire::fits_within(a.slot_offset(), a.slot_stride(), a.slot_count(), mapped)) {
+      return malformed("slots past the segment");
+    }
     for (const auto& t : a.tensors()) {
       const uint64_t item = wire::dtype_size(t.dtype());
-      uint64_t bytes = item;
-      for (int64_t d : t.sample_shape()) bytes = d < 0 ? 0 : bytes * static_cast<uint64_t>(d);
-      if (item == 0 || bytes != t.sample_bytes() || t.offset() < wire::kSlotHeaderBytes ||
-          t.offset() + bytes * a.batch_size() > a.slot_stride()) {
+      const auto bytes = wire::checked_sample_bytes(item, {t.sample_shape().begin(), t.sample_shape().end()});
+      if (item == 0 || !bytes || *bytes != t.sample_bytes() || t.offset() < wire::kSlotHeaderBytes ||
+          !wire::fits_within(t.offset(), *bytes, a.batch_size(), a.slot_stride())) {
         return malformed("tensor '" + t.name() + "' does not fit its slot");
       }
     }

@@ -1,6 +1,7 @@
 #include "transforms/pipeline.h"
 
 #include "batchd/wire/convert.h"
+#include "batchd/wire/segment_layout.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -36,9 +37,7 @@ Status share_fault_flags(FaultInjection* faults) {
 }
 
 uint64_t TensorDesc::sample_bytes() const {
-  uint64_t n = wire::dtype_size(dtype);
-  for (int64_t d : sample_shape) n *= static_cast<uint64_t>(d);
-  return n;
+  return wire::checked_sample_bytes(wire::dtype_size(dtype), sample_shape).value_or(UINT64_MAX);
 }
 
 namespace {

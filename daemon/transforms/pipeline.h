@@ -46,6 +46,8 @@ struct TensorDesc {
   std::string name;
   wire::DType dtype;
   std::vector<int64_t> sample_shape;
+  // dtype size * product(sample_shape); UINT64_MAX when that overflows or a dimension is negative, which
+  // wire::compute_layout then refuses (no plan can lay out such a tensor).
   uint64_t sample_bytes() const;
 };
 

@@ -7,6 +7,19 @@ bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul
 bool add_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
 }  // namespace
 
+std::optional<uint64_t> checked_sample_bytes(uint64_t itemsize, const std::vector<int64_t>& shape) {
+  uint64_t n = itemsize;
+  for (int64_t d : shape) {
+    if (d < 0 || mul_overflows(n, static_cast<uint64_t>(d), &n)) return std::nullopt;
+  }
+  return n;
+}
+
+bool fits_within(uint64_t offset, uint64_t bytes, uint64_t count, uint64_t limit) {
+  uint64_t all, end;
+  return !mul_overflows(bytes, count, &all) && !add_overflows(offset, all, &end) && end <= limit;
+}
+
 std::optional<SegmentLayout> compute_layout(const std::vector<uint64_t>& sample_bytes, uint64_t batch_size,
                                             uint32_t slot_count) {
   SegmentLayout layout;

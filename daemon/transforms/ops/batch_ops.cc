@@ -12,6 +12,10 @@ namespace batchd::daemon::ops {
 
 namespace {
 
+// The most classes a one-hot label may have: 2^20, beyond any classification set in use (ImageNet-21k has 21,841,
+// JFT-300M about 18,000) and small enough that its float32 row (4 MiB) is always laid out with checked sizes.
+constexpr double kMaxNumClasses = 1 << 20;
+
 using BatchKernels = std::vector<std::unique_ptr<BatchKernel>>;
 
 // random_choice over batch ops: random.choices(transforms, weights=p), one uniform draw (weighted_choice.h).
@@ -56,7 +60,9 @@ OpDef mix_def(const char* name, const char* follows, MixKernel::Mode mode) {
       {.key = "p", .type = ParamType::kNumber, .default_value = number_value(0.5), .min = 0, .max = 1,
        .doc = "probability that the batch is mixed"},
       {.key = "num_classes", .type = ParamType::kInteger, .presence = Presence::kOptional, .min = 1,
-       .doc = "classes of the one-hot label; absent: the dataset's (an imagefolder's), else required"},
+       .max = kMaxNumClasses,
+       .doc = "classes of the one-hot label, 1 to 1,048,576 (a 4 MiB float32 row per sample); absent: the "
+              "dataset's (an imagefolder's), else required"},
       {.key = "label_smoothing", .type = ParamType::kNumber, .default_value = number_value(0.0), .min = 0, .max = 1,
        .doc = "e of the label y * (1 - e) + e / num_classes (CrossEntropyLoss's label_smoothing)"},
   };

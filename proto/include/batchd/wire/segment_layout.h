@@ -59,6 +59,15 @@ struct SegmentLayout {
   uint64_t segment_bytes = 0;
 };
 
+// itemsize * product(shape): the bytes of one sample of a tensor. nullopt when a dimension is negative or the product
+// overflows 64 bits (a shape from a client or a spec is never trusted to fit; the wrapped value once let a label of
+// num_classes = 2^62 plan as 0 bytes per sample, so its writer ran past its slot). Every size that is planned from
+// a shape goes through here or compute_layout.
+std::optional<uint64_t> checked_sample_bytes(uint64_t itemsize, const std::vector<int64_t>& shape);
+
+// True when `count` items of `bytes` each, starting at `offset`, end at or before `limit`, without overflow.
+bool fits_within(uint64_t offset, uint64_t bytes, uint64_t count, uint64_t limit);
+
 // Computes the layout for `slot_count` slots of `batch_size` samples whose tensors take `sample_bytes[i]` bytes
 // per sample. Returns nullopt if any size overflows 64 bits (callers bound batch_size and depth first).
 std::optional<SegmentLayout> compute_layout(const std::vector<uint64_t>& sample_bytes, uint64_t batch_size,

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "batchd/wire/segment_layout.h"
 #include "streams/plan.h"
+#include "transforms/pipeline.h"
 
 namespace batchd::daemon {
 namespace {
@@ -91,6 +93,49 @@ TEST_F(PlanClassesTest, ADatasetWithoutClassNamesSendsNone) {
   const auto sut = opened("fmnist", "fmnist");
   EXPECT_EQ(sut.num_classes(), 0u);
   EXPECT_EQ(sut.classes_size(), 0);
+}
+
+// Issue 43 (1): a one-hot label of num_classes = 2^62 float32 took 2^64 bytes per sample, which wrapped to 0; the
+// plan laid the label out in no bytes and the worker's one-hot write ran past the slot into whatever it had mapped
+// above (another user's segment). num_classes is bounded, and a size that overflows is never laid out.
+TEST_F(PlanClassesTest, AHugeNumClassesIsRefusedAndNoPlannedSizeWraps) {
+  auto request = [](double classes) {
+    wire::OpenStream r;
+    r.set_dataset("pets");
+    r.set_batch_size(2);
+    r.set_dry_run(true);
+    wire::Op* crop = r.mutable_spec()->add_ops();
+    crop->set_name("center_crop");
+    auto* size = crop->add_params();
+    size->set_key("size");
+    size->mutable_value()->set_number(8);
+    r.mutable_spec()->add_ops()->set_name("to_tensor");
+    wire::Op* mix = r.mutable_spec()->add_batch_ops();
+    mix->set_name("mixup");
+    auto* p = mix->add_params();
+    p->set_key("num_classes");
+    p->mutable_value()->set_number(classes);
+    return r;
+  };
+  for (double classes : {0x1p62, 0x1p63, 0x1p40, 1048577.0}) {
+    auto p = plan(request(classes), PlanContext{}, *datasets_);
+    ASSERT_FALSE(p.ok()) << classes;
+    EXPECT_EQ(p.error().code(), ErrorCode::kInvalidArgument) << p.error().message();
+    EXPECT_NE(p.error().message().find("num_classes"), std::string::npos) << p.error().message();
+  }
+  auto largest = plan(request(1 << 20), PlanContext{}, *datasets_);
+  ASSERT_TRUE(largest.ok()) << largest.error().message();
+  const auto& label = largest->opened.tensors(1);
+  EXPECT_EQ(label.name(), "label");
+  EXPECT_EQ(label.sample_bytes(), uint64_t{4} << 20);
+
+  EXPECT_EQ((TensorDesc{"label", wire::FLOAT32, {int64_t{1} << 62}}.sample_bytes()), UINT64_MAX);
+  EXPECT_EQ((TensorDesc{"t", wire::UINT8, {int64_t{1} << 32, int64_t{1} << 32}}.sample_bytes()), UINT64_MAX);
+  EXPECT_EQ((TensorDesc{"t", wire::UINT8, {-1}}.sample_bytes()), UINT64_MAX);
+  EXPECT_FALSE(wire::compute_layout({UINT64_MAX, 8}, 1, 1));
+  EXPECT_FALSE(wire::fits_within(256, uint64_t{1} << 62, 4, UINT64_MAX)) << "the product wraps to 0";
+  EXPECT_TRUE(wire::fits_within(256, 1000, 4, 4256));
+  EXPECT_FALSE(wire::fits_within(256, 1000, 4, 4255));
 }
 
 }  // namespace
