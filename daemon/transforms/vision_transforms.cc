@@ -37,9 +37,11 @@ CropBox random_resized_crop_params(int width, int height, SampleRng& rng, double
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double target_area = area * rng.uniform(scale_lo, scale_hi);
     const double aspect = std::exp(rng.uniform(log_lo, log_hi));
-    const int w = static_cast<int>(std::nearbyint(std::sqrt(target_area * aspect)));
-    const int h = static_cast<int>(std::nearbyint(std::sqrt(target_area / aspect)));
-    if (0 < w && w <= width && 0 < h && h <= height) {
+    // Compared in double before the cast: a scale or ratio far outside the image (1e300 is a finite parameter)
+    // gives sides past INT_MAX, inf or NaN, whose int is undefined; torchvision's test rejects the same draws.
+    const double wd = std::nearbyint(std::sqrt(target_area * aspect)), hd = std::nearbyint(std::sqrt(target_area / aspect));
+    if (0 < wd && wd <= width && 0 < hd && hd <= height) {
+      const int w = static_cast<int>(wd), h = static_cast<int>(hd);
       const int top = static_cast<int>(rng.randint(0, height - h));
       const int left = static_cast<int>(rng.randint(0, width - w));
       return {left, top, w, h};

@@ -9,6 +9,10 @@ namespace batchd::daemon::ops {
 
 namespace {
 
+// ratio's bounds: float32's smallest positive normal and its largest finite value, where torchvision's float32
+// log and exp of the drawn ratio stay finite; the kernel checks its sides in double before any cast as well.
+constexpr double kMinRatio = 1.1754943508222875e-38, kMaxRatio = 3.4028234663852886e38;
+
 bool float_tensor(const ValueType& t) {
   return t.kind == Kind::kTensor &&
          (t.dtype == wire::FLOAT32 || t.dtype == wire::FLOAT16 || t.dtype == wire::BFLOAT16);
@@ -58,7 +62,11 @@ Result<ValueType> plan_random_erasing(const wire::Op& op, const ValueType& in, c
   }
   const auto scale = numbers(op, "scale"), ratio = numbers(op, "ratio");
   if (scale[0] > scale[1]) return param_error("scale", "min is above max (give [min, max])");
-  if (ratio[0] <= 0) return param_error("ratio", "must be above 0 (an aspect ratio; its logarithm is drawn from)");
+  if (!(ratio[0] >= kMinRatio && ratio[1] <= kMaxRatio)) {
+    return param_error("ratio", "must be within [1.2e-38, 3.4e38] (an aspect ratio whose logarithm is drawn from: "
+                                "torchvision takes torch.log(torch.tensor(ratio)) in float32, and raises outside "
+                                "float32's positive normal range)");
+  }
   if (ratio[0] > ratio[1]) return param_error("ratio", "min is above max (give [min, max])");
   const wire::OpValue* value = param(op, "value");
   if (value->kind_case() == wire::OpValue::kNumbers && value->numbers().values_size() != 3) {
@@ -81,7 +89,8 @@ void add_erasing_ops(std::vector<OpDef>* defs) {
       {.key = "scale", .type = ParamType::kNumbers, .default_value = numbers_value({0.02, 0.33}), .min = 0, .max = 1,
        .min_len = 2, .max_len = 2, .doc = "[min, max] of the erased area, as a fraction of the image's"},
       {.key = "ratio", .type = ParamType::kNumbers, .default_value = numbers_value({0.3, 3.3}), .min_len = 2,
-       .max_len = 2, .doc = "[min, max] aspect ratio (height / width) of the erased box, drawn log-uniformly"},
+       .max_len = 2, .doc = "[min, max] aspect ratio (height / width) of the erased box, drawn log-uniformly; within float32's "
+              "positive normal range [1.2e-38, 3.4e38]"},
       {.key = "value", .type = ParamType::kNumberOrText, .default_value = number_value(0),
        .choices = {"random"}, .min_len = 1, .max_len = 3,
        .doc = "what the box is filled with: a number, [r, g, b], or \"random\" (N(0, 1) per element)"},

@@ -44,9 +44,12 @@ std::optional<EraseBox> random_erasing_params(const TensorShape& shape, const Er
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double erase_area = area * rng.uniform(params.scale_lo, params.scale_hi);
     const double aspect = std::exp(rng.uniform(log_lo, log_hi));
-    const int h = static_cast<int>(std::nearbyint(std::sqrt(erase_area * aspect)));
-    const int w = static_cast<int>(std::nearbyint(std::sqrt(erase_area / aspect)));
-    if (!(h < shape.height && w < shape.width)) continue;
+    // Checked in double before any cast: a drawn aspect of inf or 0 (a ratio near the plan's bounds) gives a side
+    // of inf, NaN or 0, and int(inf) is undefined (it was INT_MIN, and erase() then ran for ever over 0-wide rows).
+    // torchvision's `if not (h < img_h and w < img_w): continue` rejects the same draws.
+    const double hd = std::nearbyint(std::sqrt(erase_area * aspect)), wd = std::nearbyint(std::sqrt(erase_area / aspect));
+    if (!(hd >= 0 && wd >= 0 && hd < shape.height && wd < shape.width)) continue;
+    const int h = static_cast<int>(hd), w = static_cast<int>(wd);
     if (params.value.kind == EraseValue::Kind::kRandom) {
       random_values->resize(static_cast<size_t>(shape.channels) * h * w);
       fill_normal(rng, random_values->data(), random_values->size());
