@@ -51,12 +51,20 @@ Configuration: TOML (--config; every key is documented in deploy/batchd.toml). W
 default applies: the datasets `fashion-mnist` and `fashion-mnist-test` from Debian's dataset-fashion-mnist
 package. Command-line options override the file.
 
-Signals: SIGTERM/SIGINT/SIGQUIT drain and exit (running streams get a "daemon shutting down" error; every segment
+Signals: SIGTERM/SIGINT/SIGQUIT drain and exit, also when they come during start-up (running streams get a "daemon shutting down" error; every segment
 is released and the socket removed); so does the exit of the parent given by --exit-with-parent. Each run has a
 fresh instance id (in `batchctl status`); its file_system segments are /dev/shm/batchd.<instance>.<stream> and it
 holds /dev/shm/batchd.<instance>.lock while it runs. At start-up, the segments of instances that are provably gone
 (their lock is free) are removed, unless a process still has them open or mapped. Exit status: 0 after a clean
 shutdown, 1 on a start-up error (the message says which file, key or resource and what to do).)";
+
+// The signals that stop the daemon (SIGHUP too: it reloads once ConfigReload handles it, and ends it before).
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) sigaddset(&set, sig);
+  return set;
+}
 
 }  // namespace
 
@@ -106,6 +114,11 @@ int main(int argc, char** argv) {
     nofile.rlim_cur = nofile.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
+  // From the first lock file until the signal handlers below exist, a stop signal's default action would end the
+  // daemon without removing its lock files (/dev/shm/batchd.<instance>.lock): the stop signals wait, blocked, and
+  // are handled as a clean drain once the handlers are installed. Forked workers unblock them (become_worker).
+  const sigset_t stop_signals = stop_signal_set();
+  ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
   auto lock = InstanceLock::acquire(config->socket);  // before anything else touches the socket or /dev/shm
   if (!lock.ok()) {
     spdlog::critical("{}", lock.error().message());
@@ -232,6 +245,7 @@ int main(int argc, char** argv) {
       if (!e) io.stop();
     });
   });
+  ::sigprocmask(SIG_UNBLOCK, &stop_signals, nullptr);  // a signal that came during start-up is handled now
   for (;;) {
     try {
       io.run();
@@ -243,9 +257,6 @@ int main(int argc, char** argv) {
   // Drained. A second SIGTERM (systemd's, a supervisor's) from here on must not turn the clean exit into "killed by
   // signal": asio's handlers go when the signal_sets above are destroyed, so block these signals for the rest of
   // the exit.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  for (int sig : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) sigaddset(&stop_signals, sig);
   ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
   loader.stop();    // the loader thread ends (it was cancelled when the drain began)
   if (shard_store) shard_store->stop();  // transfers under way give up; nothing posts to io from here on

@@ -5,6 +5,10 @@
 // after 10 s instead of hanging. Nothing depends on fs.protected_symlinks: the links are the test's own.
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <set>
+#include <thread>
 
 #include "other_user.h"
 #include "webdataset_fixture.h"
@@ -13,6 +17,11 @@ namespace batchd::testing {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string describe(int status) {
+  return WIFSIGNALED(status) ? std::string("killed by ") + ::strsignal(WTERMSIG(status))
+                             : "exit " + std::to_string(WEXITSTATUS(status));
+}
 
 // Runs batchd on `socket` (the embedded config, no cache); its exit status (124: still running after 10 s) and output.
 batchd::testing::Run run_batchd(const std::string& socket) {
@@ -95,6 +104,46 @@ TEST(InstanceLockTest, AHeldLockIsQuotedOnlyWhenItHoldsAPid) {
   run = run_batchd(socket);
   EXPECT_NE(run.out.find("another batchd (pid 31337) is already serving " + socket), std::string::npos) << run.out;
   ::close(fd);
+}
+
+// Issue 45 (2): a SIGTERM in the first ~100 ms of start-up (after the lock files, before the signal handlers) ended
+// the daemon by the signal's default action (exit 143) and left /dev/shm/batchd.<instance>.lock. Now the stop
+// signals wait, blocked, until the handlers exist: at any moment a SIGTERM ends in a clean exit, or kills a daemon
+// that had created nothing yet; no lock file is left either way.
+TEST(InstanceLockTest, ASigtermAtAnyMomentOfStartUpLeavesNoLockFile) {
+  auto locks = [] {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator("/dev/shm")) {
+      const std::string n = e.path().filename().string();
+      if (n.starts_with("batchd.") && n.ends_with(".lock")) names.insert(n);
+    }
+    return names;
+  };
+  TempDir dir("lock-sigterm");
+  const std::string socket = dir.path + "/batchd.sock";
+  int clean = 0;
+  for (int delay_ms = 0; delay_ms <= 200; delay_ms += 8) {
+    const auto before = locks();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl(BATCHD_BIN_DIR "/batchd", "batchd", "--cache-dir", "", "--workers", "1", "--socket", socket.c_str(),
+              "--log-level", "off", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ASSERT_EQ(::kill(pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    const bool exited_clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    clean += exited_clean;
+    for (const std::string& n : locks()) {
+      EXPECT_TRUE(before.contains(n)) << "/dev/shm/" << n << " left by a SIGTERM " << delay_ms << " ms into start-up ("
+                                      << (exited_clean ? "exit 0" : describe(status)) << ")";
+    }
+    EXPECT_TRUE(exited_clean || (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)) << describe(status);
+    EXPECT_FALSE(fs::exists(socket)) << delay_ms << " ms";
+  }
+  EXPECT_GT(clean, 10) << "too few runs reached the lock files for the test to mean anything";
 }
 
 }  // namespace
