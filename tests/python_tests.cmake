@@ -41,7 +41,8 @@ add_test(NAME python_loader_tests
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_example_train_imagefolder.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_faults.py
-                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_lifecycle.py)
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_lifecycle.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_shared_daemon_costs.py)
 # test_spec_streams.py reads the generated image folder (the make_testdata fixture).
 set_tests_properties(python_loader_tests PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "testdata;python_env"
                      ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd;BATCHD_TESTDATA=${CMAKE_BINARY_DIR}/testdata")
@@ -53,7 +54,8 @@ add_test(NAME python_own_dataset_tests
          COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
                  ${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset.py
                  ${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_faults.py
-                 ${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_lifecycle.py)
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_lifecycle.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_shared_daemon_costs.py)
 set_tests_properties(python_own_dataset_tests PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 300
                      ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd")
 

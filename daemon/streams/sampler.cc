@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 
-#include "streams/splitmix64.h"
+#include "streams/index_permutation.h"
 #include "streams/window_sampler.h"
 
 namespace batchd::daemon {
@@ -68,41 +69,39 @@ Result<Sampler> Sampler::make(const SamplerOptions& options) {
 }
 
 std::vector<int64_t> Sampler::permutation(uint64_t n, uint64_t seed, uint64_t epoch) {
+  const IndexPermutation perm(n, seed, epoch);
   std::vector<int64_t> p(n);
-  std::iota(p.begin(), p.end(), int64_t{0});
-  SplitMix64 rng{seed ^ (0x6a09e667f3bcc909ull * (epoch + 1))};
-  for (uint64_t i = n; i > 1; --i) std::swap(p[i - 1], p[rng.below(i)]);  // Fisher-Yates
+  for (uint64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(perm.at(i));
   return p;
 }
 
-std::vector<int64_t> Sampler::epoch_indices(uint64_t epoch) const {
-  const uint64_t n = options_.dataset_size, w = options_.world_size;
-  if (random_windows()) {
-    std::vector<int64_t> draws(samples_per_epoch_);
-    const uint32_t b = options_.batch_size;
-    for (uint64_t batch = 0; batch < batches_per_epoch_; ++batch) {
-      batch_draws(epoch, batch, std::span<int64_t>(draws).subspan(batch * b, b));
-    }
-    return draws;
-  }
-  std::vector<int64_t> all;
-  if (options_.shuffle) {
-    all = permutation(n, options_.seed, epoch);
-  } else {
-    all.resize(n);
-    std::iota(all.begin(), all.end(), int64_t{0});
-  }
+void Sampler::indices(uint64_t epoch, uint64_t first, std::span<int64_t> out) const {
   // DistributedSampler pads the list to samples_per_epoch * w by repeating its head (cyclically, for tiny
   // datasets) or truncates it (drop_last), then rank r takes positions r, r + w, ...: position j of the padded
-  // list is entry j % m of the repeated list, and entry e of that is all[e / K] (K = 1: all[j % n], as before).
-  // Computed per rank, so memory is O(n + samples_per_epoch), whatever w is.
-  const uint64_t k = options_.repeated_aug;
-  std::vector<int64_t> mine(samples_per_epoch_);
-  for (uint64_t p = 0; p < samples_per_epoch_; ++p) mine[p] = all[((options_.rank + p * w) % entries_) / k];
-  if (options_.subset) {
-    for (int64_t& position : mine) position = options_.subset->at(static_cast<uint64_t>(position));
+  // list is entry j % m of the repeated list, and entry e of that is all[e / K] (K = 1: all[j % n]), where all is
+  // the shuffle's permutation (index_permutation.h), taken one index at a time: nothing of size n is ever made.
+  std::optional<IndexPermutation> perm;
+  if (options_.shuffle) perm.emplace(options_.dataset_size, options_.seed, epoch);
+  const uint64_t w = options_.world_size, k = options_.repeated_aug;
+  for (size_t j = 0; j < out.size(); ++j) {
+    const uint64_t entry = ((options_.rank + (first + j) * w) % entries_) / k;
+    uint64_t position = perm ? perm->at(entry) : entry;
+    if (options_.subset) position = options_.subset->at(position);
+    out[j] = static_cast<int64_t>(position);
   }
-  return mine;
+}
+
+std::vector<int64_t> Sampler::epoch_indices(uint64_t epoch) const {
+  std::vector<int64_t> all(samples_per_epoch_);
+  if (random_windows()) {
+    const uint32_t b = options_.batch_size;
+    for (uint64_t batch = 0; batch < batches_per_epoch_; ++batch) {
+      batch_draws(epoch, batch, std::span<int64_t>(all).subspan(batch * b, b));
+    }
+    return all;
+  }
+  indices(epoch, 0, all);
+  return all;
 }
 
 uint32_t Sampler::copy_at(uint64_t position) const {

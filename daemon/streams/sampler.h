@@ -3,8 +3,9 @@
 // Semantics follow torch.utils.data: DistributedSampler (and RandomSampler/SequentialSampler for world_size 1)
 // feeding a BatchSampler:
 //   * shuffle: a permutation of [0, n) that depends only on (seed, epoch), the same on every rank and host
-//     (Fisher-Yates driven by SplitMix64; the same *semantics* as torch.randperm with a generator seeded by
-//     seed + epoch, not the same permutation); otherwise 0, 1, ..., n-1.
+//     (a keyed Feistel permutation, index_permutation.h, taken one index at a time; the same *semantics* as
+//     torch.randperm with a generator seeded by seed + epoch, not the same permutation); otherwise 0, 1, ..., n-1.
+//     No epoch's order is ever built: a batch's indices cost O(batch size) whatever n is.
 //   * sharding: rank r of w takes positions r, r+w, r+2w, ... of the (padded or truncated) list. Without
 //     drop_last the list is padded by repeating its head to a multiple of w (so each rank reads ceil(n/w) samples);
 //     with drop_last the tail is dropped (floor(n/w) per rank) — exactly DistributedSampler's rules.
@@ -78,8 +79,12 @@ class Sampler final {
   uint32_t repeated_aug() const { return options_.repeated_aug; }
 
   // This rank's sample indices for `epoch`, in order; size() == samples_per_epoch() (before dropping the last
-  // incomplete batch).
+  // incomplete batch). O(samples_per_epoch()) time and memory: for tests and the remote look-ahead, never per batch.
   std::vector<int64_t> epoch_indices(uint64_t epoch) const;
+
+  // What epoch_indices(epoch) holds at positions [first, first + out.size()), all below samples_per_epoch(), in
+  // O(out.size()) time and no other memory. Not for random windows (batch_draws()).
+  void indices(uint64_t epoch, uint64_t first, std::span<int64_t> out) const;
 
   // Which copy (0 .. repeated_aug - 1) of its index position `position` of epoch_indices() is, whatever the epoch:
   // 0 without repeated_aug. position < samples_per_epoch().
@@ -94,7 +99,7 @@ class Sampler final {
   bool random_windows() const { return options_.random_epoch_windows > 0; }
   void batch_draws(uint64_t epoch, uint64_t batch, std::span<int64_t> out) const;
 
-  // The permutation of [0, n) for (seed, epoch); exposed for tests.
+  // The permutation of [0, n) for (seed, epoch), whole; for tests.
   static std::vector<int64_t> permutation(uint64_t n, uint64_t seed, uint64_t epoch);
 
  private:

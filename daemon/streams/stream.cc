@@ -38,15 +38,10 @@ std::span<const int64_t> Stream::sampler_indices(uint64_t epoch, uint64_t batch,
     plan_.sampler.batch_draws(epoch, batch, draws_);
     return std::span<const int64_t>(draws_).subspan(begin, end - begin);
   }
-  EpochIndices* cached = indices_[0].epoch == epoch ? &indices_[0] : indices_[1].epoch == epoch ? &indices_[1] : nullptr;
-  if (cached == nullptr) {
-    cached = &indices_[indices_next_];
-    indices_next_ ^= 1;
-    cached->indices = plan_.sampler.epoch_indices(epoch);
-    cached->epoch = epoch;
-  }
   const uint64_t first = plan_.sampler.batch_range(batch).first;
-  return std::span<const int64_t>(cached->indices).subspan(first + begin, end - begin);
+  draws_.resize(end - begin);
+  plan_.sampler.indices(epoch, first + begin, draws_);  // O(batch): the epoch's order is never built
+  return draws_;
 }
 
 std::optional<Task> Stream::next_task() {
@@ -106,12 +101,7 @@ void Stream::look_ahead() {
         auto span = sampler_indices(epoch, batch, 0, static_cast<uint32_t>(last - first));
         return std::vector<int64_t>(span.begin(), span.end());
       },
-      [this](uint64_t epoch) {  // the epoch's order as sampler_indices keeps it (not computed a second time)
-        const uint64_t n = plan_.sampler.samples_per_epoch();
-        if (n > UINT32_MAX) return plan_.sampler.epoch_indices(epoch);
-        auto all = sampler_indices(epoch, 0, 0, static_cast<uint32_t>(n));
-        return std::vector<int64_t>(all.begin(), all.end());
-      });
+      [this](uint64_t epoch) { return plan_.sampler.epoch_indices(epoch); });  // once per epoch (remote_reads.h)
 }
 
 void Stream::claim_next_batch() {

@@ -158,13 +158,7 @@ class Stream final {
   uint64_t batches_made_ = 0, batches_remade_ = 0;
   // This rank's indices of the two epochs used last (a late subscriber's remade batches of epoch e are made while
   // the production is in e + 1).
-  struct EpochIndices {
-    uint64_t epoch = ~0ull;
-    std::vector<int64_t> indices;
-  };
-  EpochIndices indices_[2];
-  size_t indices_next_ = 0;  // which of indices_ to replace next
-  std::vector<int64_t> draws_;  // random windows: the batch drawn last (sampler_indices)
+  std::vector<int64_t> draws_;  // the indices sampler_indices() gave last
   std::unique_ptr<RemoteReads> remote_;  // remote shards only
   std::optional<Task> parked_;           // taken, waiting for its remote shards
   bool admission_failed_ = false;        // admitted() refused a task (take_admission_failure)

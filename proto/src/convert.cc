@@ -44,7 +44,12 @@ const char* dtype_name(wire::DType dtype) {
 
 uint64_t total_batches(const wire::StreamOpened& opened) {
   if (opened.num_epochs() == 0) return kEndlessBatches;
-  return opened.batches_per_epoch() * opened.num_epochs() - opened.start_batch();
+  uint64_t all;  // a Loader asks for 2^30 epochs: with 2^34 batches each (len 2^38 at batch 16) the product wrapped
+  if (__builtin_mul_overflow(opened.batches_per_epoch(), uint64_t{opened.num_epochs()}, &all) ||
+      all > kEndlessBatches) {
+    return kEndlessBatches;  // more than any run reads, as for an endless stream
+  }
+  return all - opened.start_batch();
 }
 
 }  // namespace batchd::wire

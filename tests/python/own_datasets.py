@@ -184,3 +184,16 @@ class NoLength(Dataset):
 class Stream(IterableDataset):
     def __iter__(self):
         return iter(range(4))
+
+
+class Huge(Dataset):
+    """n samples (index as a 1-element int64 tensor) for any n, up to 2^58: nothing is stored per sample."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.tensor([i], dtype=torch.int64)

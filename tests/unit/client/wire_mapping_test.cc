@@ -72,6 +72,14 @@ TEST(WireMappingTest, LmOptionsAndEndlessGoOnTheWireAndComeBackInStreamInfo) {
   opened.set_num_epochs(2);
   EXPECT_FALSE(stream_info(opened).endless);
   EXPECT_EQ(stream_info(opened).total_batches, 20u);
+  // A Loader's 2^30 epochs of 2^34 batches (len 2^38, batch 16): 2^64, which wrapped to 0 and ended the stream
+  // before its first batch (issue 43, 2). It saturates as an endless stream's count does.
+  opened.set_batches_per_epoch(uint64_t{1} << 34);
+  opened.set_num_epochs(1u << 30);
+  EXPECT_EQ(stream_info(opened).total_batches, wire::kEndlessBatches);
+  opened.set_batches_per_epoch((uint64_t{1} << 32) + 1);
+  opened.set_start_batch(5);
+  EXPECT_EQ(stream_info(opened).total_batches, wire::kEndlessBatches);
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ const char* dtype_name(wire::DType dtype);
 inline constexpr uint64_t kEndlessBatches = uint64_t{1} << 62;
 
 // Batches a stream delivers in all: batches_per_epoch * num_epochs - start_batch (the first epoch is resumed at
-// start_batch); kEndlessBatches for an endless stream (num_epochs 0). The daemon's Stream and the client's
+// start_batch); kEndlessBatches for an endless stream (num_epochs 0), and when the product passes it (it would
+// wrap to a small number, or 0, for a large dataset read for many epochs). The daemon's Stream and the client's
 // StreamInfo both take it from here.
 uint64_t total_batches(const wire::StreamOpened& opened);
 

@@ -1,5 +1,7 @@
 #include "streams/sampler.h"
 
+#include "streams/index_permutation.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +30,40 @@ TEST(SamplerTest, PermutationIsAPermutationFixedBySeedAndEpoch) {
   std::vector<int64_t> identity(1000);
   std::iota(identity.begin(), identity.end(), 0);
   EXPECT_NE(p, identity);
+}
+
+// Issue 43 (2): the shuffle is taken one index at a time (index_permutation.h), so any size costs O(batch).
+TEST(SamplerTest, IndexPermutationIsABijectionForEverySizeAndTakesNoMemory) {
+  for (uint64_t n : {1ull, 2ull, 3ull, 5ull, 64ull, 1000ull, 4097ull, (1ull << 16) + 1}) {
+    const IndexPermutation perm(n, 11, 2);
+    std::vector<bool> hit(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t v = perm.at(i);
+      ASSERT_LT(v, n);
+      ASSERT_FALSE(hit[v]) << "n " << n << ": " << v << " twice";
+      hit[v] = true;
+    }
+  }
+  // len 2^40 (a user's own Dataset may say so): a batch of positions anywhere in the epoch, at once.
+  auto s = Sampler::make({uint64_t{1} << 40, 256, true, 9, 1, 4, false});
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  std::vector<int64_t> batch(256);
+  s->indices(3, s->samples_per_epoch() - 256, batch);
+  std::set<int64_t> distinct(batch.begin(), batch.end());
+  EXPECT_EQ(distinct.size(), 256u);
+  EXPECT_GT(*distinct.rbegin(), int64_t{1} << 38) << "spread over the whole range";
+  EXPECT_LT(*distinct.rbegin(), int64_t{1} << 40);
+}
+
+TEST(SamplerTest, IndicesOfAnyRangeAreWhatTheEpochHolds) {
+  for (bool shuffle : {false, true}) {
+    auto s = Sampler::make({103, 8, shuffle, 5, 2, 3, false, nullptr, false, 2});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    const auto all = s->epoch_indices(4);
+    std::vector<int64_t> part(17);
+    s->indices(4, 30, part);
+    EXPECT_EQ(part, std::vector<int64_t>(all.begin() + 30, all.begin() + 47));
+  }
 }
 
 TEST(SamplerTest, ShuffledPositionsAreRoughlyUniform) {
