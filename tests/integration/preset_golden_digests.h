@@ -10,7 +10,9 @@
 // by that rule, said in the commit): BATCHD_RECORD_GOLDEN=1 build/bin/imagefolder_tests
 // --gtest_filter='PresetGoldenTest.*' prints the table below (the comparing test is then SKIPPED, never passed).
 //
-// Recorded: again for issue 39 (2026-11-28): the test photographs are now made by the project venv's Pillow 13.0.0
+// Recorded: again for issue 43 (2026-11-28): the shuffle became a keyed Feistel permutation taken one index at a
+// time (streams/index_permutation.h), so the shuffled streams read other samples first; the tensors of a given
+// sample are unchanged. Before that, for issue 39 (2026-11-28): the test photographs are now made by the project venv's Pillow 13.0.0
 // (its own libjpeg-turbo 3.2.0 encodes them, and its resize runs Pillow 13's pass order), so their bytes, and with
 // them the image presets' digests, changed; batchd's resize follows Pillow 13's pass order too. First recorded at
 // commit cfba90fed3c76186533550835c7f24e3d7722229. On the project's build machine (Debian 12
@@ -42,42 +44,42 @@ struct GoldenDigest {
 };
 
 inline constexpr GoldenDigest kPresetGolden[] = {
-    {"train224", 0, "image", "float32[16,3,224,224]", "ebdd8ecd6e41d61a9c6a0dbf4ae4b87d"},
-    {"train224", 0, "index", "int64[16]", "8173914851ba290663f5a185b8900b73"},
-    {"train224", 0, "label", "int64[16]", "9f33fc8156b438319390f310539f5230"},
-    {"train224", 1, "image", "float32[16,3,224,224]", "35e881a3feb250e290f3719e369fd4af"},
-    {"train224", 1, "index", "int64[16]", "b17932fe0880bff2a12091b49f2eebb0"},
-    {"train224", 1, "label", "int64[16]", "848cad68472c13cc562625e5dfe768d8"},
-    {"train224_u8", 0, "image", "uint8[16,3,224,224]", "3d33af3ca2fa223acf27e906a2a85c1f"},
-    {"train224_u8", 0, "index", "int64[16]", "8173914851ba290663f5a185b8900b73"},
-    {"train224_u8", 0, "label", "int64[16]", "9f33fc8156b438319390f310539f5230"},
-    {"train224_u8", 1, "image", "uint8[16,3,224,224]", "f0df3a4f8be973c64057c2aeddff4c6b"},
-    {"train224_u8", 1, "index", "int64[16]", "b17932fe0880bff2a12091b49f2eebb0"},
-    {"train224_u8", 1, "label", "int64[16]", "848cad68472c13cc562625e5dfe768d8"},
-    {"val224", 0, "image", "float32[16,3,224,224]", "1b506af073276b51fa24637740a7ddac"},
-    {"val224", 0, "index", "int64[16]", "8173914851ba290663f5a185b8900b73"},
-    {"val224", 0, "label", "int64[16]", "9f33fc8156b438319390f310539f5230"},
-    {"val224", 1, "image", "float32[16,3,224,224]", "6e1db95d785926d8096b086e40b244e2"},
-    {"val224", 1, "index", "int64[16]", "b17932fe0880bff2a12091b49f2eebb0"},
-    {"val224", 1, "label", "int64[16]", "848cad68472c13cc562625e5dfe768d8"},
-    {"val224+exact_decode", 0, "image", "float32[16,3,224,224]", "ea1ef6323152472b38a0af674e5f99d0"},
-    {"val224+exact_decode", 0, "index", "int64[16]", "8173914851ba290663f5a185b8900b73"},
-    {"val224+exact_decode", 0, "label", "int64[16]", "9f33fc8156b438319390f310539f5230"},
-    {"val224+exact_decode", 1, "image", "float32[16,3,224,224]", "ac9350c89d0b17b961d9ac8e999e4428"},
-    {"val224+exact_decode", 1, "index", "int64[16]", "b17932fe0880bff2a12091b49f2eebb0"},
-    {"val224+exact_decode", 1, "label", "int64[16]", "848cad68472c13cc562625e5dfe768d8"},
-    {"fmnist", 0, "image", "float32[16,1,28,28]", "bccad59ac2b76e6dcb37e61fb755b988"},
-    {"fmnist", 0, "index", "int64[16]", "7e841b4847f09d811a3db3bda77f6971"},
-    {"fmnist", 0, "label", "int64[16]", "eb12a15e61a97e4e4d22fdfafa3e9490"},
-    {"fmnist", 1, "image", "float32[16,1,28,28]", "201588841cedb131ce6713bf6f28536a"},
-    {"fmnist", 1, "index", "int64[16]", "44d0505b7252c2124236d398a08c68f8"},
-    {"fmnist", 1, "label", "int64[16]", "3aef3735061cc2520e2b6188c36209c8"},
-    {"fmnist_u8", 0, "image", "uint8[16,1,28,28]", "83a324518a792386aa4dc1b9a5a5ab5e"},
-    {"fmnist_u8", 0, "index", "int64[16]", "7e841b4847f09d811a3db3bda77f6971"},
-    {"fmnist_u8", 0, "label", "int64[16]", "eb12a15e61a97e4e4d22fdfafa3e9490"},
-    {"fmnist_u8", 1, "image", "uint8[16,1,28,28]", "13742f2df92ab7bbfea8c51c94dd13d3"},
-    {"fmnist_u8", 1, "index", "int64[16]", "44d0505b7252c2124236d398a08c68f8"},
-    {"fmnist_u8", 1, "label", "int64[16]", "3aef3735061cc2520e2b6188c36209c8"},
+    {"train224", 0, "image", "float32[16,3,224,224]", "840da035d46bf6b2275e0796e51b2630"},
+    {"train224", 0, "index", "int64[16]", "7e8fa415fc9487518791efbc165088be"},
+    {"train224", 0, "label", "int64[16]", "79a1aaa5a46971785893328ccf4e236a"},
+    {"train224", 1, "image", "float32[16,3,224,224]", "915b94f294d55f70827a4af9e2882767"},
+    {"train224", 1, "index", "int64[16]", "52411d60d465e22a612dde809350714c"},
+    {"train224", 1, "label", "int64[16]", "69f448fb657bf955da8ebbdb9ad9bd95"},
+    {"train224_u8", 0, "image", "uint8[16,3,224,224]", "344f7d60af971ec6bfa16f1d229a300d"},
+    {"train224_u8", 0, "index", "int64[16]", "7e8fa415fc9487518791efbc165088be"},
+    {"train224_u8", 0, "label", "int64[16]", "79a1aaa5a46971785893328ccf4e236a"},
+    {"train224_u8", 1, "image", "uint8[16,3,224,224]", "3674e2fdac94aad0091f7ce2b1612be5"},
+    {"train224_u8", 1, "index", "int64[16]", "52411d60d465e22a612dde809350714c"},
+    {"train224_u8", 1, "label", "int64[16]", "69f448fb657bf955da8ebbdb9ad9bd95"},
+    {"val224", 0, "image", "float32[16,3,224,224]", "2a722a33dd84d6486b2b897ea2ca2c6e"},
+    {"val224", 0, "index", "int64[16]", "7e8fa415fc9487518791efbc165088be"},
+    {"val224", 0, "label", "int64[16]", "79a1aaa5a46971785893328ccf4e236a"},
+    {"val224", 1, "image", "float32[16,3,224,224]", "e24b4ab1392de5ba40bc35bb90bb3371"},
+    {"val224", 1, "index", "int64[16]", "52411d60d465e22a612dde809350714c"},
+    {"val224", 1, "label", "int64[16]", "69f448fb657bf955da8ebbdb9ad9bd95"},
+    {"val224+exact_decode", 0, "image", "float32[16,3,224,224]", "8c90e2e945dd09508daf0a93ead6e3b9"},
+    {"val224+exact_decode", 0, "index", "int64[16]", "7e8fa415fc9487518791efbc165088be"},
+    {"val224+exact_decode", 0, "label", "int64[16]", "79a1aaa5a46971785893328ccf4e236a"},
+    {"val224+exact_decode", 1, "image", "float32[16,3,224,224]", "598e35f8b1a94ab05e5ad4d0dc41d205"},
+    {"val224+exact_decode", 1, "index", "int64[16]", "52411d60d465e22a612dde809350714c"},
+    {"val224+exact_decode", 1, "label", "int64[16]", "69f448fb657bf955da8ebbdb9ad9bd95"},
+    {"fmnist", 0, "image", "float32[16,1,28,28]", "fcc028de7bc7159d7089f960537556e0"},
+    {"fmnist", 0, "index", "int64[16]", "1a95f0e84b1adcfac4392ebb2a7be017"},
+    {"fmnist", 0, "label", "int64[16]", "e0f625104043cd3b746ab6cb4de5ad01"},
+    {"fmnist", 1, "image", "float32[16,1,28,28]", "2b4be5f325151c07f5b5eebfccf4af4c"},
+    {"fmnist", 1, "index", "int64[16]", "79e33b770ea952352559083bf9c5aaaa"},
+    {"fmnist", 1, "label", "int64[16]", "29edaf336aaf78e34547e006eb08a967"},
+    {"fmnist_u8", 0, "image", "uint8[16,1,28,28]", "f5d3ab918c1601e062bf14d912108072"},
+    {"fmnist_u8", 0, "index", "int64[16]", "1a95f0e84b1adcfac4392ebb2a7be017"},
+    {"fmnist_u8", 0, "label", "int64[16]", "e0f625104043cd3b746ab6cb4de5ad01"},
+    {"fmnist_u8", 1, "image", "uint8[16,1,28,28]", "70205903fc8e089932f9699c219bdd6f"},
+    {"fmnist_u8", 1, "index", "int64[16]", "79e33b770ea952352559083bf9c5aaaa"},
+    {"fmnist_u8", 1, "label", "int64[16]", "29edaf336aaf78e34547e006eb08a967"},
 };
 
 }  // namespace batchd::testing
