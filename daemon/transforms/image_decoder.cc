@@ -25,9 +25,8 @@ inline uint8_t muldiv255(int a, int b) {
   return static_cast<uint8_t>(((t >> 8) + t) >> 8);
 }
 
-// Larger images are refused (a decompression bomb must not exhaust a worker's memory).
-constexpr int kMaxSide = 32768;
-constexpr int64_t kMaxPixels = int64_t{1} << 28;
+constexpr int kMaxSide = kMaxImageSide;
+constexpr int64_t kMaxPixels = kMaxImagePixels;
 
 // True if the JPEG data ends with the EOI marker (FF D9), ignoring zero or whitespace padding after it.
 bool ends_with_eoi(std::span<const uint8_t> b) {

@@ -20,6 +20,11 @@
 
 namespace batchd::daemon {
 
+// The largest image batchd holds: decoding refuses larger files (a decompression bomb must not exhaust a worker's
+// memory), and no op may make a larger one from a smaller (a resize of a 1 x 32768 image to a shorter side of 4096).
+inline constexpr int kMaxImageSide = 32768;
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+
 enum class ImageFormat { kJpeg, kPng };
 
 struct ImageHeader {

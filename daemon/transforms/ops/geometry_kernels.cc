@@ -110,6 +110,14 @@ class ResizeKernel final : public SampleKernel {
   Status run(Sample& s, SampleRng&) override {
     const geometry::Size2 out = geometry::resized_output_size(s.image.width, s.image.height, size_, max_size_);
     if (out == geometry::Size2{s.image.width, s.image.height}) return ok_status();  // torchvision returns it as is
+    if (out.width > kMaxImageSide || out.height > kMaxImageSide ||
+        int64_t{out.width} * out.height > kMaxImagePixels) {  // the plan bounds fixed sizes; this, the image's own
+      return Error(ErrorCode::kDataError,
+                   "resize of a " + std::to_string(s.image.width) + " x " + std::to_string(s.image.height) +
+                       " image would make " + std::to_string(out.width) + " x " + std::to_string(out.height) +
+                       ", larger than batchd holds (" + std::to_string(kMaxImageSide) + " a side, 2^28 pixels): give "
+                       "resize a max_size, or [h, w]");
+    }
     geometry::resize_image(s.image, out.width, out.height, filter_, &s.spare, &scratch_);
     std::swap(s.image, s.spare);
     return ok_status();

@@ -94,6 +94,18 @@ struct Planner {
     }
     auto out = def->plan(*canonical, in, context);
     if (!out.ok()) return at(pos, op.name(), out.error());
+    // Every intermediate the plan can size is bounded, not only the sizes an op is given: resize [S, 1] then
+    // resize S made S x S^2 (3.2 GiB in one worker at S = 1024, for an 8 x 8 output).
+    const uint32_t side = context.limits->max_output_side;
+    if (out->height > 0 && out->width > 0 &&
+        (static_cast<uint32_t>(out->height) > side || static_cast<uint32_t>(out->width) > side)) {
+      return at(pos, op.name(),
+                Error(ErrorCode::kResourceExhausted,
+                      "makes a " + std::to_string(out->height) + " x " + std::to_string(out->width) +
+                          " image from its " + std::to_string(in.height) + " x " + std::to_string(in.width) +
+                          " input, over limits.max_output_side (" + std::to_string(side) +
+                          "; every intermediate is bounded by it): give resize a max_size, or [h, w]"));
+    }
     return nested ? *nested : *out;
   }
 };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../support/tiny_images.h"
+#include "transforms/ops/geometry_kernels.h"
 #include "transforms/ops/op_registry.h"
 #include "transforms/ops/spec_plan.h"
 #include "transforms/spec_pipeline.h"
@@ -160,6 +161,42 @@ TEST(OpEdgeValuesTest, EveryNumberOfEveryOpIsRefusedOrRunsSafely) {
     }
   }
   EXPECT_GT(planned, 100) << "too few combinations planned for the test to mean much (" << refused << " refused)";
+}
+
+// Issue 43 (5): every size parameter within limits.max_output_side, yet resize [S, 1] then resize S made an S x S^2
+// intermediate (3.2 GiB in one worker at S = 1024). The plan bounds every intermediate it can size, naming the op;
+// a resize whose size depends on the image (an int size) is bounded at run time, per sample.
+TEST(OpEdgeValuesTest, AnIntermediateOverTheLimitIsRefusedNamingTheOp) {
+  const ops::OpLimits limits;
+  wire::PipelineSpec s;
+  wire::Op thin = op("resize");
+  set(&thin, "size", numbers({1024, 1}));
+  wire::Op square = op("resize");
+  set(&square, "size", number(1024));
+  wire::Op crop = op("center_crop");
+  set(&crop, "size", number(8));
+  for (const auto& o : {thin, square, crop}) *s.add_ops() = o;
+  *s.add_ops() = op("to_tensor");
+  auto plan = ops::plan_spec(s, {&limits, 0});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.error().message().find("ops[1] (resize): makes a 1048576 x 1024 image from its 1024 x 1 input, "
+                                        "over limits.max_output_side (4096"),
+            std::string::npos)
+      << plan.error().message();
+  set(s.mutable_ops(1), "max_size", number(4096));  // torchvision's own bound on the longer side
+  EXPECT_TRUE(ops::plan_spec(s, {&limits, 0}).ok());
+
+  auto kernel = ops::make_resize_kernel(square);
+  ASSERT_TRUE(kernel.ok());
+  ops::Sample sample;
+  sample.image.width = 32768;  // the widest image batchd decodes, one row high
+  sample.image.height = 1;
+  sample.image.pixels.assign(size_t{32768} * 3, 7);
+  SampleRng rng(1, 0, 0);
+  const Status run = (*kernel)->run(sample, rng);
+  ASSERT_FALSE(run.ok()) << "would have made 33554432 x 1024";
+  EXPECT_EQ(run.error().code(), ErrorCode::kDataError);
+  EXPECT_NE(run.error().message().find("larger than batchd holds"), std::string::npos) << run.error().message();
 }
 
 }  // namespace
