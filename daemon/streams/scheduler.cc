@@ -1,5 +1,7 @@
 #include "streams/scheduler.h"
 
+#include <algorithm>
+#include <set>
 #include <vector>
 
 namespace batchd::daemon {
@@ -51,18 +53,31 @@ void Scheduler::pump_once() {
       assign(*pool, *w, std::move(*task), *stream);
     }
   }
+  // The per-uid share (scheduler.h): who holds the busy workers, and how many each uid may hold.
+  std::erase_if(holders_, [this](const auto& held) { return !workers_.busy(held.first); });
+  std::set<uint32_t> uids;
+  for (const auto& [id, stream] : streams_) {
+    if (stream->running()) uids.insert(stream->owner().uid);
+  }
+  const size_t all = workers_.size(), k = std::max<size_t>(uids.size(), 1);
+  const size_t share = std::max<size_t>(1, (all + k - 1) / k);
+  std::map<uint32_t, size_t> held;
+  for (const auto& [w, uid] : holders_) ++held[uid];
   while (auto w = workers_.idle_worker()) {
-    // Round-robin: the first stream after the last one served that has a task.
+    // Round-robin: the first stream after the last one served that has a task and whose uid is under its share.
     auto it = streams_.upper_bound(last_served_);
     std::optional<Task> task;
     const Stream* served = nullptr;
     for (size_t i = 0; i < streams_.size() && !task; ++i, ++it) {
       if (it == streams_.end()) it = streams_.begin();
+      if (held[it->second->owner().uid] >= share) continue;
       task = it->second->next_task();
       served = it->second;
     }
     if (!task) return;
     last_served_ = served->id();
+    holders_[*w] = served->owner().uid;
+    ++held[served->owner().uid];
     assign(workers_, *w, std::move(*task), *served);
   }
 }

@@ -9,6 +9,12 @@
 // of bad samples) or loses worker after worker cannot hold the workers, and a stream with a free slot is never
 // starved by another's backlog. One task per idle worker; pump() fills every idle worker it can.
 //
+// Per-uid share of the shared pool: while k uids have running streams on it, each uid holds at most
+// max(1, ceil(W / k)) of its W workers at once (all W when alone), and a uid at its share is skipped in the
+// round-robin even when the others have nothing to do just now: otherwise one user's tasks (a heavy client spec,
+// many streams) could hold every worker the moment another user's stream needs one, and that stream would wait
+// for as long as those tasks run. A user alone on the daemon has every worker.
+//
 // A stream of a trainer's own Dataset (OpenStream.external) is added with its own pool (its attached workers,
 // workers/attached_workers.h): its tasks go to those workers only, and the shared pool never serves it.
 //
@@ -52,6 +58,7 @@ class Scheduler final {
   Workers& workers_;
   std::map<uint64_t, Stream*> streams_;  // by id: the round-robin order (the shared pool's streams)
   std::map<uint64_t, std::pair<Stream*, Workers*>> own_;  // streams with their own workers
+  std::map<size_t, uint32_t> holders_;  // shared worker -> uid of the stream whose task it runs
   uint64_t last_served_ = 0;
   std::function<void()> after_pump_;
   bool in_after_pump_ = false;

@@ -70,6 +70,7 @@ class AttachedWorkers final : public Workers {
 
   // Workers.
   std::optional<size_t> idle_worker() const override;
+  bool busy(size_t w) const override { return w < slots_.size() && slots_[w].task.has_value(); }
   void assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) override;
   void detach_stream(uint64_t stream_id) override;  // ends every attachment ("closed")
   std::vector<wire::WorkerInfo> describe() const override;

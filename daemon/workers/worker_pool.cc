@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
+
 #include <algorithm>
 #include <utility>
 
@@ -90,30 +92,6 @@ void WorkerPool::handle_frame(size_t w, const std::string& payload) {
   ++worker.batches_done;
   if (worker.restart_pending) replace(w);  // before on_done can give it the next batch
   events_->on_task_done(w, done, std::move(task));
-}
-
-int64_t WorkerPool::sample_on_page(size_t w) const {
-  const Worker& worker = workers_[w];
-  const WorkerProgress* p = worker.progress->get();
-  if (!worker.task || p->stream_id.load() != worker.task->stream_id() ||
-      p->sequence.load() != worker.task->sequence() || p->begin.load() != worker.task->begin()) {
-    return -1;
-  }
-  return p->sample.load();
-}
-
-std::string WorkerPool::describe_task(const Task& task) const {
-  const auto& indices = task.work.indices();
-  std::string s = "stream " + std::to_string(task.stream_id()) + ", batch " + std::to_string(task.work.batch()) +
-                  " of epoch " + std::to_string(task.work.epoch()) + ", samples [" + std::to_string(task.begin()) +
-                  ", " + std::to_string(task.end()) + ") of the batch";
-  if (!indices.empty()) {
-    s += indices.size() == 1 ? " (dataset index " + std::to_string(indices[0]) + ")"
-                             : " (dataset indices " + std::to_string(indices[0]) +
-                                   (indices.size() > 2 ? ", ..., " : ", ") + std::to_string(indices[indices.size() - 1]) +
-                                   ")";
-  }
-  return s;
 }
 
 void WorkerPool::retire(size_t w, int signal, std::chrono::milliseconds grace, ChildReaper::OnExit on_exit) {
@@ -257,7 +235,21 @@ void WorkerPool::assign(size_t w, Task task, const wire::WorkerAttach& attach, i
 
 void WorkerPool::detach_stream(uint64_t stream_id) {
   for (size_t w = 0; w < workers_.size(); ++w) {
-    if (workers_[w].pid > 0 && workers_[w].streams.erase(stream_id)) {
+    Worker& worker = workers_[w];
+    if (worker.pid > 0 && worker.task && worker.task->stream_id() == stream_id) {
+      // A closed stream's task is waste, maybe long (a heavy spec): SIGKILL (final) and a fresh worker; the task
+      // goes with its stream, never reported lost (a cache entry it was filling is reclaimed as for any death).
+      spdlog::info("worker {} (pid {}): stream {} closed during {}; replacing the worker", w, worker.pid, stream_id,
+                   describe_task(*worker.task));
+      worker.task.reset();
+      retire(w, SIGKILL, std::chrono::milliseconds(0), {});
+      respawn(w);
+      boost::asio::post(io_, [this, w] {  // once the close has returned: never re-entered
+        if (!stopped_ && events_ != nullptr && workers_[w].pid > 0 && !workers_[w].task) events_->on_worker_ready(w);
+      });
+      continue;  // the replacement knows no stream
+    }
+    if (worker.pid > 0 && worker.streams.erase(stream_id)) {
       wire::WorkerCommand command;
       command.mutable_detach()->set_stream_id(stream_id);
       send(w, command);
@@ -275,22 +267,5 @@ void WorkerPool::stop() {
 }
 
 void WorkerPool::wait_stopped(std::chrono::milliseconds bound) { reaper_.wait(bound); }
-
-std::vector<wire::WorkerInfo> WorkerPool::describe() const {
-  std::vector<wire::WorkerInfo> out;
-  for (const auto& worker : workers_) {
-    wire::WorkerInfo info;
-    info.set_pid(worker.pid);
-    info.set_state(worker.pid <= 0 ? "down" : worker.task ? "busy" : "idle");
-    info.set_batches_done(worker.batches_done);
-    info.set_restarts(worker.restarts);
-    const auto now = std::chrono::steady_clock::now();
-    const auto busy = worker.busy + (worker.task ? now - worker.task_started : std::chrono::steady_clock::duration{});
-    info.set_busy_seconds(std::chrono::duration<double>(busy).count());
-    info.set_alive_seconds(worker.pid > 0 ? std::chrono::duration<double>(now - worker.started).count() : 0.0);
-    out.push_back(info);
-  }
-  return out;
-}
 
 }  // namespace batchd::daemon

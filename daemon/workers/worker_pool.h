@@ -70,6 +70,7 @@ class WorkerPool final : public Workers {
   // Workers. assign() never blocks: a worker that does not read its channel just does not answer, and the
   // watchdog ends it at the task's deadline.
   std::optional<size_t> idle_worker() const override;
+  bool busy(size_t w) const override { return w < workers_.size() && workers_[w].task.has_value(); }
   void assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) override;
   void detach_stream(uint64_t stream_id) override;
   std::vector<wire::WorkerInfo> describe() const override;

@@ -27,12 +27,15 @@ class Workers {
 
   // A worker that runs no task, if any (the lowest number).
   virtual std::optional<size_t> idle_worker() const = 0;
+  // Whether worker `w` runs a task now.
+  virtual bool busy(size_t w) const = 0;
   // Runs `task` on idle worker `w` (the pool stamps its deadline). The first task of a stream on a worker is
   // preceded by `attach` and the stream's segment fd (the worker maps it once). Never waits for the worker. A
   // worker that cannot be reached, or is past the task's deadline, is replaced: its task comes back through
   // WorkerEvents::on_task_lost.
   virtual void assign(size_t w, Task task, const wire::WorkerAttach& attach, int segment_fd) = 0;
-  // Every worker that knows the stream unmaps its segment (the stream is closed).
+  // Every worker that knows the stream unmaps its segment (the stream is closed); a worker still making one of its
+  // tasks is ended and replaced (the task is dropped, not reported lost): a closed stream holds no worker.
   virtual void detach_stream(uint64_t stream_id) = 0;
   // One row per worker, for status.
   virtual std::vector<wire::WorkerInfo> describe() const = 0;

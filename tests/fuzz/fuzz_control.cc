@@ -28,6 +28,7 @@ using namespace batchd::daemon;
 class NoWorkers final : public Workers {
  public:
   std::optional<size_t> idle_worker() const override { return std::nullopt; }
+  bool busy(size_t) const override { return false; }
   void assign(size_t, Task, const batchd::wire::WorkerAttach&, int) override {}
   void detach_stream(uint64_t) override {}
   std::vector<batchd::wire::WorkerInfo> describe() const override { return {}; }

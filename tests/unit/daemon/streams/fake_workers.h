@@ -44,7 +44,7 @@ class FakeWorkers final : public Workers {
 
   // The task worker `w` runs (it stays running until take()).
   const Task& task(size_t w) const { return *running_.at(w); }
-  bool busy(size_t w) const { return running_.at(w).has_value(); }
+  bool busy(size_t w) const override { return running_.at(w).has_value(); }
   // Worker `w` stops running its task (finished or died) and hands it back.
   Task take(size_t w) {
     Task t = std::move(*running_.at(w));

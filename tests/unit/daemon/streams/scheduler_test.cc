@@ -18,7 +18,7 @@ namespace {
 class SchedulerTest : public ::testing::Test {
  protected:
   // A stream of 20 batches, served by the shared pool, or by `own` alone (an external dataset's attached workers).
-  Stream* add_stream(uint32_t depth, Workers* own = nullptr) {
+  Stream* add_stream(uint32_t depth, Workers* own = nullptr, uint32_t uid = 0) {
     wire::OpenStream r;
     r.set_dataset("fmnist");
     r.set_pipeline("fmnist_u8");
@@ -28,7 +28,7 @@ class SchedulerTest : public ::testing::Test {
     EXPECT_TRUE(p.ok()) << p.error().message();
     auto segment = segments_.create(&*p, ::geteuid());
     EXPECT_TRUE(segment.ok()) << segment.error().message();
-    streams_.push_back(std::make_unique<Stream>(Peer{}, std::move(p).value(), std::move(segment).value()));
+    streams_.push_back(std::make_unique<Stream>(Peer{0, 0, uid}, std::move(p).value(), std::move(segment).value()));
     sut_.add(streams_.back().get(), own);
     return streams_.back().get();
   }
@@ -155,6 +155,50 @@ TEST_F(SchedulerTest, AStreamWithItsOwnPoolIsServedByThatPoolAlone) {
   sut_.remove(mine->id());
   EXPECT_EQ(own.detached, (std::vector<uint64_t>{mine->id()}));
   EXPECT_TRUE(workers_.detached.empty()) << "the shared pool never knew the stream";
+}
+
+// Issue 43 (3): a heavy spec's tasks held both workers of the pool, and another user's stream waited ~50 s between
+// batches. While two uids have running streams, each holds at most ceil(W / 2) workers, even when the other's
+// stream has nothing to make at that moment; alone, a uid takes them all.
+TEST(SchedulerShareTest, WhileTwoUidsStreamEachHoldsAtMostHalfTheWorkers) {
+  DatasetRegistry datasets = testing::fmnist_registry();
+  SegmentPool segments{std::move(SegmentInstance::claim()).value(), 1ull << 30};
+  testing::FakeWorkers workers{4};
+  Scheduler sut{workers};
+  std::vector<std::unique_ptr<Stream>> streams;
+  auto add = [&](uint32_t uid, uint32_t depth) {
+    wire::OpenStream r;
+    r.set_dataset("fmnist");
+    r.set_pipeline("fmnist_u8");
+    r.set_batch_size(500);
+    r.set_depth(depth);
+    auto p = plan(r, PlanContext{}, datasets);
+    EXPECT_TRUE(p.ok());
+    auto segment = segments.create(&*p, ::geteuid());
+    streams.push_back(std::make_unique<Stream>(Peer{0, 0, uid}, std::move(p).value(), std::move(segment).value()));
+    sut.add(streams.back().get());
+    return streams.back().get();
+  };
+  auto busy = [&] {
+    size_t n = 0;
+    for (size_t w = 0; w < 4; ++w) n += workers.busy(w);
+    return n;
+  };
+  add(1000, 8);
+  add(1000, 8);  // one user, two streams, 16 batches to make
+  sut.pump();
+  EXPECT_EQ(busy(), 4u) << "alone, a uid has every worker";
+  for (size_t w = 0; w < 4; ++w) (void)workers.take(w);
+  Stream* other = add(2000, 1);  // another user opens a stream
+  sut.pump();  // uid 2000's one task, and uid 1000 back up to its share
+  size_t of_1000 = 0, of_2000 = 0;
+  for (size_t w = 0; w < 4; ++w) {
+    if (!workers.busy(w)) continue;
+    (workers.task(w).stream_id() == other->id() ? of_2000 : of_1000)++;
+  }
+  EXPECT_EQ(of_2000, 1u);
+  EXPECT_EQ(of_1000, 2u) << "ceil(4 / 2): the fourth worker stays free for the other uid";
+  EXPECT_EQ(busy(), 3u);
 }
 
 }  // namespace
