@@ -72,7 +72,8 @@ Status parse_limits(const toml::table& t, const std::string& source, Limits* l) 
                                          "max_streams_per_connection", "max_segment_bytes", "max_shm_bytes",
                                          "max_request_bytes", "frame_timeout_ms", "max_connections",
                                          "max_connections_per_uid", "max_streams_per_uid", "max_ops",
-                                         "max_output_side", "max_kernel_size", "max_padding", "max_attached_workers"},
+                                         "max_output_side", "max_kernel_size", "max_padding", "max_attached_workers",
+                                         "max_sample_work"},
                                         "limits.", source));
   const std::string p = "limits.";
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_frame_bytes", p, source, 4096, 64 << 20, &l->max_frame_bytes));
@@ -95,6 +96,8 @@ Status parse_limits(const toml::table& t, const std::string& source, Limits* l) 
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_output_side", p, source, 8, 65536, &l->max_output_side));
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_kernel_size", p, source, 1, 4097, &l->max_kernel_size));
   BATCHD_RETURN_IF_ERROR(read_int(t, "max_padding", p, source, 0, 65536, &l->max_padding));
+  BATCHD_RETURN_IF_ERROR(
+      read_int(t, "max_sample_work", p, source, 1'000'000, int64_t{1} << 50, &l->max_sample_work));
   if (l->default_depth > l->max_depth) {
     const toml::node* n = t.get("default_depth") ? t.get("default_depth") : t.get("max_depth");
     return bad(source, *n, "limits.default_depth",
@@ -261,7 +264,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
 }
 
 ops::OpLimits op_limits(const Limits& limits) {
-  return {limits.max_ops, limits.max_output_side, limits.max_kernel_size, limits.max_padding};
+  return {limits.max_ops, limits.max_output_side, limits.max_kernel_size, limits.max_padding, limits.max_sample_work};
 }
 
 Result<Config> load_config_file(const std::string& path) {

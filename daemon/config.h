@@ -74,6 +74,7 @@ struct Limits {
   uint32_t max_output_side = 4096;  // pixels: any size an op produces (resize, crops, decode's max_side)
   uint32_t max_kernel_size = 101;   // pixels: gaussian_blur's kernel_size
   uint32_t max_padding = 1024;      // pixels per side: random_crop's padding
+  uint64_t max_sample_work = 4'000'000'000;  // estimated multiply-adds per sample (transforms/ops/spec_work.h)
 };
 
 // daemon.min_chunk_us's default, measured as docs/benchmarks.md ("batches made in chunks") says.

@@ -65,6 +65,7 @@ struct OpLimits {
   uint32_t max_output_side = 4096;   // limits.max_output_side: any size an op produces (resize, crops, max_side)
   uint32_t max_kernel_size = 101;    // limits.max_kernel_size: gaussian_blur's kernel_size
   uint32_t max_padding = 1024;       // limits.max_padding: random_crop's padding, per side
+  uint64_t max_sample_work = 4'000'000'000;  // limits.max_sample_work: estimated multiply-adds (spec_work.h)
 };
 
 // What the plan of one op knows besides its parameters.

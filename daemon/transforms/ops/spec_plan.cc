@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "transforms/ops/op_registry.h"
+#include "transforms/ops/spec_work.h"
 
 namespace batchd::daemon::ops {
 
@@ -17,6 +18,7 @@ struct Planner {
   const OpPlanContext& context;
   uint32_t count = 0;
   uint32_t max_ops;
+  uint64_t work = 0;  // the ops' estimated work per sample so far (spec_work.h)
 
   // Two branches' results (random_apply / random_choice / random_order): equal kinds and dtypes are required; a
   // size that differs between them depends on chance, so the result's is unknown.
@@ -94,17 +96,8 @@ struct Planner {
     }
     auto out = def->plan(*canonical, in, context);
     if (!out.ok()) return at(pos, op.name(), out.error());
-    // Every intermediate the plan can size is bounded, not only the sizes an op is given: resize [S, 1] then
-    // resize S made S x S^2 (3.2 GiB in one worker at S = 1024, for an 8 x 8 output).
-    const uint32_t side = context.limits->max_output_side;
-    if (out->height > 0 && out->width > 0 &&
-        (static_cast<uint32_t>(out->height) > side || static_cast<uint32_t>(out->width) > side)) {
-      return at(pos, op.name(),
-                Error(ErrorCode::kResourceExhausted,
-                      "makes a " + std::to_string(out->height) + " x " + std::to_string(out->width) +
-                          " image from its " + std::to_string(in.height) + " x " + std::to_string(in.width) +
-                          " input, over limits.max_output_side (" + std::to_string(side) +
-                          "; every intermediate is bounded by it): give resize a max_size, or [h, w]"));
+    if (auto cost = check_op_cost(*canonical, in, *out, *context.limits, &work); !cost.ok()) {
+      return at(pos, op.name(), cost.error());
     }
     return nested ? *nested : *out;
   }

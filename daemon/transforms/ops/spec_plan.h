@@ -34,7 +34,7 @@ struct PlannedSpec {
 inline constexpr uint32_t kMaxOpsHardLimit = 1024;
 
 // Only the hard bounds: for re-planning a spec the daemon already planned under its own limits.* (a worker's compile).
-inline constexpr OpLimits kNoLimits{kMaxOpsHardLimit, 1u << 30, 1u << 30, 1u << 30};
+inline constexpr OpLimits kNoLimits{kMaxOpsHardLimit, 1u << 30, 1u << 30, 1u << 30, UINT64_MAX};
 
 Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContext& context);
 
