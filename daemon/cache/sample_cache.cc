@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <span>
 
 #include "cache/sample_cache_layout.h"
 #include "streams/splitmix64.h"
@@ -29,6 +30,27 @@ bool reserve(std::atomic<uint64_t>& counter, uint64_t n, uint64_t bound) {
     if (now + n > bound) return false;
   } while (!counter.compare_exchange_weak(now, now + n, std::memory_order_relaxed));
   return true;
+}
+
+// Charges `units` to `uid` in the per-uid table if its total stays within `bound`: on the row that names it with
+// units charged, else on the first row with none (free, or left by a uid whose entries are all gone: taken over),
+// which concurrent fills of one uid agree on (scanned in the same order). Null when over the bound or no row is free.
+std::atomic<uint64_t>* charge_uid(std::span<std::atomic<uint64_t>> rows, uint32_t uid, uint64_t units,
+                                  uint64_t bound) {
+  const uint64_t tag = uid_tag(uid);
+  for (bool take_free : {false, true}) {
+    for (auto& row : rows) {
+      uint64_t v = row.load(std::memory_order_relaxed);
+      for (;;) {
+        const bool mine = (v & ~kUnitsMask) == tag, free = (v & kUnitsMask) == 0;
+        if (!(mine && !free) && !(take_free && (mine || free))) break;
+        const uint64_t now = mine ? v & kUnitsMask : 0;
+        if (now + units > bound) return nullptr;
+        if (row.compare_exchange_weak(v, tag | (now + units), std::memory_order_relaxed)) return &row;
+      }
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -147,22 +169,14 @@ std::optional<SampleCache::Fill> SampleCache::begin_fill(const CacheKey& key, co
     header_->refused_full.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
-  Header::UidBytes* row = nullptr;
+  std::atomic<uint64_t>* row = nullptr;
   auto unreserve = [&] {
     header_->live_bytes.fetch_sub(size, std::memory_order_relaxed);
-    if (row != nullptr) row->bytes.fetch_sub(uid_charge(size), std::memory_order_relaxed);
+    if (row != nullptr) row->fetch_sub(uid_units(size), std::memory_order_relaxed);  // it names uid while charged
   };
   if (uid_bounded) {
-    for (auto& r : header_->uids) {
-      uint32_t v = r.uid_plus_one.load(std::memory_order_relaxed);
-      if (v == 0 && r.uid_plus_one.compare_exchange_strong(v, uid + 1)) v = uid + 1;
-      if (v == uid + 1) {
-        row = &r;
-        break;
-      }
-    }
-    if (row == nullptr || !reserve(row->bytes, uid_charge(size), options_.max_bytes_per_uid)) {
-      row = nullptr;
+    row = charge_uid(header_->uids, uid, uid_units(size), options_.max_bytes_per_uid / kUidUnit);
+    if (row == nullptr) {
       unreserve();
       header_->refused_uid.fetch_add(1, std::memory_order_relaxed);
       return std::nullopt;
@@ -249,11 +263,14 @@ void SampleCache::release(Entry& e) {
   header_->live_bytes.fetch_sub(size, std::memory_order_relaxed);
   header_->dropped_bytes.fetch_add(size, std::memory_order_relaxed);
   if (e.uid_bounded != 0) {
-    for (auto& r : header_->uids) {
-      if (r.uid_plus_one.load(std::memory_order_relaxed) == e.uid + 1) {
-        r.bytes.fetch_sub(uid_charge(size), std::memory_order_relaxed);
-        break;
+    const uint64_t units = uid_units(size);
+    bool done = false;
+    for (auto& r : header_->uids) {  // the row charged with it names its uid until its units fall to 0
+      uint64_t v = r.load(std::memory_order_relaxed);
+      while (!done && (v & ~kUnitsMask) == uid_tag(e.uid) && (v & kUnitsMask) >= units) {
+        done = r.compare_exchange_weak(v, v - units, std::memory_order_relaxed);
       }
+      if (done) break;
     }
   }
 }

@@ -78,8 +78,9 @@ struct CacheTotals {
   uint64_t refused_full = 0;       // fills refused: max_bytes reached (or the virtual area used up)
   uint64_t refused_uid = 0;        // fills refused: the uid's max_bytes_per_uid reached
   uint64_t refused_index = 0;      // fills refused: the index is too full
-  // Per uid, what its live bounded fills count against max_bytes_per_uid: their bytes, each at least 8 KiB (an
-  // entry's share of the index: tiny entries cannot take it all).
+  // Per uid with live bounded fills, what they count against max_bytes_per_uid: their bytes, each at least 8 KiB
+  // (an entry's share of the index: tiny entries cannot take it all), in whole 4 KiB units. A uid whose entries are
+  // all gone has no row: its row is free for any other uid.
   std::vector<std::pair<uint32_t, uint64_t>> uid_bytes;
 };
 

@@ -85,8 +85,8 @@ CacheTotals SampleCache::totals() const {
   t.refused_uid = header_->refused_uid.load(std::memory_order_relaxed);
   t.refused_index = header_->refused_index.load(std::memory_order_relaxed);
   for (const auto& r : header_->uids) {
-    const uint32_t v = r.uid_plus_one.load(std::memory_order_relaxed);
-    if (v != 0) t.uid_bytes.emplace_back(v - 1, r.bytes.load(std::memory_order_relaxed));
+    const uint64_t v = r.load(std::memory_order_relaxed);
+    if ((v & kUnitsMask) != 0) t.uid_bytes.emplace_back(static_cast<uint32_t>(v >> 32), (v & kUnitsMask) * kUidUnit);
   }
   return t;
 }

@@ -33,6 +33,11 @@ inline uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 // user's entries share while its bytes stay far below its share. A uid holds at most max_bytes_per_uid /
 // kBytesPerSlot entries, max_bytes_per_uid / max_bytes of the index.
 inline uint64_t uid_charge(uint64_t size) { return std::max(size, kBytesPerSlot); }
+// The same in the per-uid table's units of 4 KiB (its rows pack a uid and its units in 64 bits: 16 TiB per uid).
+constexpr uint64_t kUidUnit = 4096;
+constexpr uint64_t kUnitsMask = 0xffffffffull;
+inline uint64_t uid_units(uint64_t size) { return (uid_charge(size) + kUidUnit - 1) / kUidUnit; }
+inline uint64_t uid_tag(uint32_t uid) { return uint64_t{uid} << 32; }
 
 }  // namespace sample_cache_layout
 
@@ -49,10 +54,10 @@ struct SampleCache::Header {
   std::atomic<uint64_t> index_used;
   std::atomic<uint64_t> dropped_bytes;
   std::atomic<uint64_t> refused_full, refused_uid, refused_index;
-  struct UidBytes {
-    std::atomic<uint32_t> uid_plus_one;  // 0: a free row
-    std::atomic<uint64_t> bytes;
-  } uids[sample_cache_layout::kUidSlots];
+  // Per uid, what its live bounded fills are charged (sample_cache_layout::uid_units): uid << 32 | units, one
+  // atomic, so that a row whose units fall to 0 is free for any uid at once (no row is held for ever by a uid that
+  // once filled, as 256 uids once held them all until restart) and a charge never lands on a row another uid took.
+  std::atomic<uint64_t> uids[sample_cache_layout::kUidSlots];
   Filler fillers[sample_cache_layout::kFillerSlots];
 };
 
