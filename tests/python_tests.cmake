@@ -84,11 +84,13 @@ set_tests_properties(remote_moto_fixture PROPERTIES FIXTURES_REQUIRED python_env
 # Remote shards through real daemons (issue 28): exactly-once from s3:// (moto's S3 server), http:// and https://
 # (fault_server.py, a test CA) equal to the same shards read locally; prefetch counters; the bounded shard cache; a
 # daemon SIGKILLed mid-download; 503/reset/truncate/stall retried; 403/404/untrusted CA/config refusals; moto's server
-# killed mid-transfer; a shard replaced on the server; credentials in no log. About 30 s on 2 idle cores.
+# killed mid-transfer; a shard replaced on the server; credentials in no log; hostile servers (a listing nested
+# 50,000 deep, a listed key holding a newline) and a presigned URL. About 40 s on 2 idle cores.
 # (python_loader_tests collects tests/python only.)
 add_test(NAME python_remote_tests
          COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
                  ${PROJECT_SOURCE_DIR}/tests/remote/test_daemon_remote.py
-                 ${PROJECT_SOURCE_DIR}/tests/remote/test_daemon_remote_faults.py)
+                 ${PROJECT_SOURCE_DIR}/tests/remote/test_daemon_remote_faults.py
+                 ${PROJECT_SOURCE_DIR}/tests/remote/test_daemon_remote_hostile.py)
 set_tests_properties(python_remote_tests PROPERTIES TIMEOUT 600 LABELS remote FIXTURES_REQUIRED "testdata;python_env"
                      ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd;BATCHD_TESTDATA=${CMAKE_BINARY_DIR}/testdata")

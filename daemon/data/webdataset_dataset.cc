@@ -132,6 +132,7 @@ void WebDatasetDataset::describe(uint64_t samples) {
                 "): they fail when read (on_error applies)";
   }
   if (!stats.cache_problem.empty()) summary_ += "; index cache: " + stats.cache_problem;
+  if (!stats.remote_warning.empty()) summary_ += "; warning: " + stats.remote_warning;
 }
 
 uint64_t WebDatasetDataset::assemble(std::vector<ShardIndex>& all, const std::vector<std::string>& paths) {

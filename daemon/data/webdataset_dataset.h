@@ -68,6 +68,7 @@ class WebDatasetDataset final : public Dataset, public ImageSamples {
     uint64_t without_image = 0, without_label = 0;
     std::string cache_file;     // "" without a cache_dir
     std::string cache_problem;  // why the cache was not read or not written ("" if all went well)
+    std::string remote_warning;  // remote shards: what the AWS settings skipped (an unreadable ~/.aws/config)
   };
   const OpenStats& open_stats() const { return stats_; }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "batchd/wire/printable.h"
 #include "data/index_cache.h"
 #include "data/shard_spec.h"
 #include "data/webdataset_dataset.h"
@@ -46,8 +47,8 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   }
   LoadProgress* progress = ctx.progress;
   const std::atomic<bool>* cancel = progress != nullptr ? &progress->cancel : nullptr;
-  auto aws = remote::resolve_aws_settings({c.credentials_file, c.profile, c.endpoint_url, c.region},
-                                          "datasets." + c.name);
+  auto aws = remote::resolve_aws_settings_for(c.shards, {c.credentials_file, c.profile, c.endpoint_url, c.region},
+                                              "datasets." + c.name);
   if (!aws.ok()) return aws.error();
   auto settings = std::make_shared<const remote::AwsSettings>(std::move(aws).value());
   remote::ObjectStore store(ctx.shard_store->http(), *settings);
@@ -63,6 +64,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   ds->store_ = ctx.shard_store;
   OpenStats& stats = ds->stats_;
   stats.shards = n;
+  stats.remote_warning = settings->warnings;  // openers do not log: the summary carries it to the log and batchctl
   stats.cache_file = index_cache_path(ctx.cache_dir, c.shards, fields_text);
   stats.cache_problem = index_cache_dir_problem(ctx.cache_dir);
   const bool use_cache = stats.cache_problem.empty();
@@ -209,8 +211,8 @@ Result<Fingerprint> WebDatasetDataset::remote_fingerprint(FingerprintBuilder& bu
 std::string WebDatasetDataset::remote_changed() const {
   for (size_t s = 0; s < remote_url_.size(); ++s) {
     if (store_->changed_on_server(remote_id_[s])) {
-      return remote::redact(remote_url_[s]) + " changed on the server since it was indexed (its ETag is no longer " +
-             remote_etag_[s] + ")";
+      return remote_url_[s] + " changed on the server since it was indexed (its ETag is no longer " +  // redacted
+             wire::printable(remote_etag_[s]) + ")";
     }
   }
   return "";

@@ -1,5 +1,7 @@
 #include "remote/aws_settings.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <optional>
 
@@ -44,11 +46,23 @@ constexpr const char* kDefaultProfile = "the default profile";
 
 Error invalid(const std::string& text) { return Error(ErrorCode::kInvalidArgument, text); }
 
-// A shared file that may be absent (then empty); any other failure is an error.
-Result<IniSections> read_optional(const std::string& path) {
+// A shared file at `path`, named by the variable `var` when it is set (explicit), else the default (optional).
+// Absent: empty. Unreadable (EACCES, EISDIR...): an error naming the variable when explicit; when optional, empty
+// and a line in *warnings naming the file (botocore would fail, but the file is only read for defaults). A
+// malformed file is an error either way.
+Result<IniSections> read_shared(const std::string& path, const char* var, std::string* warnings) {
   auto ini = read_aws_ini(path);
-  if (!ini.ok() && ini.error().code() == ErrorCode::kNotFound) return IniSections{};
-  return ini;
+  if (ini.ok() || ini.error().code() == ErrorCode::kNotFound) return ini.ok() ? ini : IniSections{};
+  if (ini.error().code() == ErrorCode::kInvalidArgument) return ini;
+  if (!env(var).empty()) {
+    return Error(ini.error().code(), var + std::string(" names a file the daemon cannot read (") +
+                                         ini.error().message() + "): make it readable by the daemon's user (uid " +
+                                         std::to_string(::geteuid()) + "), or unset " + var);
+  }
+  *warnings += (warnings->empty() ? "" : "; ") + std::string("the optional AWS file ") + path + " is ignored, as if " +
+               "absent: " + ini.error().message() + " (make it readable by the daemon's user, uid " +
+               std::to_string(::geteuid()) + ", or set " + var + " to a readable file)";
+  return IniSections{};
 }
 
 const Section* find(const IniSections& ini, const std::string& name) {
@@ -139,8 +153,8 @@ Result<FoundCredentials> from_env() {
 
 // The shared credentials file's [PROFILE], then the config file's [profile PROFILE]; none: anonymous, unless the
 // profile was named (then it must exist in one of them).
-Result<FoundCredentials> from_shared_files(const Lookup& at) {
-  auto creds = read_optional(at.creds_path);
+Result<FoundCredentials> from_shared_files(const Lookup& at, std::string* warnings) {
+  auto creds = read_shared(at.creds_path, "AWS_SHARED_CREDENTIALS_FILE", warnings);
   if (!creds.ok()) return creds.error();
   const Section* in_creds = find(*creds, at.profile);
   if (in_creds == nullptr && at.config_profile == nullptr && at.profile_from != kDefaultProfile) {
@@ -168,7 +182,8 @@ Result<AwsSettings> resolve_aws_settings(const AwsOverrides& overrides, const st
   at.profile_from = profile.from;
   at.creds_path = expand_home(first_set({{env("AWS_SHARED_CREDENTIALS_FILE"), ""}, {"~/.aws/credentials", ""}}).value);
   at.config_path = expand_home(first_set({{env("AWS_CONFIG_FILE"), ""}, {"~/.aws/config", ""}}).value);
-  auto config = read_optional(at.config_path);
+  std::string warnings;
+  auto config = read_shared(at.config_path, "AWS_CONFIG_FILE", &warnings);
   if (!config.ok()) return config.error();
   at.config_profile = config_section(*config, at.profile);
 
@@ -179,11 +194,12 @@ Result<AwsSettings> resolve_aws_settings(const AwsOverrides& overrides, const st
              (!env("AWS_ACCESS_KEY_ID").empty() || !env("AWS_SECRET_ACCESS_KEY").empty())) {
     found = from_env();
   } else {
-    found = from_shared_files(at);
+    found = from_shared_files(at, &warnings);
   }
   if (!found.ok()) return found.error();
   AwsSettings out;
   out.credentials = found->credentials;
+  out.warnings = warnings;
 
   const Found region = first_set({{overrides.region, key + ".region"},
                                    {env("AWS_REGION"), "AWS_REGION"},
@@ -203,6 +219,16 @@ Result<AwsSettings> resolve_aws_settings(const AwsOverrides& overrides, const st
   out.source = describe_credentials(out.credentials, found->from) + "; region " + out.region + " (" + region.from +
                "); endpoint " + out.endpoint_url + " (" + endpoint.from + ")";
   return out;
+}
+
+Result<AwsSettings> resolve_aws_settings_for(const std::vector<std::string>& shard_urls, const AwsOverrides& overrides,
+                                             const std::string& key) {
+  for (const std::string& url : shard_urls) {
+    if (url.rfind("s3://", 0) == 0) return resolve_aws_settings(overrides, key);
+  }
+  AwsSettings none;
+  none.source = "no s3:// shard: AWS settings not read";
+  return none;
 }
 
 }  // namespace batchd::daemon::remote

@@ -3,6 +3,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -141,7 +142,9 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const BodyS
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout_s * 1000));
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(settings_.request_timeout_s * 1000));
+  double timeout_s = settings_.request_timeout_s;
+  if (request.timeout_s > 0) timeout_s = timeout_s > 0 ? std::min(timeout_s, request.timeout_s) : request.timeout_s;
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_s > 0 ? std::max(1L, static_cast<long>(timeout_s * 1000)) : 0L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, "batchd/" BATCHD_VERSION);
   curl_easy_setopt(h, CURLOPT_NOBODY, request.head ? 1L : 0L);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());

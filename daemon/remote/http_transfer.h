@@ -3,7 +3,8 @@
 //
 // Every transfer is bounded (HttpSettings): CURLOPT_CONNECTTIMEOUT_MS; CURLOPT_LOW_SPEED_LIMIT 1 byte/s for
 // CURLOPT_LOW_SPEED_TIME = stall_timeout_s rounded up to whole seconds (curl's unit; at least 1), which also bounds
-// a server that accepts and never answers; CURLOPT_TIMEOUT_MS = request_timeout_s when non-zero. Only http and https
+// a server that accepts and never answers; CURLOPT_TIMEOUT_MS = request_timeout_s when non-zero
+// (or the request's own timeout_s when smaller: what is left of a listing's time). Only http and https
 // (CURLOPT_PROTOCOLS_STR, redirects too); no signals (CURLOPT_NOSIGNAL); no content decoding (the bytes as stored);
 // the path sent as given (CURLOPT_PATH_AS_IS: "a/../b" is an S3 key, not a path to normalize). ca_file ->
 // CURLOPT_CAINFO. The handle is reset (curl_easy_reset) before each request and keeps its connections, so requests
@@ -29,6 +30,7 @@ struct HttpRequest {
   std::vector<std::string> headers;  // extra header lines ("If-Match: \"...\"")
   const AwsSettings* sign = nullptr;  // SigV4 with these credentials (s3 requests; null: unsigned)
   bool follow_redirects = false;     // http(s) URLs only (a signed request must not be sent elsewhere)
+  double timeout_s = 0;              // > 0: the whole request within this (and request_timeout_s when non-zero)
 };
 
 // Where a 2xx body goes (any other status's body is kept, first 64 KiB, in HttpResponse::error_body).

@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -19,14 +21,24 @@
 namespace batchd::daemon::remote {
 namespace {
 
-constexpr uint64_t kMaxListingPage = 64ull << 20;  // bytes of one ListObjectsV2 answer (1000 keys: ~300 KB)
+using Clock = std::chrono::steady_clock;
 
 // A request and how errors name it.
 struct Target {
   RemoteUrl url;
   HttpRequest request;
   std::string what;  // "GET s3://b/k (endpoint http://...)", "HEAD https://h/x?..."
+  // A listing's bounds: no attempt starts after `deadline` (nor runs past it): late_error instead; a body cut off
+  // at BodySink::max_bytes is too_long_error (when set) instead of the object's "changed on the server".
+  std::optional<Clock::time_point> deadline;
+  std::string late_error, too_long_error;
 };
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
 
 }  // namespace
 
@@ -36,13 +48,14 @@ struct ObjectStore::Impl {
   Result<Target> target(const std::string& url, bool head) const {
     auto parsed = parse_remote_url(url, "remote URL");
     if (!parsed.ok()) return parsed.error();
-    Target t{*parsed, {}, ""};
+    Target t;
+    t.url = *parsed;
     t.request.head = head;
     const std::string method = head ? "HEAD " : "GET ";
     if (t.url.scheme == Scheme::kS3) {
       t.request.url = s3_object_url(s3, t.url.bucket, t.url.key);
       t.request.sign = s3.credentials.empty() ? nullptr : &s3;
-      t.what = method + t.url.url + " (endpoint " + redact(s3.endpoint_url) + ")";
+      t.what = method + redact(t.url.url) + " (endpoint " + redact(s3.endpoint_url) + ")";
     } else {
       t.request.url = url;
       t.request.follow_redirects = true;
@@ -76,18 +89,26 @@ struct ObjectStore::Impl {
         back_off(i - 1);
       }
       if (cancelled()) return Error(ErrorCode::kUnavailable, t.what + ": cancelled (the daemon is stopping)");
+      HttpRequest request = t.request;
+      if (t.deadline) {
+        const double left = std::chrono::duration<double>(*t.deadline - Clock::now()).count();
+        if (left <= 0) return Error(ErrorCode::kResourceExhausted, t.late_error);
+        request.timeout_s = left;
+      }
       BATCHD_RETURN_IF_ERROR(before());
       ++counters.requests;
-      auto r = client.perform(t.request, sink);
+      auto r = client.perform(request, sink);
       if (!r.ok()) return r.error();
       if (cancelled()) return Error(ErrorCode::kUnavailable, t.what + ": cancelled (the daemon is stopping)");
       counters.bytes += r->body_bytes + r->error_body.size();
+      if (r->too_long && !t.too_long_error.empty()) return Error(ErrorCode::kResourceExhausted, t.too_long_error);
       Verdict v = judge_response(*r, t.what, s3.describe());
       if (v.kind == Verdict::kDone) v = check(*r);
       if (v.kind == Verdict::kDone) return r;
       if (v.kind == Verdict::kFail) return *v.error;
       last = v.reason;
     }
+    if (t.deadline && Clock::now() >= *t.deadline) return Error(ErrorCode::kResourceExhausted, t.late_error);
     return Error(ErrorCode::kUnavailable, t.what + ": " + last + ", " + std::to_string(attempts) + " attempts in all " +
                                               "(retries with backoff): check that the server is up and reachable, " +
                                               "or raise the retries and timeouts ([remote]) for a slow one");
@@ -133,38 +154,57 @@ Result<RemoteObject> ObjectStore::stat(const std::string& url) {
 Result<std::vector<RemoteObject>> ObjectStore::list(const std::string& s3_prefix_url, size_t max_objects) {
   auto parsed = parse_remote_url(s3_prefix_url, "remote URL");
   if (!parsed.ok()) return parsed.error();
+  const std::string shown = redact(s3_prefix_url);
   if (parsed->scheme != Scheme::kS3) {
-    return Error(ErrorCode::kInvalidArgument, redact(s3_prefix_url) + ": HTTP has no listing: name each shard " +
+    return Error(ErrorCode::kInvalidArgument, shown + ": HTTP has no listing: name each shard " +
                                                   "(braces {000..099}) or use s3://");
   }
+  const HttpSettings& http = impl_->http;
   const std::string prefix = parsed->is_pattern ? parsed->list_prefix : parsed->key;
+  const std::string narrow = ": narrow the prefix or pattern (s3://BUCKET/PREFIX/*.tar lists PREFIX/ alone), or " +
+                             std::string("check that the endpoint is an S3 server");
+  const uint32_t max_pages = std::max(1u, http.list_max_pages);
+  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(http.list_timeout_s));
+  auto fail = [&](ErrorCode code, const std::string& text) -> Error {
+    ++counters_.failures;
+    return Error(code, text);
+  };
   std::vector<RemoteObject> out;
   std::string token;
-  while (true) {
-    Target t{*parsed, {}, "GET " + s3_prefix_url + " (ListObjectsV2, endpoint " + redact(impl_->s3.endpoint_url) + ")"};
-    t.request.url = s3_list_url(impl_->s3, parsed->bucket, prefix, token, std::max(1u, impl_->http.list_page_size));
+  for (uint32_t pages = 1;; ++pages) {
+    Target t;
+    t.url = *parsed;
+    t.what = "GET " + shown + " (ListObjectsV2, endpoint " + redact(impl_->s3.endpoint_url) + ")";
+    t.request.url = s3_list_url(impl_->s3, parsed->bucket, prefix, token, std::max(1u, http.list_page_size));
     t.request.sign = impl_->s3.credentials.empty() ? nullptr : &impl_->s3;
+    t.deadline = deadline;
+    t.late_error = "the listing of " + shown + " took more than " + seconds(http.list_timeout_s) + " s (" +
+                   std::to_string(pages - 1) + " pages, " + std::to_string(out.size()) + " keys)" + narrow;
+    t.too_long_error = "the listing of " + shown + " sent a page of more than " +
+                       std::to_string(kMaxS3XmlBytes >> 20) + " MiB (1000 keys take under 4 MiB): refused " +
+                       "unparsed; check that the endpoint is an S3 server";
     BodySink sink;
-    sink.max_bytes = kMaxListingPage;
+    sink.max_bytes = kMaxS3XmlBytes;
     auto r = impl_->attempt_all(counters_, t, sink, nothing, [](const HttpResponse&) { return Verdict{}; });
-    auto page = r.ok() ? parse_list_page(r->body, s3_prefix_url) : Result<ListPage>(r.error());
-    if (!page.ok()) {
-      ++counters_.failures;
-      return page.error();
-    }
+    auto page = r.ok() ? parse_list_page(r->body, shown) : Result<ListPage>(r.error());
+    if (!page.ok()) return fail(page.error().code(), page.error().message());
     for (const ListedKey& k : page->keys) {
       out.push_back({"s3://" + parsed->bucket + "/" + k.key, k.size, k.etag});
     }
     if (out.size() > max_objects) {
-      ++counters_.failures;
-      return Error(ErrorCode::kInvalidArgument, s3_prefix_url + " lists more than " + std::to_string(max_objects) +
-                                                    " objects: narrow the prefix or pattern");
+      return fail(ErrorCode::kInvalidArgument, shown + " lists more than " + std::to_string(max_objects) +
+                                                   " objects: narrow the prefix or pattern");
     }
     if (!page->truncated) break;
     if (page->next_token == token) {
-      ++counters_.failures;
-      return Error(ErrorCode::kDataError, "the listing of " + s3_prefix_url + " does not move on (the same " +
-                                              "continuation token twice): is the endpoint an S3 server?");
+      return fail(ErrorCode::kDataError, "the listing of " + shown + " does not move on (the same continuation " +
+                                             "token twice): is the endpoint an S3 server?");
+    }
+    if (pages >= max_pages) {
+      return fail(ErrorCode::kResourceExhausted, "the listing of " + shown + " needs more than " +
+                                                     std::to_string(max_pages) + " pages (ListObjectsV2 answers; " +
+                                                     std::to_string(out.size()) + " keys so far)" + narrow);
     }
     token = page->next_token;
   }

@@ -54,6 +54,12 @@ struct HttpSettings {
   double backoff_max_s = 5;
   std::string ca_file;               // PEM bundle of CAs for https ("" = the system's); CURLOPT_CAINFO
   uint32_t list_page_size = 1000;    // ListObjectsV2 max-keys per page (S3's maximum and default: 1000)
+  // Bounds of one listing (list()), each a kResourceExhausted naming the listing, the bound and the fix when passed:
+  // pages (ListObjectsV2 requests: 10,000 pages hold 10M keys at 1000 a page, ten times the most shards a dataset
+  // may name, with room for S3's pages that hold fewer keys) and the seconds the whole listing may take (retries
+  // included). A page's bytes are bounded by kMaxS3XmlBytes (remote/s3_xml.h).
+  uint32_t list_max_pages = 10000;
+  double list_timeout_s = 600;
 };
 
 // Counters of one ObjectStore (summed by the caller across threads).
@@ -78,7 +84,9 @@ class ObjectStore final {
   // as s3://BUCKET/KEY URLs with their sizes and ETags. At most `max_objects` (kInvalidArgument past it).
   // A pattern URL (RemoteUrl::is_pattern, "s3://b/train/*.tar") lists its list_prefix ("train/"): the caller
   // matches the keys. kInvalidArgument for an http(s) URL (HTTP has no listing); kDataError for an answer that is
-  // not ListObjectsV2's (or a continuation token that does not move on); errors as stat() otherwise.
+  // not ListObjectsV2's (or a continuation token that does not move on); kResourceExhausted past a bound of
+  // HttpSettings (list_max_pages pages, list_timeout_s seconds in all: each request's own timeout is cut to what
+  // is left) or a page longer than kMaxS3XmlBytes (cut off as it arrives, not retried); errors as stat() otherwise.
   Result<std::vector<RemoteObject>> list(const std::string& s3_prefix_url, size_t max_objects);
 
   // The whole of `object` into `fd` (a regular file opened for writing; truncated to 0 before each attempt; written

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "batchd/wire/printable.h"
 #include "batchd/wire/utf8.h"
 #include "remote/curl_handle.h"
 
@@ -95,13 +96,13 @@ Result<RemoteUrl> parse_remote_url(const std::string& text, const std::string& k
 }
 
 std::string redact(std::string_view url) {
-  if (!starts_with(url, kHttp) && !starts_with(url, kHttps)) return std::string(url);
+  if (!starts_with(url, kHttp) && !starts_with(url, kHttps)) return wire::printable(url);
   std::string out(url.substr(0, url.find('#')));
   if (const size_t q = out.find('?'); q != std::string::npos) out = out.substr(0, q) + "?...";
   const size_t host = out.find("://") + 3;
   const size_t at = out.find('@', host);
   if (at != std::string::npos && at < out.find_first_of("/?", host)) out.replace(host, at - host, "...");
-  return out;
+  return wire::printable(out);
 }
 
 }  // namespace batchd::daemon::remote

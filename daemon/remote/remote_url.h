@@ -8,7 +8,7 @@
 // accepts (CURLU, no spaces), a host, no userinfo ("user:password@" is refused: credentials never go in a URL, they
 // would reach logs and status), no fragment, no '*' (HTTP has no listing).
 // redact() is what errors, logs and status print: the URL with a query string shown as "?..." (a presigned URL's
-// signature is a secret).
+// signature is a secret), escaped (wire/printable.h: a key from a listing may hold a newline or an ESC).
 // Pure; thread-safe.
 #pragma once
 

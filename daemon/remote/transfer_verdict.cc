@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "batchd/wire/printable.h"
 #include "remote/s3_xml.h"
 
 namespace batchd::daemon::remote {
@@ -22,13 +23,14 @@ bool retryable(CURLcode c) {
 }
 
 std::string curl_text(const HttpResponse& r) {
-  return "curl error " + std::to_string(static_cast<int>(r.curl)) + " (" + r.curl_error + ")";
+  return "curl error " + std::to_string(static_cast<int>(r.curl)) + " (" + wire::printable(r.curl_error) + ")";
 }
 
 Verdict judge_curl_error(const HttpResponse& r, const std::string& what) {
   if (r.etag_changed) {
-    return fail(ErrorCode::kDataError, what + ": the object changed on the server (ETag " + r.expected_etag +
-                                           ", now " + r.etag + "): reload the dataset");
+    return fail(ErrorCode::kDataError, what + ": the object changed on the server (ETag " +
+                                           wire::printable(r.expected_etag) + ", now " + wire::printable(r.etag) +
+                                           "): reload the dataset");
   }
   if (r.too_long) {
     return fail(ErrorCode::kDataError, what + ": the server sent more bytes than the object's size (Content-Length " +

@@ -8,6 +8,7 @@ namespace {
 
 // The length (1 to 4) of the well-formed UTF-8 sequence that `s` starts with, or 0 if it starts with none.
 size_t sequence_length(std::string_view s) {
+  if (s.empty()) return 0;
   const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
   const unsigned char lead = byte(0);
   if (lead < 0x80) return 1;
@@ -34,6 +35,8 @@ size_t sequence_length(std::string_view s) {
 }
 
 }  // namespace
+
+size_t utf8_sequence_length(std::string_view text) { return sequence_length(text); }
 
 std::string bounded_utf8(std::string_view text, size_t max_bytes) {
   std::string out;

@@ -25,6 +25,10 @@ What it serves (real sockets, ThreadingHTTPServer, HTTP/1.1 keep-alive):
     stall      the headers, then nothing (the connection stays open for up to 120 s)
     status     answer `status` (default 403 AccessDenied) with S3's XML error body
     ignore-if-match   serve 200 whatever If-Match says (as some S3-compatible servers do)
+    endless    a listing answered with no key, IsTruncated true and a NextContinuationToken never seen before
+               (a server that never ends a listing)
+    listing-file      a listing answered with the bytes of the file ROOT/.listing.xml as they are (a crafted
+               answer: deep nesting, a huge page)
 - --bandwidth B: each connection sends at most B bytes/s; --latency S: each request waits S seconds first.
 - --cert/--key: HTTPS (the handshake happens in the request's thread, so a silent client blocks only itself).
 - --log FILE: one JSON line per request (control requests excepted): method, target (raw path + query), peer
@@ -196,6 +200,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "status":
             return self.s3_error(fault["status"], None, "injected by fault_server", head)
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        if "list-type" in query and mode == "endless":
+            return self.endless_listing(head)
+        if "list-type" in query and mode == "listing-file":
+            with open(os.path.join(self.server.root, ".listing.xml"), "rb") as f:
+                return self.send_xml(f.read(), head, None)
         if "list-type" in query:
             return self.list_objects(url.path, query, head, mode)
         self.serve_file(url.path, head, mode)
@@ -298,7 +307,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                          % (escape(show(key)), time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(st.st_mtime)),
                             escape(self.server.etags.of(path, st), {'"': "&quot;"}), st.st_size))
         parts.append("</ListBucketResult>")
-        body = "".join(parts).encode()
+        self.send_xml("".join(parts).encode(), head, mode)
+
+    def endless_listing(self, head):
+        with self.server.log_lock:
+            self.server.pages += 1
+            token = "page-%d" % self.server.pages
+        body = ('<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="%s"><KeyCount>0</KeyCount>'
+                "<IsTruncated>true</IsTruncated><NextContinuationToken>%s</NextContinuationToken>"
+                "</ListBucketResult>" % (S3_NS, token)).encode()
+        self.send_xml(body, head, None)
+
+    def send_xml(self, body, head, mode):
         self.send_response(200)
         self.send_header("Content-Type", "application/xml")
         self.send_header("Content-Length", str(len(body)))
@@ -321,6 +341,7 @@ class Server(http.server.ThreadingHTTPServer):
             self.faults.add(*parse_fault(f))
         self.etags = Etags()
         self.log_lock = threading.Lock()
+        self.pages = 0  # endless listing pages served
         self.log_file = open(args.log, "a", encoding="utf-8") if args.log else None
         self.tls = None
         if args.cert:

@@ -15,4 +15,8 @@ namespace batchd::wire {
 // at most max_bytes bytes; text that is valid and short enough comes back unchanged.
 std::string bounded_utf8(std::string_view text, size_t max_bytes);
 
+// The length (1 to 4) of the well-formed UTF-8 sequence (the rule above) that `text` starts with; 0 if it starts
+// with none (or is empty).
+size_t utf8_sequence_length(std::string_view text);
+
 }  // namespace batchd::wire
