@@ -9,8 +9,9 @@ namespace batchd::daemon {
 
 DatasetLoader::DatasetLoader(boost::asio::io_context& io, DatasetRegistry& registry, std::string cache_dir,
                              std::function<void(const std::string&)> on_installed)
-    : io_(io), registry_(registry), cache_dir_(std::move(cache_dir)), on_installed_(std::move(on_installed)),
-      thread_([this] { run(); }) {}
+    : io_(io), registry_(registry), cache_dir_(std::move(cache_dir)), on_installed_(std::move(on_installed)) {
+  for (size_t i = 0; i < kLoaderThreads; ++i) threads_.emplace_back([this] { run(); });
+}
 
 DatasetLoader::~DatasetLoader() { stop(); }
 
@@ -42,14 +43,16 @@ void DatasetLoader::cancel() {
     queue_.clear();
     for (auto& job : fingerprints_) job.progress->cancel = true;
     fingerprints_.clear();
-    if (current_) current_->cancel = true;
+    for (const auto& progress : running_) progress->cancel = true;
   }
-  wake_.notify_one();
+  wake_.notify_all();
 }
 
 void DatasetLoader::stop() {
   cancel();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 namespace {
@@ -81,12 +84,11 @@ void DatasetLoader::run() {
       if (!fingerprints_.empty()) {
         print = std::move(fingerprints_.front());
         fingerprints_.pop_front();
-        current_ = print->progress;
       } else {
         open = std::move(queue_.front());
         queue_.pop_front();
-        current_ = open->progress;
       }
+      running_.insert(open ? open->progress : print->progress);
     }
     const std::shared_ptr<LoadProgress> progress = open ? open->progress : print->progress;
     const std::atomic<bool>& cancel = progress->cancel;
@@ -104,7 +106,7 @@ void DatasetLoader::run() {
     }
     {
       std::lock_guard lock(mutex_);
-      current_.reset();
+      running_.erase(progress);
       if (stopping_) return;  // the loop may be gone: drop the result
     }
     if (cancel) continue;  // a reload superseded it; the registry would drop it anyway

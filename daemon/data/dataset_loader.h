@@ -1,7 +1,8 @@
 // dataset_loader.h — opens the datasets that take long (a webdataset's shard index), and computes every dataset's
 // fingerprint (data/fingerprint.h), off the event loop.
 //
-// DatasetRegistry::reload hands out LoadJobs; the loader runs them one at a time, in order, on its own thread and
+// DatasetRegistry::reload hands out LoadJobs; the loader runs them in order of arrival on kLoaderThreads threads of
+// its own (so a slow remote listing or a hung mount holds one of them, not every dataset declared after it) and
 // posts each result back to the event loop, where it is installed in the registry and `on_installed(name)` runs
 // (the daemon forks its workers again there, so they hold the new dataset). Meanwhile the dataset is "loading":
 // the event loop keeps serving, readiness and the systemd watchdog are not delayed, and OpenStream on it is refused
@@ -10,10 +11,10 @@
 // (set_fingerprint) and logged on the event loop. A background open that is installed queues its dataset's
 // fingerprint itself.
 //
-// The thread never logs and takes no lock a forked worker could need (data/dataset.h OpenContext); what there is to
+// The threads never log and take no lock a forked worker could need (data/dataset.h OpenContext); what there is to
 // say is logged on the event loop, with the result. cancel() (on the event loop, at SIGTERM) cancels the job under
 // way and the queued ones without waiting, and drops every result not yet installed; stop() (and the destructor)
-// also joins the thread — call it once the event loop is done, since the job under way may take a while to see the
+// also joins the threads — call it once the event loop is done, since a job under way may take a while to see the
 // cancellation (a stat on a hung NFS mount). An exception in an opener becomes that dataset's error.
 #pragma once
 
@@ -22,14 +23,20 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
 #include "data/dataset.h"
 
 namespace batchd::daemon {
+
+// Jobs run at once: enough that a few slow loads (remote listings, each bounded in pages and time) leave room for
+// the others; few enough that indexing at start-up does not take every core from the workers.
+inline constexpr size_t kLoaderThreads = 4;
 
 class DatasetLoader final {
  public:
@@ -48,7 +55,7 @@ class DatasetLoader final {
   void fingerprint(std::vector<FingerprintJob> jobs);
   // Cancels everything; returns at once. Idempotent.
   void cancel();
-  // cancel(), then joins the thread. Idempotent.
+  // cancel(), then joins the threads. Idempotent.
   void stop();
 
  private:
@@ -66,11 +73,11 @@ class DatasetLoader final {
   std::condition_variable wake_;
   std::deque<LoadJob> queue_;      // guarded by mutex_
   std::deque<FingerprintJob> fingerprints_;  // guarded by mutex_; run before queue_
-  std::shared_ptr<LoadProgress> current_;    // guarded by mutex_: the progress of the job under way (null when none)
+  std::set<std::shared_ptr<LoadProgress>> running_;  // guarded by mutex_: the progress of the jobs under way
   bool stopping_ = false;          // guarded by mutex_
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // posted results check it: the loader may be gone
   bool cancelled_ = false;  // event loop only: results posted before cancel() are dropped too
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace batchd::daemon

@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -28,6 +29,37 @@ std::string why_not_the_daemons(const std::string& what, const struct stat& st, 
     return what + " is writable by group " + std::to_string(st.st_gid) + " (mode " + mode + ")";
   }
   return "";
+}
+
+namespace {
+
+std::string foreign_symlink_from(const std::string& what, const std::string& path, int depth) {
+  if (depth > 40) return what + ": " + path + " has too many levels of symbolic links";
+  std::string prefix;
+  for (size_t begin = 0; begin < path.size();) {
+    const size_t end = std::min(path.find('/', begin + 1), path.size());
+    prefix += path.substr(begin, end - begin);
+    begin = end;
+    struct stat st {};
+    if (prefix == "/" || ::lstat(prefix.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) continue;
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      return what + ": " + prefix + " is a symbolic link owned by " + describe_uid(st.st_uid) +
+             ", which the daemon does not follow";
+    }
+    char target[4096];
+    const ssize_t n = ::readlink(prefix.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    std::string to(target, static_cast<size_t>(n));
+    if (to[0] != '/') to = prefix.substr(0, prefix.rfind('/') + 1) + to;
+    if (std::string why = foreign_symlink_from(what, to, depth + 1); !why.empty()) return why;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string foreign_symlink_in(const std::string& what, const std::string& path) {
+  return foreign_symlink_from(what, path, 0);
 }
 
 }  // namespace batchd::daemon

@@ -24,4 +24,10 @@ std::string describe_uid(uid_t uid);
 // systemd CacheDirectory= with a group of its own) is accepted.
 std::string why_not_the_daemons(const std::string& what, const struct stat& st, bool own_group_may_write = false);
 
+// "" if no component of `path` is a symbolic link owned by someone other than root or the daemon's effective uid
+// (the targets of the links it does follow are checked the same way, at most 40 deep), else why not, naming `what`,
+// the link and its owner. A link another user made (in a sticky /tmp: fs.protected_symlinks only guards links the
+// daemon does not own the directory of) would send the daemon's writes wherever that user chose.
+std::string foreign_symlink_in(const std::string& what, const std::string& path);
+
 }  // namespace batchd::daemon

@@ -126,6 +126,10 @@ std::string index_cache_path(const std::string& dir, const std::vector<std::stri
 }
 
 std::string index_cache_dir_problem(const std::string& dir) {
+  if (std::string link = foreign_symlink_in("daemon.cache_dir " + dir, dir); !link.empty()) {
+    return link + ": the index cache and the remote shards' cache are not used. Set daemon.cache_dir to a directory "
+                  "of the daemon user's, reached through no other user's link (systemd: CacheDirectory=batchd)";
+  }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) return "";  // a missing directory: writing the cache fails and says so
   const std::string why = why_not_the_daemons("daemon.cache_dir " + dir, st, /*own_group_may_write=*/true);
@@ -228,6 +232,12 @@ Status save_index_cache(const std::string& file, const std::string& fields, cons
 
 void prepare_index_cache_dir(std::string& dir) {
   if (dir.empty()) return;
+  if (std::string link = foreign_symlink_in("daemon.cache_dir " + dir, dir); !link.empty()) {
+    spdlog::warn("{}: nothing is kept there (dataset indexes are built at every start, remote shards are not "
+                 "cached); set daemon.cache_dir to a directory of the daemon user's", link);
+    dir.clear();  // not created, not written: another user chose where it leads
+    return;
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (!ec && ::access(dir.c_str(), W_OK | X_OK) != 0) ec = std::error_code(errno, std::generic_category());

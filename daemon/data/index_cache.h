@@ -44,12 +44,13 @@ inline constexpr uint32_t kIndexCacheVersion = 2;  // 2: with each shard's devic
 std::string index_cache_path(const std::string& dir, const std::vector<std::string>& patterns,
                              const std::string& fields);
 
-// "" if `dir` (daemon.cache_dir) may hold the index cache: it is owned by the daemon's uid and writable by no one
-// else (its own primary group aside), or it does not exist (saving then fails, and says so). Else why not, naming
+// "" if `dir` (daemon.cache_dir) may hold the index cache: no other user's symbolic link leads to it, and it is owned
+// by the daemon's uid and writable by no one else (its own primary group aside), or it does not exist (saving then fails, and says so). Else why not, naming
 // daemon.cache_dir and the fix; the caller then neither reads nor writes the cache.
 std::string index_cache_dir_problem(const std::string& dir);
 
-// At start-up: creates daemon.cache_dir if missing (mode 0700: the daemon's umask is 077; the systemd unit's
+// At start-up: a daemon.cache_dir reached through another user's symbolic link (foreign_symlink_in) is cleared with
+// a warning and never created nor written. Otherwise creates daemon.cache_dir if missing (mode 0700: the daemon's umask is 077; the systemd unit's
 // CacheDirectory= makes it). One the daemon cannot write is cleared with a warning (the daemon still serves,
 // rebuilding indexes at every start); one that others could write is kept but warned about
 // (index_cache_dir_problem: each webdataset's status says why the cache is not used).

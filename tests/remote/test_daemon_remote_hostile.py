@@ -75,3 +75,20 @@ def test_a_presigned_url_is_one_shard_its_query_sent_as_is_and_shown_nowhere(tmp
         targets = [r["target"] for r in fs.requests() if r["method"] in ("HEAD", "GET")]
     assert targets and all(t == "/bkt/shard-000000.tar" + query for t in targets), targets
     assert SECRET not in shown and "X-Amz-Signature" not in shown
+
+
+def test_a_listing_that_never_ends_holds_no_other_datasets_load(tmp_path):
+    """Issue 43 (6): loads ran one at a time, so a dataset declared after an endless listing stayed "indexing" for as
+    long as that listing went on (now at most 10,000 pages or 600 s). The loader runs several loads at once."""
+    root = tmp_path / "srv"
+    (root / "endless").mkdir(parents=True)
+    local = make_shards(tmp_path / "local", 1, 4)
+    (tmp_path / "d").mkdir()
+    with FaultServer(root, latency=0.05, faults=["endless:0:/endless"]) as fs:
+        datasets = {"endless": webdataset("s3://endless/train/*.tar", endpoint_url=fs.endpoint),
+                    "local": webdataset(str(local[0]))}
+        with RemoteDaemon(tmp_path / "d", config_text({}, datasets)) as d:
+            assert d.wait_loaded("local", timeout=20)["state"] == "available"
+            assert d.entry("endless")["state"] == "indexing", "the endless listing is still under way"
+            (indices, _, _), = epochs(d.sock, "local", 1)
+            assert sorted(indices.tolist()) == [0, 1, 2, 3]

@@ -231,5 +231,35 @@ TEST_F(IndexCacheTest, ACacheFileThatIsNotTheDaemonsIsIgnoredAndReplaced) {
   EXPECT_EQ(stat_of(file).st_mode & 0777, 0600u);
 }
 
+// Issue 43 (9, from round two): daemon.cache_dir given as another user's symbolic link in a sticky directory was
+// followed, so that user chose where the daemon wrote its index files. Such a link is never followed: the cache is
+// not used, and the directory is neither created nor written; a link of root's own is followed as before.
+TEST_F(IndexCacheTest, ACacheDirThroughAnotherUsersSymlinkIsNeverFollowed) {
+  SKIP_UNLESS_ROOT();
+  const std::string sticky = dir_ / "tmp", target = dir_ / "chosen", link = sticky + "/cache";
+  fs::create_directories(sticky);
+  fs::create_directories(target);
+  ASSERT_EQ(::chmod(sticky.c_str(), 01777), 0);
+  ASSERT_EQ(::chmod(target.c_str(), 0700), 0);  // the daemon's own: it would pass every other check
+  ASSERT_EQ(testing::run_as({}, [&]() -> std::string {
+              return ::symlink(target.c_str(), link.c_str()) == 0 ? "" : "cannot make the link";
+            }),
+            "");
+  const std::string problem = index_cache_dir_problem(link);
+  EXPECT_NE(problem.find("daemon.cache_dir " + link + ": " + link + " is a symbolic link owned by uid 65534 (nobody), "
+                         "which the daemon does not follow"),
+            std::string::npos)
+      << problem;
+  std::string dir = link;
+  prepare_index_cache_dir(dir);
+  EXPECT_EQ(dir, "") << "the cache dir is given up";
+  auto ds = WebDatasetDataset::open(config_, OpenContext{link, nullptr});
+  ASSERT_TRUE(ds.ok()) << ds.error().message();
+  EXPECT_TRUE(fs::is_empty(target)) << "nothing written where the other user's link leads";
+  const std::string own = dir_ / "own-link";
+  fs::create_symlink(cache_, own);
+  EXPECT_EQ(index_cache_dir_problem(own), "") << "the daemon's own link is followed";
+}
+
 }  // namespace
 }  // namespace batchd::daemon
