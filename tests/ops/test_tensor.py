@@ -217,6 +217,8 @@ def test_random_erasing_in_a_spec_erases_one_box_per_sample(photos, layout):
      "scale: 1.5 is out of range [0, 1]"),
     ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "ratio": [0, 2]}],
      "ratio: must be above 0"),
+    ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "ratio": [1e-300, 1e300]}],
+     "ratio: must be within [1.2e-38, 3.4e38]"),
     ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "value": [1, 2]}],
      "value: has 2 numbers: give one (every channel) or 3 (R, G, B)"),
     ([{"op": "center_crop", "size": 8}, {"op": "to_tensor"}, {"op": "random_erasing", "value": "noise"}],

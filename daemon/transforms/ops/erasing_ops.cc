@@ -62,6 +62,7 @@ Result<ValueType> plan_random_erasing(const wire::Op& op, const ValueType& in, c
   }
   const auto scale = numbers(op, "scale"), ratio = numbers(op, "ratio");
   if (scale[0] > scale[1]) return param_error("scale", "min is above max (give [min, max])");
+  if (ratio[0] <= 0) return param_error("ratio", "must be above 0 (an aspect ratio; its logarithm is drawn from)");
   if (!(ratio[0] >= kMinRatio && ratio[1] <= kMaxRatio)) {
     return param_error("ratio", "must be within [1.2e-38, 3.4e38] (an aspect ratio whose logarithm is drawn from: "
                                 "torchvision takes torch.log(torch.tensor(ratio)) in float32, and raises outside "
