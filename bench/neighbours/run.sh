@@ -1,0 +1,44 @@
+#!/bin/bash
+# bench/neighbours/run.sh — issue 43's measurements (docs/benchmarks.md, "A user's stream beside hostile
+# neighbours"): on a root daemon (2 workers, socket 0666) another user's (nobody's) fmnist stream reads while root
+# runs (a) an own Dataset of len 2^28 and (b) two streams of a heavy spec near limits.max_sample_work.
+set -u
+# Needs root (the victim runs as nobody), ./setup.sh --tests (the venv, build/testdata). Prints the victim's longest
+# gap between batches in each phase and the daemon's peak RSS (VmHWM).
+HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
+B=${BUILD:-$ROOT/build}; PY=${PYTHON:-$ROOT/.venv/bin/python}
+T=$(mktemp -d /tmp/batchd-meas-XXXX); chmod 755 $T
+cat > $T/batchd.toml <<TOML
+[daemon]
+socket_mode = "0666"
+[datasets.fmnist]
+format = "idx"
+images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
+labels = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"
+[datasets.photos]
+format = "imagefolder"
+root = "$B/testdata/imagefolder"
+TOML
+$B/bin/batchd --socket $T/s.sock --workers 2 --config $T/batchd.toml --cache-dir '' --log-level warn > $T/log 2>&1 &
+D=$!; sleep 2
+export PYTHONPATH=$B/python:$ROOT/tests/python
+echo "== (a) own Dataset len 2^28, batch 16, 20 batches"
+runuser -u nobody -- env PYTHONPATH=$B/python $PY $HERE/victim.py $T/s.sock 12 &
+V=$!; sleep 2
+$PY -c "
+import batchd, time
+from own_datasets import Huge
+t=time.time(); l=batchd.Loader(Huge(2**28), batch_size=16, shuffle=True, num_workers=1, socket='$T/s.sock', timeout=60)
+n=sum(1 for _, b in zip(range(20), l)); l.close(); print(f'own: {n} batches, {time.time()-t:.1f} s')"
+wait $V
+grep VmHWM /proc/$D/status
+echo "== (b) heavy spec, two streams, 25 s"
+runuser -u nobody -- env PYTHONPATH=$B/python $PY $HERE/victim.py $T/s.sock 25 &
+V=$!; sleep 2
+$PY $HERE/heavy.py $T/s.sock 20 &
+H1=$!
+$PY $HERE/heavy.py $T/s.sock 20 &
+H2=$!
+wait $V $H1 $H2
+grep VmHWM /proc/$D/status
+kill $D; wait $D; echo "daemon exit $?"; rm -rf $T
