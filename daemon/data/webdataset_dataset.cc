@@ -9,6 +9,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "batchd/wire/printable.h"
 #include "data/index_cache.h"
 #include "data/regular_file.h"
 #include "data/shard_spec.h"
@@ -177,7 +178,12 @@ size_t WebDatasetDataset::shard_of(uint64_t i) const {
 void WebDatasetDataset::sample_name(uint64_t i, std::string* out) const {
   const uint64_t begin = i == 0 ? 0 : key_end_[i - 1];
   const size_t shard = shard_of(i);
-  out->assign(is_remote() ? remote_url_[shard] : shard_path_[shard]).append(": sample '").append(keys_, begin, key_end_[i] - begin).append("'");
+  out->assign(is_remote() ? remote_url_[shard] : shard_path_[shard]).append(": sample '");
+  // The key is the shard's member name, which whoever made the shard chose: a newline or an escape sequence in it
+  // would forge a log line or drive batchctl's terminal (docs/security.md, third review), so it is escaped.
+  const std::string_view key = std::string_view(keys_).substr(begin, key_end_[i] - begin);
+  const bool plain = std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '\\'; });
+  out->append(plain ? std::string(key) : wire::printable(key)).append("'");
 }
 
 FileStamp WebDatasetDataset::stamp(uint64_t i) const {

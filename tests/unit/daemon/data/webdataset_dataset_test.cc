@@ -222,5 +222,16 @@ TEST(WebDatasetDatasetTest, ShardProblemsMakeTheDatasetFailNamingTheFile) {
   EXPECT_EQ(stopped.error().code(), ErrorCode::kUnavailable);
 }
 
+// A member name chose by whoever made the shard reaches per-sample errors and the log escaped (docs/security.md, the
+// third review: a newline would forge a log line, ESC would drive batchctl's terminal).
+TEST(WebDatasetDatasetTest, ASampleKeyWithControlCharactersIsNamedEscaped) {
+  testing::ScratchDir dir("wds-key");
+  testing::python_tar(dir / "shard-0.tar", {{"a\nWARN forged\x1b[2J.jpg", "jpeg bytes"}, {"a\nWARN forged\x1b[2J.cls", "3"}});
+  auto ds = WebDatasetDataset::open(wds_config(dir / "shard-0.tar"), OpenContext{});
+  ASSERT_TRUE(ds.ok()) << ds.error().message();
+  ASSERT_EQ((*ds)->size(), 1u);
+  EXPECT_EQ((*ds)->sample_name(0), dir / "shard-0.tar" + ": sample 'a\\nWARN forged\\x1b[2J'");
+}
+
 }  // namespace
 }  // namespace batchd::daemon
