@@ -7,7 +7,10 @@ set -u
 # gap between batches in each phase and the daemon's peak RSS (VmHWM).
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
 B=${BUILD:-$ROOT/build}; PY=${PYTHON:-$ROOT/.venv/bin/python}
-T=$(mktemp -d /tmp/batchd-meas-XXXX); chmod 755 $T
+T=$(mktemp -d /tmp/batchd-meas-XXXX)  # the daemon's socket, config and log; removed on exit, whatever happened
+chmod 755 $T  # nobody (the victim) reaches the socket
+D=""
+trap '[ -n "$D" ] && kill $D 2>/dev/null; rm -rf "$T"' EXIT
 cat > $T/batchd.toml <<TOML
 [daemon]
 socket_mode = "0666"
@@ -41,4 +44,4 @@ $PY $HERE/heavy.py $T/s.sock 20 &
 H2=$!
 wait $V $H1 $H2
 grep VmHWM /proc/$D/status
-kill $D; wait $D; echo "daemon exit $?"; rm -rf $T
+kill $D; wait $D; echo "daemon exit $?"; D=

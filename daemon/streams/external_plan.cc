@@ -3,6 +3,7 @@
 #include <set>
 
 #include "batchd/wire/convert.h"
+#include "batchd/wire/segment_layout.h"
 #include "batchd/wire/utf8.h"
 #include "streams/pipeline_choice.h"
 
@@ -72,15 +73,14 @@ Result<ExternalSource> plan_external(const wire::OpenStream& req, const Limits& 
       return invalid(where + " ('" + f.name() + "'): " + std::to_string(f.sample_shape_size()) +
                      " dimensions, over the " + std::to_string(kMaxExternalDims) + " supported");
     }
-    uint64_t bytes = itemsize;
     for (int64_t d : f.sample_shape()) {
       if (d < 0) return invalid(where + " ('" + f.name() + "'): dimension " + std::to_string(d) + " is negative");
-      if (d != 0 && bytes > limits.max_segment_bytes / static_cast<uint64_t>(d)) {
-        return Error(ErrorCode::kResourceExhausted,
-                     where + " ('" + f.name() + "'): one sample is over limits.max_segment_bytes (" +
-                         std::to_string(limits.max_segment_bytes) + " bytes)");
-      }
-      bytes *= static_cast<uint64_t>(d);
+    }
+    const auto bytes = wire::checked_sample_bytes(itemsize, {f.sample_shape().begin(), f.sample_shape().end()});
+    if (!bytes || *bytes > limits.max_segment_bytes) {
+      return Error(ErrorCode::kResourceExhausted,
+                   where + " ('" + f.name() + "'): one sample is over limits.max_segment_bytes (" +
+                       std::to_string(limits.max_segment_bytes) + " bytes)");
     }
     source.tensors.push_back({f.name(), f.dtype(), {f.sample_shape().begin(), f.sample_shape().end()}});
   }

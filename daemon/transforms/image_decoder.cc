@@ -25,8 +25,6 @@ inline uint8_t muldiv255(int a, int b) {
   return static_cast<uint8_t>(((t >> 8) + t) >> 8);
 }
 
-constexpr int kMaxSide = kMaxImageSide;
-constexpr int64_t kMaxPixels = kMaxImagePixels;
 
 // True if the JPEG data ends with the EOI marker (FF D9), ignoring zero or whitespace padding after it.
 bool ends_with_eoi(std::span<const uint8_t> b) {
@@ -37,14 +35,14 @@ bool ends_with_eoi(std::span<const uint8_t> b) {
 
 struct SpngCtx {
   spng_ctx* ctx = spng_ctx_new(0);
-  SpngCtx() { spng_set_image_limits(ctx, kMaxSide, kMaxSide); }
+  SpngCtx() { spng_set_image_limits(ctx, kMaxImageSide, kMaxImageSide); }
   ~SpngCtx() { spng_ctx_free(ctx); }
 };
 
 Status check_size(const std::string& path, int w, int h) {
-  if (w <= 0 || h <= 0 || w > kMaxSide || h > kMaxSide || int64_t{w} * h > kMaxPixels) {
+  if (w <= 0 || h <= 0 || w > kMaxImageSide || h > kMaxImageSide || int64_t{w} * h > kMaxImagePixels) {
     return Error(ErrorCode::kDataError, path + ": image of " + std::to_string(w) + "x" + std::to_string(h) +
-                                            " pixels is larger than batchd decodes (" + std::to_string(kMaxSide) +
+                                            " pixels is larger than batchd decodes (" + std::to_string(kMaxImageSide) +
                                             " per side, 2^28 pixels)");
   }
   return ok_status();

@@ -17,6 +17,7 @@ namespace {
 
 class SchedulerTest : public ::testing::Test {
  protected:
+  explicit SchedulerTest(size_t workers = 1) : workers_(workers) {}
   // A stream of 20 batches, served by the shared pool, or by `own` alone (an external dataset's attached workers).
   Stream* add_stream(uint32_t depth, Workers* own = nullptr, uint32_t uid = 0) {
     wire::OpenStream r;
@@ -49,7 +50,7 @@ class SchedulerTest : public ::testing::Test {
 
   DatasetRegistry datasets_ = testing::fmnist_registry();
   SegmentPool segments_{std::move(SegmentInstance::claim()).value(), 1ull << 30};
-  testing::FakeWorkers workers_{1};
+  testing::FakeWorkers workers_;
   Scheduler sut_{workers_};
   std::vector<std::unique_ptr<Stream>> streams_;
 };
@@ -160,41 +161,28 @@ TEST_F(SchedulerTest, AStreamWithItsOwnPoolIsServedByThatPoolAlone) {
 // Issue 43 (3): a heavy spec's tasks held both workers of the pool, and another user's stream waited ~50 s between
 // batches. While two uids have running streams, each holds at most ceil(W / 2) workers, even when the other's
 // stream has nothing to make at that moment; alone, a uid takes them all.
-TEST(SchedulerShareTest, WhileTwoUidsStreamEachHoldsAtMostHalfTheWorkers) {
-  DatasetRegistry datasets = testing::fmnist_registry();
-  SegmentPool segments{std::move(SegmentInstance::claim()).value(), 1ull << 30};
-  testing::FakeWorkers workers{4};
-  Scheduler sut{workers};
-  std::vector<std::unique_ptr<Stream>> streams;
-  auto add = [&](uint32_t uid, uint32_t depth) {
-    wire::OpenStream r;
-    r.set_dataset("fmnist");
-    r.set_pipeline("fmnist_u8");
-    r.set_batch_size(500);
-    r.set_depth(depth);
-    auto p = plan(r, PlanContext{}, datasets);
-    EXPECT_TRUE(p.ok());
-    auto segment = segments.create(&*p, ::geteuid());
-    streams.push_back(std::make_unique<Stream>(Peer{0, 0, uid}, std::move(p).value(), std::move(segment).value()));
-    sut.add(streams.back().get());
-    return streams.back().get();
-  };
-  auto busy = [&] {
+class SchedulerShareTest : public SchedulerTest {
+ protected:
+  SchedulerShareTest() : SchedulerTest(4) {}
+  size_t busy() const {
     size_t n = 0;
-    for (size_t w = 0; w < 4; ++w) n += workers.busy(w);
+    for (size_t w = 0; w < 4; ++w) n += workers_.busy(w);
     return n;
-  };
-  add(1000, 8);
-  add(1000, 8);  // one user, two streams, 16 batches to make
-  sut.pump();
+  }
+};
+
+TEST_F(SchedulerShareTest, WhileTwoUidsStreamEachHoldsAtMostHalfTheWorkers) {
+  add_stream(8, nullptr, 1000);
+  add_stream(8, nullptr, 1000);  // one user, two streams, 16 batches to make
+  sut_.pump();
   EXPECT_EQ(busy(), 4u) << "alone, a uid has every worker";
-  for (size_t w = 0; w < 4; ++w) (void)workers.take(w);
-  Stream* other = add(2000, 1);  // another user opens a stream
-  sut.pump();  // uid 2000's one task, and uid 1000 back up to its share
+  for (size_t w = 0; w < 4; ++w) (void)workers_.take(w);
+  Stream* other = add_stream(1, nullptr, 2000);  // another user opens a stream
+  sut_.pump();  // uid 2000's one task, and uid 1000 back up to its share
   size_t of_1000 = 0, of_2000 = 0;
   for (size_t w = 0; w < 4; ++w) {
-    if (!workers.busy(w)) continue;
-    (workers.task(w).stream_id() == other->id() ? of_2000 : of_1000)++;
+    if (!workers_.busy(w)) continue;
+    (workers_.task(w).stream_id() == other->id() ? of_2000 : of_1000)++;
   }
   EXPECT_EQ(of_2000, 1u);
   EXPECT_EQ(of_1000, 2u) << "ceil(4 / 2): the fourth worker stays free for the other uid";
