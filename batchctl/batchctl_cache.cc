@@ -38,6 +38,9 @@ void print_cache(const DaemonStatus& st, const std::string& dataset) {
               static_cast<unsigned long long>(c.index_used), static_cast<unsigned long long>(c.index_slots),
               static_cast<unsigned long long>(c.refused_full), static_cast<unsigned long long>(c.refused_uid),
               static_cast<unsigned long long>(c.refused_index), wire::format_bytes(c.dropped_bytes).c_str());
+  std::printf("segments: %llu of %llu free; evicted %s to free them; churn %s still charged to its uids\n",
+              static_cast<unsigned long long>(c.segments_free), static_cast<unsigned long long>(c.segments),
+              wire::format_bytes(c.evicted_bytes).c_str(), wire::format_bytes(c.churn_bytes).c_str());
   if (!st.admin) {
     std::printf("(the groups by dataset and ops are shown to admins)\n");
     return;

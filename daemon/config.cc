@@ -239,7 +239,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
   if (const auto* t = root["daemon"].as_table()) BATCHD_RETURN_IF_ERROR(parse_daemon(*t, source, &config));
   if (const auto* t = root["limits"].as_table()) BATCHD_RETURN_IF_ERROR(parse_limits(*t, source, &config.limits));
   if (const auto* t = root["shares"].as_table()) {
-    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"max_lag", "max_subscribers"}, "shares.", source));
+    BATCHD_RETURN_IF_ERROR(reject_unknown(*t, {"max_lag", "max_subscribers", "stall_timeout_ms"}, "shares.", source));
+    BATCHD_RETURN_IF_ERROR(read_int(*t, "stall_timeout_ms", "shares.", source, 10, 600000,
+                                    &config.shares.stall_timeout_ms));
     BATCHD_RETURN_IF_ERROR(read_int(*t, "max_lag", "shares.", source, 1, 4096, &config.shares.max_lag));
     BATCHD_RETURN_IF_ERROR(
         read_int(*t, "max_subscribers", "shares.", source, 1, 4096, &config.shares.max_subscribers));

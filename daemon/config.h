@@ -91,6 +91,10 @@ struct Shares {
   // batches behind", its leases revoked: share.h).
   uint32_t max_lag = 8;
   uint32_t max_subscribers = 32;  // subscribers of one shared production
+  // The least time a subscriber that keeps the others waiting for slots may release no batch before it is failed
+  // (3 times its usual time between releases when that is longer, at most a minute): one that still releases
+  // batches (catching up after a late join, or slower) is waited for (share.h).
+  uint32_t stall_timeout_ms = 2000;
 };
 
 // [cache] (issue 27): the host-wide cache of pipelines' cache points (cache/sample_cache.h). Read at start-up only.

@@ -21,6 +21,7 @@
 #include "command_line.h"
 #include "config.h"
 #include "config_reload.h"
+#include "cache/cache_cleaner.h"
 #include "cache/cache_config.h"
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
@@ -187,6 +188,7 @@ int main(int argc, char** argv) {
   loader.fingerprint(datasets.take_fingerprint_jobs());
   loader.load(std::move(initial.jobs));
   StreamManager streams(*config, datasets, **pool, std::move(instance).value(), &io, cache->get());
+  CacheCleaner cache_cleaner(io, cache->get());
   (*pool)->serve(streams);  // worker events go to the stream manager from here on
   if (shard_store) {  // a shard fetched: tasks waiting for it may go
     shard_store->set_on_change([&io, &streams] { boost::asio::post(io, [&streams] { streams.pump(); }); });
@@ -236,6 +238,8 @@ int main(int argc, char** argv) {
     if (parent_watch) parent_watch->cancel();
     reload.cancel();  // nothing may keep the event loop alive once the connections are drained
     loader.cancel();  // an index under way gives up; nothing is installed from here on (joined after the loop)
+    cache_cleaner.cancel();
+    streams.cancel_timers();
     if (metrics) metrics->stop();
     (*server)->stop(std::string("daemon shutting down (") + ::strsignal(sig) + "); reconnect when it is back",
                     [&] { deadline.cancel(); });

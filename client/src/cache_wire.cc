@@ -15,6 +15,10 @@ CacheStatus from_wire(const wire::CacheStatus& w) {
                 .refused_full = w.refused_full(),
                 .refused_uid = w.refused_uid(),
                 .refused_index = w.refused_index(),
+                .evicted_bytes = w.evicted_bytes(),
+                .segments = w.segments(),
+                .segments_free = w.segments_free(),
+                .churn_bytes = w.churn_bytes(),
                 .hits = w.hits(),
                 .fills = w.fills(),
                 .uncached = w.uncached(),
@@ -49,6 +53,10 @@ wire::CacheStatus to_wire(const CacheStatus& s) {
   w.set_refused_full(s.refused_full);
   w.set_refused_uid(s.refused_uid);
   w.set_refused_index(s.refused_index);
+  w.set_evicted_bytes(s.evicted_bytes);
+  w.set_segments(s.segments);
+  w.set_segments_free(s.segments_free);
+  w.set_churn_bytes(s.churn_bytes);
   w.set_hits(s.hits);
   w.set_fills(s.fills);
   w.set_uncached(s.uncached);

@@ -38,6 +38,10 @@ void CacheLedger::fill_totals(wire::CacheStatus* out) const {
   out->set_refused_full(t.refused_full);
   out->set_refused_uid(t.refused_uid);
   out->set_refused_index(t.refused_index);
+  out->set_evicted_bytes(t.evicted_bytes);
+  out->set_segments(t.segments);
+  out->set_segments_free(t.segments_free);
+  out->set_churn_bytes(t.churn_bytes);
 }
 
 std::pair<uint64_t, uint64_t> CacheLedger::drop(const std::string& name) {

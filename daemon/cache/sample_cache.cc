@@ -61,9 +61,14 @@ Result<std::unique_ptr<SampleCache>> SampleCache::create(const Options& options)
                                                   " is below 1 MiB, too small for the cache's index: raise it, or set "
                                                   "0 to run without a cache");
   }
+  const uint64_t segment_bytes = round_up(kVirtualFactor * options.max_bytes / kSegments, kPage);
+  if (segment_bytes / kAlign > kSegmentUnitsMax) {
+    return Error(ErrorCode::kInvalidArgument, "cache.max_bytes = " + std::to_string(options.max_bytes) +
+                                                  " is above the sample cache's 2 TiB: lower it");
+  }
   const uint64_t slots = std::clamp(pow2_at_least(options.max_bytes / kBytesPerSlot), kMinSlots, kMaxSlots);
   const uint64_t data_offset = round_up(round_up(sizeof(Header), kPage) + slots * sizeof(Entry), kPage);
-  const uint64_t map_bytes = data_offset + kVirtualFactor * options.max_bytes;
+  const uint64_t map_bytes = data_offset + kSegments * segment_bytes;
   const int fd = ::memfd_create("batchd-cache", MFD_CLOEXEC);
   if (fd < 0) return posix_error("memfd_create for the sample cache", errno);
   if (::ftruncate(fd, static_cast<off_t>(map_bytes)) != 0) {
@@ -78,13 +83,13 @@ Result<std::unique_ptr<SampleCache>> SampleCache::create(const Options& options)
     return posix_error("mmap of the sample cache (" + std::to_string(map_bytes) + " bytes)", e);
   }
   return std::unique_ptr<SampleCache>(
-      new SampleCache(options, fd, static_cast<uint8_t*>(base), map_bytes, slots, data_offset));
+      new SampleCache(options, fd, static_cast<uint8_t*>(base), map_bytes, slots, data_offset, segment_bytes));
 }
 
 SampleCache::SampleCache(Options options, int fd, uint8_t* base, uint64_t map_bytes, uint64_t slots,
-                         uint64_t data_offset)
+                         uint64_t data_offset, uint64_t segment_bytes)
     : options_(options), fd_(fd), base_(base), map_bytes_(map_bytes), slots_(slots), data_offset_(data_offset),
-      header_(new (base) Header{}) {  // a fresh memfd reads as zeros: every entry kEmpty
+      header_(new (base) Header{}), segment_bytes_(segment_bytes) {  // a fresh memfd reads as zeros: all kEmpty
   header_->magic = kMagic;
   // The index counts against the bound: what is left of max_bytes is for entries' bytes.
   header_->live_bytes.store(data_offset, std::memory_order_relaxed);
@@ -111,37 +116,50 @@ std::optional<SampleCache::Found> SampleCache::find(const CacheKey& key, const F
   for (uint64_t i = 0; i < kMaxProbes; ++i) {
     const uint64_t slot = (home + i) & (slots_ - 1);
     Entry& e = entry(slot);
-    const uint32_t state = e.state.load(std::memory_order_acquire);
-    if (state == kEmpty) return std::nullopt;  // the end of the probe chain
-    // Only a ready entry's fields are read: they were written before its release store and never change after.
-    if (state != kReady || !(e.key == key)) continue;
-    if (!(e.stamp == stamp)) {  // the file changed since it was made: dropped (whoever wins the CAS releases it)
-      uint32_t ready = kReady;
-      if (e.state.compare_exchange_strong(ready, kDead, std::memory_order_acq_rel)) const_cast<SampleCache*>(this)->release(e);
+    const uint64_t word = e.word.load(std::memory_order_acquire);
+    if (state_of(word) == kEmpty) return std::nullopt;  // the end of the probe chain
+    if (state_of(word) != kReady) continue;
+    // A ready entry's fields were written before its release store; read them, then check that the word did not
+    // move meanwhile (a drop and a reuse of the slot by another sample rewrites them).
+    const CacheKey k = e.key;
+    const FileStamp s = e.stamp;
+    const CachedShape shape = e.shape;
+    const uint64_t offset = e.offset, bytes = e.bytes;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (e.word.load(std::memory_order_relaxed) != word || !(k == key)) continue;
+    if (!(s == stamp)) {  // the file changed since it was made: dropped (whoever wins the CAS releases it)
+      const_cast<SampleCache*>(this)->kill(slot, word, /*churn=*/true);
       continue;
     }
-    return Found{{base_ + data_offset_ + e.offset, e.bytes}, e.shape, slot};
+    return Found{{base_ + data_offset_ + offset, bytes}, shape, slot, word};
   }
   return std::nullopt;
 }
 
 bool SampleCache::still_valid(const Found& found) const {
   std::atomic_thread_fence(std::memory_order_acquire);  // the copy happens before this load
-  return entry(found.slot).state.load(std::memory_order_acquire) == kReady;
+  return entry(found.slot).word.load(std::memory_order_acquire) == found.word;
 }
 
 std::optional<SampleCache::Fill> SampleCache::begin_fill(const CacheKey& key, const FileStamp& stamp,
                                                          const CachedShape& shape, uint64_t bytes, uint32_t uid,
                                                          bool uid_bounded) {
   if (stamp.inode == 0 || bytes == 0) return std::nullopt;
+  const uint64_t size = round_up(bytes, kAlign);
+  if (size > segment_bytes_) {  // larger than a segment (an eighth of max_bytes): never cached
+    header_->refused_full.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
   // Another worker made it, or is making it (filling: its key is published): one entry per sample, not two. (One
   // still claimed, its key not yet written, is not seen: then two entries may hold it, harmlessly.)
-  const uint64_t first = home_slot(key, slots_);
+  const uint64_t home = home_slot(key, slots_);
   for (uint64_t i = 0; i < kMaxProbes; ++i) {
-    Entry& e = entry((first + i) & (slots_ - 1));
-    const uint32_t state = e.state.load(std::memory_order_acquire);
-    if (state == kEmpty) break;
-    if ((state == kFilling || state == kReady) && e.key == key && e.stamp == stamp) return std::nullopt;
+    Entry& e = entry((home + i) & (slots_ - 1));
+    const uint64_t word = e.word.load(std::memory_order_acquire);
+    if (state_of(word) == kEmpty) break;
+    if ((state_of(word) == kFilling || state_of(word) == kReady) && e.key == key && e.stamp == stamp) {
+      return std::nullopt;
+    }
   }
   // This process's row, claimed at its first fill. A child forked after its parent filled inherits filler_ but
   // not the row (reclaim_filler(child) must find the child's pid there): it claims its own.
@@ -159,70 +177,69 @@ std::optional<SampleCache::Fill> SampleCache::begin_fill(const CacheKey& key, co
     }
     if (filler_ == nullptr) return std::nullopt;  // more than kFillerSlots workers filling: served uncached
   }
-  const uint64_t size = round_up(bytes, kAlign);
   if (header_->index_used.load(std::memory_order_relaxed) >= slots_ / 4 * 3) {
     header_->refused_index.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
-  // The bytes first (the counters), then the slot: a refusal leaves the index as it was.
-  if (!reserve(header_->live_bytes, size, options_.max_bytes)) {
-    header_->refused_full.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
-  std::atomic<uint64_t>* row = nullptr;
-  auto unreserve = [&] {
-    header_->live_bytes.fetch_sub(size, std::memory_order_relaxed);
-    if (row != nullptr) row->fetch_sub(uid_units(size), std::memory_order_relaxed);  // it names uid while charged
-  };
-  if (uid_bounded) {
-    row = charge_uid(header_->uids, uid, uid_units(size), options_.max_bytes_per_uid / kUidUnit);
-    if (row == nullptr) {
-      unreserve();
-      header_->refused_uid.fetch_add(1, std::memory_order_relaxed);
-      return std::nullopt;
+  // The slot first, then the bytes (the counters), then the memory: a refusal touches no memory.
+  uint64_t slot = 0, word = 0;
+  bool claimed = false;
+  for (uint64_t i = 0; i < kMaxProbes && !claimed; ++i) {
+    slot = (home + i) & (slots_ - 1);
+    word = entry(slot).word.load(std::memory_order_acquire);
+    while ((state_of(word) == kEmpty || state_of(word) == kDead) && !claimed) {
+      claimed = entry(slot).word.compare_exchange_weak(word, next_generation(word, kClaimed),
+                                                       std::memory_order_acq_rel);
     }
   }
-  const uint64_t offset = header_->next.fetch_add(size, std::memory_order_relaxed);
-  if (offset + size > kVirtualFactor * options_.max_bytes) {
-    unreserve();
-    header_->refused_full.fetch_add(1, std::memory_order_relaxed);
+  if (!claimed) {  // no free slot near home
+    header_->refused_index.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
+  word = next_generation(word, kClaimed);
+  Entry& e = entry(slot);
+  header_->index_used.fetch_add(1, std::memory_order_relaxed);
+  filler_->slot.store(static_cast<int64_t>(slot), std::memory_order_release);
+  e.filler.store(pid, std::memory_order_relaxed);
+  std::atomic<uint64_t>* row = nullptr;
+  std::optional<uint64_t> offset;
+  auto refuse = [&](std::atomic<uint64_t>& counter, int undo) {
+    if (undo >= 3) free_range(*offset, size);
+    if (undo >= 2 && row != nullptr) row->fetch_sub(uid_units(size), std::memory_order_relaxed);  // names uid
+    if (undo >= 1) header_->live_bytes.fetch_sub(size, std::memory_order_relaxed);
+    header_->index_used.fetch_sub(1, std::memory_order_relaxed);
+    filler_->slot.store(-1, std::memory_order_release);
+    e.word.store(with_state(word, kDead), std::memory_order_release);
+    counter.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  };
+  if (!reserve(header_->live_bytes, size, options_.max_bytes)) return refuse(header_->refused_full, 0);
+  if (uid_bounded) {
+    row = charge_uid(header_->uids, uid, uid_units(size), options_.max_bytes_per_uid / kUidUnit);
+    if (row == nullptr) return refuse(header_->refused_uid, 1);
+  }
+  offset = allocate(size);
+  if (!offset) return refuse(header_->refused_full, 2);
   // The pages now, where a failure is an error and not a SIGBUS in the middle of the copy (a host out of memory).
-  uint8_t* data = base_ + data_offset_ + offset;
+  uint8_t* data = base_ + data_offset_ + *offset;
   const auto page_start = reinterpret_cast<uintptr_t>(data) / kPage * kPage;
   const uint64_t page_len = round_up(reinterpret_cast<uintptr_t>(data) + size - page_start, kPage);
   if (::madvise(reinterpret_cast<void*>(page_start), page_len, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
-    unreserve();
-    header_->refused_full.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
+    return refuse(header_->refused_full, 3);
   }
-  const uint64_t home = home_slot(key, slots_);
-  for (uint64_t i = 0; i < kMaxProbes; ++i) {
-    const uint64_t slot = (home + i) & (slots_ - 1);
-    Entry& e = entry(slot);
-    uint32_t state = kEmpty;
-    if (!e.state.compare_exchange_strong(state, kClaimed, std::memory_order_acq_rel)) continue;
-    header_->index_used.fetch_add(1, std::memory_order_relaxed);
-    filler_->slot.store(static_cast<int64_t>(slot), std::memory_order_release);
-    e.filler.store(filler_->pid.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    e.key = key;
-    e.stamp = stamp;
-    e.shape = shape;
-    e.offset = offset;
-    e.bytes = bytes;
-    e.uid = uid;
-    e.uid_bounded = uid_bounded ? 1 : 0;
-    e.state.store(kFilling, std::memory_order_release);  // from here on the daemon can release it (reclaim_filler)
-    Fill fill;
-    fill.cache_ = this;
-    fill.slot_ = slot;
-    fill.bytes_ = std::span<uint8_t>(data, bytes);
-    return fill;
-  }
-  unreserve();  // no free slot near home: the bytes of the range stay unused (counted nowhere)
-  header_->refused_index.fetch_add(1, std::memory_order_relaxed);
-  return std::nullopt;
+  e.key = key;
+  e.stamp = stamp;
+  e.shape = shape;
+  e.offset = *offset;
+  e.bytes = bytes;
+  e.uid = uid;
+  e.uid_bounded = uid_bounded ? 1 : 0;
+  e.word.store(with_state(word, kFilling), std::memory_order_release);  // the daemon may release it from here on
+  Fill fill;
+  fill.cache_ = this;
+  fill.slot_ = slot;
+  fill.bytes_ = std::span<uint8_t>(data, bytes);
+  return fill;
 }
 
 SampleCache::Fill& SampleCache::Fill::operator=(Fill&& other) noexcept {
@@ -241,38 +258,27 @@ SampleCache::Fill::~Fill() {
 
 void SampleCache::Fill::commit() {
   if (cache_ == nullptr) return;
-  cache_->entry(slot_).state.store(kReady, std::memory_order_release);
+  auto& word = cache_->entry(slot_).word;  // filling: only its filler changes it
+  word.store(with_state(word.load(std::memory_order_relaxed), kReady), std::memory_order_release);
   cache_->filler_->slot.store(-1, std::memory_order_release);
   cache_ = nullptr;
 }
 
 void SampleCache::abandon(uint64_t slot) {
   Entry& e = entry(slot);
-  e.state.store(kDead, std::memory_order_release);
+  const uint64_t word = e.word.load(std::memory_order_relaxed);  // filling: only its filler changes it
+  e.word.store(with_state(word, kDying), std::memory_order_release);
   filler_->slot.store(-1, std::memory_order_release);
-  release(e);
+  release(e, false);
+  e.word.store(with_state(word, kDead), std::memory_order_release);
 }
 
-// The entry is dead (no reader uses it from here on): its pages go back to the host and its bytes stop counting.
-void SampleCache::release(Entry& e) {
-  const uint64_t size = round_up(e.bytes, kAlign);
-  const auto start = reinterpret_cast<uintptr_t>(base_ + data_offset_ + e.offset);
-  const uint64_t first = round_up(start, kPage), last = (start + size) / kPage * kPage;
-  // Only the pages wholly its own: a neighbour's bytes may share the first and last.
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_REMOVE);
-  header_->live_bytes.fetch_sub(size, std::memory_order_relaxed);
-  header_->dropped_bytes.fetch_add(size, std::memory_order_relaxed);
-  if (e.uid_bounded != 0) {
-    const uint64_t units = uid_units(size);
-    bool done = false;
-    for (auto& r : header_->uids) {  // the row charged with it names its uid until its units fall to 0
-      uint64_t v = r.load(std::memory_order_relaxed);
-      while (!done && (v & ~kUnitsMask) == uid_tag(e.uid) && (v & kUnitsMask) >= units) {
-        done = r.compare_exchange_weak(v, v - units, std::memory_order_relaxed);
-      }
-      if (done) break;
-    }
-  }
+bool SampleCache::kill(uint64_t slot, uint64_t word, bool churn) {
+  Entry& e = entry(slot);
+  if (!e.word.compare_exchange_strong(word, with_state(word, kDying), std::memory_order_acq_rel)) return false;
+  release(e, churn);
+  e.word.store(with_state(word, kDead), std::memory_order_release);  // the slot is free for another sample
+  return true;
 }
 
 }  // namespace batchd::daemon

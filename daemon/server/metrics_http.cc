@@ -113,13 +113,17 @@ std::string prometheus_text(const wire::StatusReply& st) {
       {"batchd_cache_bytes", "gauge", "Bytes of the sample cache's entries and index (what cache.max_bytes bounds).",
        cache.live_bytes()},
       {"batchd_cache_resident_bytes", "gauge", "Memory the sample cache holds now.", cache.resident_bytes()},
-      {"batchd_cache_index_used", "gauge", "Index slots in use (dropped entries included).", cache.index_used()},
+      {"batchd_cache_index_used", "gauge", "Index slots holding an entry or being filled.", cache.index_used()},
+      {"batchd_cache_evicted_bytes_total", "counter", "Bytes of live cache entries the cleaner evicted to free "
+       "segments (only after drops left them scattered).", cache.evicted_bytes()},
+      {"batchd_cache_segments_free", "gauge", "Segments of the cache's data area with no live entry.",
+       cache.segments_free()},
       {"batchd_cache_hits_total", "counter", "Samples served from the sample cache.", cache.hits()},
       {"batchd_cache_fills_total", "counter", "Samples computed and kept in the sample cache.", cache.fills()},
       {"batchd_cache_uncached_total", "counter", "Samples at a cache point computed and not kept (cache, uid share "
        "or index full, or no cache).", cache.uncached()},
       {"batchd_cache_dropped_bytes_total", "counter", "Bytes of cache entries dropped (batchctl cache --drop, "
-       "reloads, workers that died filling).", cache.dropped_bytes()},
+       "reloads, workers that died filling, files that changed, evictions).", cache.dropped_bytes()},
   });
   family("batchd_cache_refused_total", "counter", "Cache fills refused, by reason (full: cache.max_bytes; uid: "
                                                   "cache.max_bytes_per_uid; index: the index too full).");

@@ -16,13 +16,14 @@ const char* state_name(int state) { return state == 0 ? "running" : state == 1 ?
 }  // namespace
 
 Share::Share(Stream& production, wire::OpenStream creator, uint32_t creator_uid, uint32_t max_lag,
-             uint32_t max_subscribers)
+             uint32_t max_subscribers, Timing timing)
     : production_(production),
       creator_(std::move(creator)),
       creator_uid_(creator_uid),
       window_(production.opened().window() ? production.opened().window() : production.opened().slot_count()),
       max_lag_(max_lag),
-      max_subscribers_(max_subscribers) {}
+      max_subscribers_(max_subscribers),
+      timing_(std::move(timing)) {}
 
 size_t Share::subscribers_of(uint32_t uid) const {
   size_t n = 0;
@@ -36,6 +37,7 @@ wire::StreamOpened Share::join(const Peer& peer, EventSink* sink, const wire::Op
   Subscriber s;
   s.peer = peer;
   s.sink = sink;
+  s.progress = now();
   if (is_creator) {
     s.total = wire::total_batches(opened);
     s.last_plain = s.total - 1;
@@ -125,6 +127,11 @@ Status Share::release(uint64_t connection_id, uint64_t sequence) {
                                                   std::to_string(sequence) + " (released twice?)");
   }
   unhold(sequence);
+  Subscriber& s = it->second;
+  const Clock::time_point t = now();
+  const Clock::duration since = std::min<Clock::duration>(t - s.progress, std::chrono::minutes(1));
+  s.interval = s.interval == Clock::duration{} ? since : (s.interval * 3 + since) / 4;
+  s.progress = t;
   return ok_status();
 }
 

@@ -16,13 +16,16 @@
 // batches; batches made for it beyond that wait in its backlog. The segment has window + max_lag slots, so the
 // production runs up to max_lag batches ahead of the slowest subscriber's window. The production is blocked when
 // batches remain to be made, every slot is leased (none free, none being made) and a running subscriber has nothing
-// to read: nothing changes until a holder releases a batch. Then, until a slot is free, the subscribers that keep
-// the others waiting are failed (StreamFailed naming the lag, leases_revoked): first the running ones that have
-// batches to read and do not take them (stopped, suspended, or slower than the others), those holding or owed the
-// most batches (held + backlog) first; if there are none, the holders of the oldest leased batch (an ended
-// subscriber that keeps its last batches, or one that keeps an old batch while it reads on). The rule counts
-// slots, not backlogs, so it fires whatever the mix of ended subscribers, remade batches and leases kept out of
-// order. A failed subscriber's leases are revoked at once: its backlog (it never saw those batches) and the batches
+// to read: nothing changes until a holder releases a batch. The subscribers that keep the others waiting are the
+// running ones that have batches to read and do not take them yet, and the holders of the oldest leased batch (an
+// ended subscriber that keeps its last batches, or one that keeps an old batch while it reads on). One that still
+// makes progress (it released a batch within its grace: Timing::stall, or 3 times its usual time between releases
+// if that is longer, at most a minute) is waited for: a late joiner catching up, or a trainer slower than the
+// others (the share then runs at its pace, at most max_lag batches behind the fastest). One that released nothing
+// for its grace (stopped, suspended, a debugger breakpoint, ended and keeping its batches) is failed (StreamFailed
+// naming the lag, leases_revoked), and the others go on; a timer (Timing::wake_at) looks again when the first grace
+// ends. The rule counts slots, not backlogs, so it fires whatever the mix of ended subscribers, remade batches and
+// leases kept out of order. A failed subscriber's leases are revoked at once: its backlog (it never saw those batches) and the batches
 // it holds return to the production, which may overwrite them (its client returns the failure before any batch still
 // queued for it, and a later Release of a revoked batch is ignored), so a stopped trainer never keeps the others waiting. The others
 // go on. It is failed rather than split into a stream of its own: a split would silently double the decoding cost
@@ -38,8 +41,10 @@
 // Not thread-safe: the daemon's io_context thread (StreamManager owns the shares).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -54,9 +59,15 @@ class EventSink;
 
 class Share final {
  public:
+  using Clock = std::chrono::steady_clock;
+  struct Timing {
+    std::chrono::milliseconds stall{2000};           // shares.stall_timeout_ms: the least grace (see above)
+    std::function<Clock::time_point()> now;          // Clock::now when empty (tests: a clock of their own)
+    std::function<void(Clock::time_point)> wake_at;  // call deliver() again at that time (empty: never)
+  };
   // `production` (owned by the StreamManager) must outlive the share. `creator` is the request that created it.
   Share(Stream& production, wire::OpenStream creator, uint32_t creator_uid, uint32_t max_lag,
-        uint32_t max_subscribers);
+        uint32_t max_subscribers, Timing timing);
 
   const std::string& name() const { return creator_.share(); }
   uint32_t creator_uid() const { return creator_uid_; }
@@ -104,6 +115,8 @@ class Share final {
     uint64_t joined_epoch = 0;
     uint64_t first_batch = 0;                  // its first batch of joined_epoch (start_batch, or the join batch)
     bool late = false;                         // joined at first_batch > 0: its missed batches are remade
+    Clock::time_point progress;                // when it joined or last released a batch
+    Clock::duration interval{};                // its usual time between releases (a moving average)
   };
   // The key of the next batch `s` reads.
   Key next_key(const Subscriber& s) const;
@@ -117,6 +130,9 @@ class Share final {
   // Whether `s` is running with nothing to read (it waits for the production).
   bool waiting(const Subscriber& s) const;
   void apply_lag_policy();
+  // How long `s` may release nothing while it keeps the others waiting (see above).
+  Clock::duration grace(const Subscriber& s) const;
+  Clock::time_point now() const { return timing_.now ? timing_.now() : Clock::now(); }
   // The StreamFailed error of a subscriber that blocks the production.
   Error lag_error(const Subscriber& s) const;
   // Plain batches to make: up to the furthest a running subscriber needs.
@@ -128,6 +144,7 @@ class Share final {
   uint32_t window_;
   uint32_t max_lag_;
   uint32_t max_subscribers_;
+  Timing timing_;
   std::map<uint64_t, Subscriber> subscribers_;  // by connection id
   struct Taken {
     wire::BatchReady ready;

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -132,6 +133,16 @@ class StreamManager final : public WorkerEvents {
   void on_task_lost(size_t w, Task task, const TaskLoss& loss) override;
   void on_worker_ready(size_t w) override { scheduler_.pump(); }
 
+  // Every share's lag policy looks again now (the timer of recheck_shares_at; unit tests, after moving their clock).
+  void recheck_shares();
+  // The daemon drains: the lag timer must not keep its event loop alive (the shares end with their connections).
+  void cancel_timers() {
+    timers_cancelled_ = true;
+    if (lag_timer_) lag_timer_->cancel();
+  }
+  // The clock of the shares' lag policy (share.h Timing::now): unit tests move their own.
+  void set_clock(std::function<Share::Clock::time_point()> now) { clock_ = std::move(now); }
+
   uint64_t batches_redone() const { return batches_redone_; }
   uint64_t shm_bytes_in_use() const { return segments_.bytes_in_use(); }
   // Workers, streams and segments (those `view` shows, in `page`; the others counted), batches_redone, draining,
@@ -160,6 +171,8 @@ class StreamManager final : public WorkerEvents {
   void deliver_refused();
   // The subscriber on `connection_id` leaves the share of `it`; the production is erased after the last.
   void leave_share(std::map<uint64_t, Entry>::iterator it, uint64_t connection_id);
+  // The lag policy of every share looks again at `at` (a subscriber's grace ends then: share.h).
+  void recheck_shares_at(Share::Clock::time_point at);
   PlanContext plan_context(const Peer& owner) const;
   // A redo from the stream's error policy: queued first, or the stream fails at that batch.
   void redo_or_fail(Entry& entry, uint64_t sequence, Result<Task> redo);
@@ -177,6 +190,10 @@ class StreamManager final : public WorkerEvents {
   std::map<std::pair<uint32_t, std::string>, uint64_t> shares_;  // (creator uid, share name) -> production's id
   uint64_t batches_redone_ = 0;
   bool draining_ = false;
+  std::function<Share::Clock::time_point()> clock_;
+  std::unique_ptr<boost::asio::steady_timer> lag_timer_;  // recheck_shares_at (made at its first use)
+  bool lag_timer_armed_ = false;
+  bool timers_cancelled_ = false;
 };
 
 }  // namespace batchd::daemon

@@ -65,3 +65,52 @@ def test_a_share_with_other_options_is_refused_naming_the_option(socket_path):
         next(iter(b))
     del a_it
     a.close()
+
+
+def test_three_loaders_at_one_speed_joined_0_20_40_batches_in_all_finish(socket_path):
+    """Issue 43, 9: three trainers reading at the same speed, the second joined 20 batches in and the third 40 (more
+    than shares.max_lag = 8 missed each). While the late ones read their remade batches the first waits for them at
+    its epoch end; they keep taking batches, so none is dropped (before: the late ones failed "fell N batches behind"
+    at the first one's epoch end). Each reads its 2 epochs whole, every sample once an epoch."""
+    import threading
+    import time
+
+    results, errors = {}, {}
+    started = {0: threading.Event(), 20: threading.Event(), 40: threading.Event()}
+    progress = [0]
+    started[0].set()
+
+    def trainer(join_at):
+        started[join_at].wait(60)
+        ld = loader(socket_path, "py-equal", depth=2, batch_size=100)  # 100 batches per epoch
+        try:
+            epochs, joined = [], None
+            for _ in range(2):
+                seen = []
+                for b in ld:
+                    if joined is None:
+                        joined = ld.state_dict()["joined_at_batch"]
+                    seen.extend(b["index"].tolist())
+                    time.sleep(0.005)  # the same step time for all three
+                    if join_at == 0:
+                        progress[0] += 1
+                        for at, ev in started.items():
+                            if progress[0] >= at:
+                                ev.set()
+                epochs.append(sorted(seen))
+            results[join_at] = (epochs, joined)
+        except Exception as e:  # noqa: BLE001 - reported below with the trainer it came from
+            errors[join_at] = e
+        finally:
+            ld.close()
+
+    threads = [threading.Thread(target=trainer, args=(at,)) for at in (0, 20, 40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert not errors, errors
+    assert sorted(results) == [0, 20, 40]
+    for at, (epochs, joined) in results.items():
+        assert all(e == list(range(10000)) for e in epochs), f"joined at {at}"
+    assert results[20][1] >= 20 - 2 and results[40][1] >= 40 - 2, {at: r[1] for at, r in results.items()}

@@ -34,11 +34,15 @@ struct CacheStatus {
   uint64_t max_bytes_per_uid = 0;  // cache.max_bytes_per_uid: what one uid's own specs may fill
   uint64_t live_bytes = 0;         // bytes of its entries and index: what max_bytes bounds
   uint64_t resident_bytes = 0;     // memory it holds now
-  uint64_t index_slots = 0, index_used = 0;
-  uint64_t dropped_bytes = 0;      // dropped since start (batchctl cache --drop, reloads, workers that died filling)
+  uint64_t index_slots = 0, index_used = 0;  // index_used: slots holding an entry or being filled
+  uint64_t dropped_bytes = 0;      // dropped since start (batchctl cache --drop, reloads, workers that died filling,
+                                   // files that changed, evictions)
   uint64_t refused_full = 0;       // fills refused because max_bytes was reached
   uint64_t refused_uid = 0;        // ... a uid's max_bytes_per_uid was reached
   uint64_t refused_index = 0;      // ... the index was too full
+  uint64_t evicted_bytes = 0;      // live entries' bytes the cleaner evicted to free segments (after drops only)
+  uint64_t segments = 0, segments_free = 0;  // of the data area; the cleaner keeps a quarter free
+  uint64_t churn_bytes = 0;        // client-spec entries dropped because their file changed, charged for 10 s more
   uint64_t hits = 0, fills = 0, uncached = 0;  // all groups together
   std::vector<CacheGroupStatus> groups;        // admins only (empty for anyone else)
 };

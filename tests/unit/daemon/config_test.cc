@@ -76,10 +76,13 @@ TEST(ConfigTest, SharesKeysAreReadAndRangeChecked) {
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->shares.max_lag, 8u);
   EXPECT_EQ(defaults->shares.max_subscribers, 32u);
-  auto sut = parse_config("[shares]\nmax_lag = 3\nmax_subscribers = 5\n", "t.toml");
+  EXPECT_EQ(defaults->shares.stall_timeout_ms, 2000u);
+  auto sut = parse_config("[shares]\nmax_lag = 3\nmax_subscribers = 5\nstall_timeout_ms = 250\n", "t.toml");
   ASSERT_TRUE(sut.ok()) << sut.error().message();
   EXPECT_EQ(sut->shares.max_lag, 3u);
   EXPECT_EQ(sut->shares.max_subscribers, 5u);
+  EXPECT_EQ(sut->shares.stall_timeout_ms, 250u);
+  EXPECT_NE(config_error_of("[shares]\nstall_timeout_ms = 5\n").find("shares.stall_timeout_ms"), std::string::npos);
   EXPECT_NE(config_error_of("[shares]\nmax_lag = 0\n").find("shares.max_lag"), std::string::npos);
   EXPECT_NE(config_error_of("[shares]\nmax_lagg = 2\n").find("max_lagg"), std::string::npos);
 }

@@ -1,119 +1,10 @@
-// Share (share.h) through the StreamManager with a fake pool: subscribers on their own connections that hold
-// leases without releasing them (a stopped trainer), the lag policy when the others are blocked, and share names
-// scoped per uid. fmnist_u8 over 10,000 samples in batches of 1,000: 10 batches per epoch.
-#include "streams/stream_manager.h"
-
-#include <gtest/gtest.h>
-
-#include <optional>
-#include <set>
-#include <vector>
-
-#include "fake_workers.h"
+// Share (share.h) through the StreamManager with a fake pool (share_fixture.h): subscribers on their own
+// connections that hold leases without releasing them (a stopped trainer), the lag policy when the others are
+// blocked, and share names scoped per uid.
+#include "share_fixture.h"
 
 namespace batchd::daemon {
 namespace {
-
-class ShareTest : public ::testing::Test {
- protected:
-  static Config config(uint32_t max_lag) {
-    Config c;
-    c.limits.max_shm_bytes = 1ull << 30;
-    c.shares.max_lag = max_lag;
-    return c;
-  }
-  void SetUp() override { reset(8); }
-  void reset(uint32_t max_lag) {
-    sut_.reset();
-    config_ = config(max_lag);
-    sut_.emplace(config_, datasets_, workers_, std::move(SegmentInstance::claim()).value());
-  }
-
-  // Opens share `name` on connection `c` as `uid`; the production's stream id.
-  Result<uint64_t> subscribe(uint64_t c, uint32_t num_epochs, uint32_t depth = 4, uint32_t uid = 1000,
-                             const std::string& name = "lag", uint64_t seed = 7, bool admin = false) {
-    wire::OpenStream r = testing::fmnist_u8_request(1000, depth);
-    r.set_share(name);
-    r.set_seed(seed);
-    r.set_num_epochs(num_epochs);
-    auto opened = sut_->open(r, Peer{c, static_cast<int32_t>(100 + c), uid, admin}, &sinks_[c]);
-    if (!opened.ok()) return opened.error();
-    id_ = opened->reply.stream_id();
-    sut_->after_opened(id_);
-    return id_;
-  }
-  // The workers finish every task, and the ones that follow, until none is busy (the production is out of slots).
-  void run_workers() {
-    for (bool busy = true; busy;) {
-      busy = false;
-      for (size_t w = 0; w < workers_.size(); ++w) {
-        if (!workers_.busy(w)) continue;
-        busy = true;
-        Task t = workers_.take(w);
-        sut_->on_task_done(w, testing::done_for(t), t);
-      }
-    }
-  }
-  // The sequences announced to connection `c` since the last call.
-  std::vector<uint64_t> announced(uint64_t c) {
-    std::vector<uint64_t> out;
-    for (size_t& i = seen_[c]; i < sinks_[c].events.size(); ++i) {
-      if (sinks_[c].events[i].has_batch_ready()) out.push_back(sinks_[c].events[i].batch_ready().sequence());
-    }
-    return out;
-  }
-  void release(uint64_t c, const std::vector<uint64_t>& sequences) {
-    for (uint64_t s : sequences) EXPECT_TRUE(sut_->release(id_, s, c).ok()) << "connection " << c << " batch " << s;
-  }
-  std::optional<wire::StreamFailed> failure(uint64_t c) {
-    for (const auto& e : sinks_[c].events) {
-      if (e.has_stream_failed()) return e.stream_failed();
-    }
-    return std::nullopt;
-  }
-  bool ended(uint64_t c) {
-    for (const auto& e : sinks_[c].events) {
-      if (e.has_stream_end()) return true;
-    }
-    return false;
-  }
-  // The running subscriber on `c` reads (and releases) everything it gets, up to its end.
-  std::vector<uint64_t> read_to_end(uint64_t c) {
-    std::vector<uint64_t> read;
-    for (int round = 0; round < 100 && !ended(c); ++round) {
-      run_workers();
-      const auto got = announced(c);
-      read.insert(read.end(), got.begin(), got.end());
-      release(c, got);
-    }
-    return read;
-  }
-  wire::SubscriberInfo subscriber(uint64_t c) {
-    wire::StatusReply status;
-    sut_->fill_status(&status, StatusView::everything());
-    for (const auto& stream : status.streams()) {
-      for (const auto& sub : stream.subscribers()) {
-        if (sub.client_pid() == static_cast<int32_t>(100 + c)) return sub;
-      }
-    }
-    ADD_FAILURE() << "no subscriber on connection " << c;
-    return {};
-  }
-
-  Config config_;
-  DatasetRegistry datasets_ = testing::fmnist_registry();
-  testing::FakeWorkers workers_{2};
-  std::optional<StreamManager> sut_;
-  std::map<uint64_t, testing::RecordingSink> sinks_;
-  std::map<uint64_t, size_t> seen_;
-  uint64_t id_ = 0;
-};
-
-std::vector<uint64_t> range(uint64_t begin, uint64_t end) {
-  std::vector<uint64_t> out;
-  for (uint64_t s = begin; s < end; ++s) out.push_back(s);
-  return out;
-}
 
 // The finding: A stops (holds 0..3), later B stops (holds 4..7). A is failed first; on main it kept its 4 slots,
 // and B then showed "running, held 4, lag 4" forever (4 + 4 + 4 = the 12 slots: its backlog could never reach
@@ -193,6 +84,7 @@ TEST_F(ShareTest, AnEndedSubscriberKeepingItsLastBatchesIsFailedWhenItBlocksTheO
   ASSERT_TRUE(subscribe(2, 2, 2).ok());  // W
   std::set<uint64_t> e_held, w_held;
   for (int round = 0; round < 40 && !ended(1); ++round) {  // in step: each releases its oldest batch, E first
+    tick();
     run_workers();
     for (uint64_t s : announced(1)) e_held.insert(s);
     for (uint64_t s : announced(2)) w_held.insert(s);
@@ -203,6 +95,7 @@ TEST_F(ShareTest, AnEndedSubscriberKeepingItsLastBatchesIsFailedWhenItBlocksTheO
   ASSERT_FALSE(failure(1).has_value()) << failure(1)->error().message();
   bool got_11 = false;
   for (int round = 0; round < 20 && !got_11; ++round) {  // W keeps 10 and reads on
+    tick();
     run_workers();
     for (uint64_t s : announced(2)) {
       got_11 |= s == 11;
