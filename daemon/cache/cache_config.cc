@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "batchd/wire/shm_scan.h"
 #include "streams/shm_budget.h"
 
@@ -12,6 +14,7 @@ Result<std::unique_ptr<SampleCache>> make_sample_cache(Config* config) {
   const bool absent = config->cache.max_bytes < 0;
   uint64_t bytes = absent ? budget / 4 : static_cast<uint64_t>(config->cache.max_bytes);
   if (absent && bytes < kMinCacheBytes) bytes = 0;  // a small budget: no cache rather than no daemon
+  if (absent) bytes = std::min(bytes, kMaxCacheBytes);  // a huge budget: the most the cache can be
   config->cache.max_bytes = static_cast<int64_t>(bytes);
   if (bytes == 0) {
     spdlog::info("sample cache: off (cache.max_bytes = 0{}): cache points are computed every time",

@@ -62,9 +62,10 @@ Result<std::unique_ptr<SampleCache>> SampleCache::create(const Options& options)
                                                   "0 to run without a cache");
   }
   const uint64_t segment_bytes = round_up(kVirtualFactor * options.max_bytes / kSegments, kPage);
-  if (segment_bytes / kAlign > kSegmentUnitsMax) {
+  static_assert(kVirtualFactor * kMaxCacheBytes / kSegments / kAlign <= kSegmentUnitsMax);
+  if (options.max_bytes > kMaxCacheBytes) {
     return Error(ErrorCode::kInvalidArgument, "cache.max_bytes = " + std::to_string(options.max_bytes) +
-                                                  " is above the sample cache's 2 TiB: lower it");
+                                                  " is above the sample cache's 1 TiB: lower it");
   }
   const uint64_t slots = std::clamp(pow2_at_least(options.max_bytes / kBytesPerSlot), kMinSlots, kMaxSlots);
   const uint64_t data_offset = round_up(round_up(sizeof(Header), kPage) + slots * sizeof(Entry), kPage);

@@ -214,6 +214,8 @@ class SampleCache {
 // The ratio of the data area's address range to max_bytes: room for dropped entries' ranges until their segments are
 // free again (see above).
 inline constexpr uint64_t kVirtualFactor = 8;
+// The most cache.max_bytes may be: a segment (max_bytes / 8) counts its bytes in 32 bits of 64-byte units.
+inline constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 40;
 // How long a uid's entries dropped because their file changed stay charged to it (see above).
 inline constexpr std::chrono::seconds kChurnCredit{10};
 // The most index slots one clean() call scans (about 2 ms).

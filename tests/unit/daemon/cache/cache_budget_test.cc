@@ -40,6 +40,17 @@ TEST(CacheBudgetTest, AnAbsentMaxBytesOnASmallBudgetIsNoCacheAndAnExplicitOneToo
   EXPECT_EQ(roomy.cache.max_bytes, 16 << 20);
   EXPECT_EQ(roomy.cache.max_bytes_per_uid, 4u << 20);
 
+  Config huge;  // a quarter of 2^45 is past the cache's 1 TiB: the most it can be
+  huge.limits.max_shm_bytes = uint64_t{1} << 45;
+  auto capped = make_sample_cache(&huge);
+  ASSERT_TRUE(capped.ok()) << capped.error().message();
+  EXPECT_EQ(huge.cache.max_bytes, int64_t{1} << 40);
+  huge.cache.max_bytes = int64_t{3} << 40;
+  auto above = make_sample_cache(&huge);
+  ASSERT_FALSE(above.ok());
+  EXPECT_NE(above.error().message().find("above the sample cache's 1 TiB"), std::string::npos)
+      << above.error().message();
+
   Config too_large;
   too_large.limits.max_shm_bytes = 64 << 20;
   too_large.cache.max_bytes = 64 << 20;
