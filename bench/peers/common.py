@@ -5,7 +5,8 @@ Recipes (torchvision's, exactly): train = RandomResizedCrop(224, bilinear, scale
 RandomHorizontalFlip(0.5), ToTensor, Normalize(ImageNet mean, std); eval = Resize(256, bilinear, antialias),
 CenterCrop(224), ToTensor, Normalize. Batches: float32 [b,3,224,224] images and int64 [b] labels, b = the batch
 size or, once an epoch, the remainder (the last batch; a peer that yields batches in completion order, SPDL,
-may deliver it before others). An epoch yields every image of the tree exactly once.
+may deliver it before others). An epoch must yield every image once: checked as exactly as many samples as the
+tree has images, each label exactly as often as in the tree (the images themselves are not identified).
 
 Only the standard library is imported at module level, so a runner's first_batch_s counts the import of torch and
 of its peer. `python common.py DUMP_A.npy DUMP_B.npy` prints how far two --dump-eval outputs are apart in uint8

@@ -17,9 +17,9 @@ LastBatchPolicy.PARTIAL) and the docs' CPU-only mode (device_id=None). pad_last_
 epochs: without it the reader filled the last batch from the next epoch and epoch 1's labels did not match the
 tree. random_shuffle draws from a buffer of initial_fill=1024 samples, so with more images an epoch is a local,
 not a uniform, permutation; --shuffle epoch uses shuffle_after_epoch=True instead. readers.file numbers the
-sorted class folders, as ImageFolder does. Semantics that differ from torchvision's: the centre crop's offset
-rounds (H-224)/2 half up where torchvision rounds half to even (1 px apart when H-224 is odd), and DALI's
-antialiased linear resize is its own, so pixels differ from PIL's by a few levels.
+sorted class folders, as ImageFolder does. Semantics that differ from torchvision's (eval): the resized long
+side is rounded where torchvision truncates, and the centre crop's offset (H-224)/2 rounds half up where
+torchvision rounds half to even (1 px apart for many images); DALI's antialiased linear resize is its own.
 
 --dump-eval N: fn.readers.file(files=, labels=) with the first N images in ImageFolder order, no shuffle.
 """
