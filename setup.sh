@@ -9,18 +9,24 @@
 #                          torch, torchvision, numpy 2, Pillow, pybind11, pytest, moto[server] (the S3 test server);
 #                        - every test binary and the Python module built against that venv's Python (build/python);
 #                        - the fuzz targets (build-fuzz/) and clang's thread-safety check of the client (build-tsa/).
+#   ./setup.sh --bench-peers  --tests, and the loaders bench/compare_peers.py runs beside batchd (issue 42): the venv
+#                        .venv-peers/ with bench/peers/requirements.txt from PyPI, pinned (DataLoader, torchdata.nodes,
+#                        SPDL, DALI, FFCV, litdata), and the Debian packages they build or load with (FFCV compiles
+#                        against OpenCV and libjpeg-turbo; SPDL loads Debian's FFmpeg libraries).
 #
-# Network: Debian's archive (apt-get) and PyPI (pip, --tests only). Nothing else is downloaded.
+# Network: Debian's archive (apt-get) and PyPI (pip, --tests and --bench-peers only). Nothing else is downloaded.
 # BATCHD_VENV=DIR puts the venv elsewhere (default: .venv beside this file).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 tests=0
+peers=0
 for arg in "$@"; do
   case "$arg" in
     --tests) tests=1 ;;
+    --bench-peers) tests=1; peers=1 ;;
     --bench) ;;  # accepted for compatibility: the benchmarks' Python is the test venv (--tests)
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -46,7 +52,12 @@ test_packages=(
   libjpeg-turbo-progs                         # djpeg, the reference decoder of the codec tests
   openssl curl binutils                       # tests/remote: a test CA, the curl CLI; tests/kubernetes: objdump
 )
+peer_packages=(
+  libopencv-dev libturbojpeg0-dev             # FFCV's C extension (pip builds it from its sdist)
+  libavformat59 libavcodec59 libavutil57 libswscale6 libswresample4 libavfilter8 libavdevice59  # SPDL's FFmpeg
+)
 ((tests)) && packages+=("${test_packages[@]}")
+((peers)) && packages+=("${peer_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -98,6 +109,10 @@ if ! cmake --build build-tsa -j "$jobs" --target thread_safety >build-tsa/build.
   cat build-tsa/build.log
   echo "setup.sh: clang's thread-safety analysis of the client failed (log above and in build-tsa/build.log)" >&2
   exit 1
+fi
+if ((peers)); then
+  tests/python_env/make_venv.sh "$PWD/.venv-peers" bench/peers/requirements.txt
+  echo "setup.sh: made .venv-peers/ for bench/compare_peers.py"
 fi
 echo "setup.sh: built build/ with its tests and the Python module for $venv/bin/python; build-fuzz/bin/fuzz_{control," \
   "decode,shards,spec}; build-tsa/ checked the client's locks"

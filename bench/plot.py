@@ -12,6 +12,8 @@ JSON from before that field, by its "workers" list). N below is the machine's co
   scaling         -> DIR/scaling-Ncore.png: samples/s against workers, batchd vs DataLoader, a panel per pipeline.
   compare_python  -> DIR/python-vs-cpp-Ncore.png: per pipeline, the batchd.Loader Python loop beside batchd-bench
                      (C++) and, unpaired, DataLoader; the Python/C++ ratio printed on the Python bar.
+  compare_peers   -> DIR/peers-Ncore.png: per recipe, every system's steady-state images/s (a system that could not
+                     run is left out, named under the panel), its ratio to DataLoader printed on its bar.
 Prints "written: PATH: panel, panel, ..." for each PNG. A JSON that does not exist is skipped (said on stderr). One
 that cannot be read, is not JSON, has an unknown "benchmark", lacks a field its kind needs, or would draw the same
 panel or file as another ends the run with a message naming the file. Exit status: 0 when at least one chart was
@@ -33,7 +35,7 @@ from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter  # noqa: E
 COMPARE = {"compare_fmnist": "Fashion-MNIST", "compare_imagefolder": "ImageFolder JPEGs",
            "compare_webdataset": "WebDataset shards", "compare_tokens": "token file",
            "compare_recipes": "recipe (ImageFolder JPEGs)"}
-KINDS = sorted([*COMPARE, "scaling", "compare_python"])
+KINDS = sorted([*COMPARE, "scaling", "compare_python", "compare_peers"])
 PYTHON_SYSTEMS = ["torch.DataLoader", "batchd.Loader", "batchd-bench"]
 LABELS = {"batchd.Loader": "batchd.Loader (Python)", "batchd-bench": "batchd-bench (C++)"}  # x tick labels
 
@@ -89,6 +91,17 @@ def python_panels(data):
         if "ratio_python_cpp_min" in r:
             note += f"\n({r['ratio_python_cpp_min']:.2f}-{r['ratio_python_cpp_max']:.2f})"
         panels.append((pipe, {s: r[s] for s in PYTHON_SYSTEMS if s in r}, {"batchd.Loader": note}, load_of(data)))
+    return panels
+
+
+def peers_panels(data):
+    panels = []
+    for recipe, rep in data["recipes"].items():
+        ran = {s: r for s, r in rep["results"].items() if "error" not in r}
+        failed = [s for s in rep["results"] if s not in ran]
+        footer = load_of(data) + (f"\ndid not run: {', '.join(failed)}" if failed else "")
+        panels.append((f"{recipe}\n{data['images']} photos", {s: r["steady_samples_per_s"] for s, r in ran.items()},
+                       {s: f"{r['ratio_dataloader']:.1f}x" for s, r in ran.items() if s != "dataloader"}, footer))
     return panels
 
 
@@ -159,7 +172,7 @@ def plan(inputs):
             continue
         kind, data = loaded
         nproc = data.get("machine", {}).get("nproc", "unknown")
-        group = "batchd-vs-dataloader" if kind in COMPARE else {"scaling": "scaling",
+        group = "batchd-vs-dataloader" if kind in COMPARE else {"scaling": "scaling", "compare_peers": "peers",
                                                                  "compare_python": "python-vs-cpp"}[kind]
         name = f"{group}-{nproc}core.png"
         entry = charts.setdefault(name, (group, []))
@@ -177,7 +190,8 @@ def draw(out_dir, name, group, sources):
         try:
             if group == "scaling":
                 return draw_scaling(path, data)
-            new = compare_panels(kind, data) if kind in COMPARE else python_panels(data)
+            new = (compare_panels(kind, data) if kind in COMPARE
+                   else peers_panels(data) if kind == "compare_peers" else python_panels(data))
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise PlotError(f"{source}: a {kind} JSON without the field {e} (or with a wrong type there); write "
                             f"it again with bench/{kind}.py --json")
@@ -186,8 +200,9 @@ def draw(out_dir, name, group, sources):
                 raise PlotError(f"{source} and {seen[panel[0]]} both have the panel {panel[0]!r}; pass one of them")
             seen[panel[0]] = source
         panels += new
-    title = ("batchd vs its peer, same run" if group == "batchd-vs-dataloader"
-             else "Python loop (batchd.Loader) vs C++ loop (batchd-bench)")
+    title = {"batchd-vs-dataloader": "batchd vs its peer, same run",
+             "peers": "batchd beside the loaders people pick instead (x DataLoader printed), same run",
+             }.get(group, "Python loop (batchd.Loader) vs C++ loop (batchd-bench)")
     draw_bars(path, panels, f"{title}\n{machine_of(sources[0][2])}")
     return [p[0].replace("\n", " ") for p in panels]
 
