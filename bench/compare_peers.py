@@ -193,7 +193,8 @@ def main():
     for system in [s for s in systems if s in CONVERTS]:  # written once, timed apart (a runner reuses it)
         lines, _, _, _, rc = run(command(system, args, root, work, ["--recipe", "eval", "--epochs", "1"]), env)
         conv = [r for r in lines if "conversion_s" in r]
-        conversion[system] = conv[0] if conv else {"error": error_of(lines, rc, [system]) or "no conversion line"}
+        conversion[system] = conv[0] if conv else {
+            "error": error_of(lines, rc, [system]) or f"already converted in {work} by an earlier run: not timed"}
     report = {}
     for recipe in args.recipes.split(","):
         runs = {s: [] for s in systems}

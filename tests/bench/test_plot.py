@@ -16,7 +16,7 @@ PLOT = os.path.join(ROOT, "bench", "plot.py")
 RESULTS = os.path.join(ROOT, "bench", "results")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RECORDED = ["compare_fmnist", "compare_imagefolder", "compare_webdataset", "compare_tokens", "compare_recipes",
-            "compare_python", "scaling"]
+            "compare_python", "scaling", "compare_peers"]
 # The charts the recorded JSON makes, each with its panels, as plot.py names them on its "written:" lines.
 EXPECTED = {
     "batchd-vs-dataloader-2core.png": ["fmnist Fashion-MNIST", "train224 ImageFolder JPEGs",
@@ -25,6 +25,7 @@ EXPECTED = {
                                        "timm_train recipe (ImageFolder JPEGs)"],
     "python-vs-cpp-2core.png": ["fmnist", "train224"],
     "scaling-2core.png": ["fmnist", "train224", "val224"],
+    "peers-2core.png": ["train 2000 photos", "eval 2000 photos"],
 }
 
 
