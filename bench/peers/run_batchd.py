@@ -61,7 +61,6 @@ def photo_dataset(samples, transform):
 
 def loader_of(args, sock, shuffle):
     import batchd
-    import torchvision
     kw = dict(batch_size=args.batch_size, shuffle=shuffle, socket=sock, as_dict=True)
     if args.variant == "preset":
         return batchd.Loader("bench", pipeline={"train": "train224", "eval": "val224"}[args.recipe], **kw)
@@ -69,6 +68,7 @@ def loader_of(args, sock, shuffle):
     if args.variant == "compose":
         return batchd.Loader("bench", transform=transform, **kw)
     if args.variant == "folder":
+        import torchvision  # the preset never imports it (1.5 s here): a trainer on a preset need not
         return batchd.Loader(torchvision.datasets.ImageFolder(args.root, transform=transform), **kw)
     kw.pop("as_dict")  # an own Dataset's batches are its collated samples: [images, labels]
     return batchd.Loader(photo_dataset(common.imagefolder_samples(args.root), transform), num_workers=args.workers,
