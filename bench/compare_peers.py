@@ -61,14 +61,14 @@ DUMP = 64
 
 def tree_of(pid):
     """pid and all its descendants (now)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
+    out, pending = [], [pid]
+    while pending:
+        p = pending.pop()
         out.append(p)
         try:
             for tid in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{tid}/children") as f:
-                    todo += [int(c) for c in f.read().split()]
+                    pending += [int(c) for c in f.read().split()]
         except OSError:
             pass
     return out
@@ -225,6 +225,11 @@ def main():
     return 0
 
 
+def fmt(value, spec):
+    """A figure of the table, or nothing where there is none (no DataLoader or batchd run to divide by)."""
+    return "" if value is None else format(value, spec)
+
+
 def print_report(data):
     print(f"{data['images']} photos, batch {data['batch_size']}, {data['workers']} workers, {data['epochs']} epochs,"
           f" median of {data['repeats']} run(s)\n")
@@ -236,7 +241,6 @@ def print_report(data):
             if "error" in r:
                 print(f"| {recipe} | {system} | | error: {r['error'][:160]} | | | | | |")
                 continue
-            fmt = lambda v, spec: "" if v is None else format(v, spec)  # noqa: E731
             print(f"| {recipe} | {system} | {r['version']} | {r['steady_samples_per_s']:,.0f} "
                   f"| {fmt(r['ratio_dataloader'], '.2f')} | {fmt(r['ratio_batchd'], '.2f')} "
                   f"| {r['cpu_s_per_1000']:.1f} | {r['peak_pss_mib']:,.0f} ({r['daemon_pss_mib']:,.0f}) "
