@@ -2,7 +2,8 @@
 """batchd beside the loaders a team would pick instead, on the same photos, recipes and cores, in one run (issue 42).
 
     bench/compare_peers.py [--images 2000] [--recipes train,eval] [--batch-size 64] [--workers NPROC] [--epochs 3]
-                           [--repeats 1] [--systems LIST] [--peers-python .venv-peers/bin/python] [--json OUT]
+                           [--repeats 1] [--systems LIST] [--peers-python .venv-peers/bin/python]
+                           [--batchd-depth N] [--json OUT]
 
 The tree: ../shared/data/make_imagefolder.py ROOT N 0 under build/bench-data/ (real photographs; 8 of its 20 classes
 are single-channel JPEGs, so every system converts to RGB as torchvision's ImageFolder does). The recipes:
@@ -113,8 +114,9 @@ def run(cmd, env=None):
 
 def command(system, args, root, work, extra):
     if system in BATCHD:
+        depth = [] if args.batchd_depth is None else ["--depth", str(args.batchd_depth)]
         return [args.python, os.path.join(ROOT, "bench", "peers", "run_batchd.py"), "--variant",
-                system.split("_", 1)[1], *common_args(args, root, work), *extra]
+                system.split("_", 1)[1], *common_args(args, root, work), *depth, *extra]
     return [args.peers_python, os.path.join(ROOT, "bench", "peers", f"run_{system}.py"),
             *common_args(args, root, work), *extra]
 
@@ -177,6 +179,8 @@ def main():
     ap.add_argument("--systems", default=",".join(PEERS + BATCHD))
     ap.add_argument("--python", default=DEFAULT_PYTHON)
     ap.add_argument("--peers-python", default=os.path.join(ROOT, ".venv-peers", "bin", "python"))
+    ap.add_argument("--batchd-depth", type=int, default=None,
+                    help="batchd's slots per stream (Loader depth=); default the Loader's, 5 (the daemon's 4 + 1)")
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args()
     systems = args.systems.split(",")
@@ -215,7 +219,7 @@ def main():
         report[recipe] = {"results": results}
     match = eval_match(systems, args, root, work, env)
     data = {"benchmark": "compare_peers", "images": args.images, "batch_size": args.batch_size,
-            "workers": args.workers, "epochs": args.epochs, "repeats": args.repeats,
+            "workers": args.workers, "epochs": args.epochs, "repeats": args.repeats, "batchd_depth": args.batchd_depth,
             "machine": machine_info(results.get("dataloader", {}).get("version", "?")), "recipes": report,
             "conversion": conversion, "eval_match": match}
     if args.json:

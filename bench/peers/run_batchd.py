@@ -62,6 +62,8 @@ def photo_dataset(samples, transform):
 def loader_of(args, sock, shuffle):
     import batchd
     kw = dict(batch_size=args.batch_size, shuffle=shuffle, socket=sock, as_dict=True)
+    if args.depth is not None:
+        kw["depth"] = args.depth
     if args.variant == "preset":
         return batchd.Loader("bench", pipeline={"train": "train224", "eval": "val224"}[args.recipe], **kw)
     transform = common.transform(args.recipe)
@@ -82,8 +84,12 @@ def pair(batch):
 
 def main():
     t0 = time.monotonic()
-    args = common.parse_args(extra=lambda p: p.add_argument("--variant", choices=["preset", "compose", "folder", "own"],
-                                                            default="preset"))
+    def extra(p):
+        p.add_argument("--variant", choices=["preset", "compose", "folder", "own"], default="preset")
+        p.add_argument("--depth", type=int, default=None,
+                       help="the stream's slots (batchd.Loader's depth=); default the Loader's (the daemon's 4 + 1)")
+
+    args = common.parse_args(extra=extra)
     name = f"batchd_{args.variant}"
     try:
         import batchd
