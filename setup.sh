@@ -8,13 +8,16 @@
 #                        - the project's venv .venv/ (git-ignored) with tests/requirements.txt from PyPI, pinned:
 #                          torch, torchvision, numpy 2, Pillow, pybind11, pytest, moto[server] (the S3 test server);
 #                        - every test binary and the Python module built against that venv's Python (build/python);
-#                        - the fuzz targets (build-fuzz/) and clang's thread-safety check of the client (build-tsa/).
+#                        - the fuzz targets (build-fuzz/) and clang's thread-safety check of the client (build-tsa/);
+#                        - PyTorch's own test/test_dataloader.py from Debian's pytorch source package, into
+#                          build/conformance/ (tests/conformance/fetch_pytorch_tests.sh; not committed).
 #   ./setup.sh --bench-peers  --tests, and the loaders bench/compare_peers.py runs beside batchd (issue 42): the venv
 #                        .venv-peers/ with bench/peers/requirements.txt from PyPI, pinned (DataLoader, torchdata.nodes,
 #                        SPDL, DALI, FFCV, litdata), and the Debian packages they build or load with (FFCV compiles
 #                        against OpenCV and libjpeg-turbo; SPDL loads Debian's FFmpeg libraries).
 #
-# Network: Debian's archive (apt-get) and PyPI (pip, --tests and --bench-peers only). Nothing else is downloaded.
+# Network: Debian's archive (apt-get; --tests also a source package) and PyPI (pip, --tests and --bench-peers only).
+# Nothing else is downloaded.
 # BATCHD_VENV=DIR puts the venv elsewhere (default: .venv beside this file).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -26,7 +29,7 @@ for arg in "$@"; do
     --tests) tests=1 ;;
     --bench-peers) tests=1; peers=1 ;;
     --bench) ;;  # accepted for compatibility: the benchmarks' Python is the test venv (--tests)
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,6 +80,7 @@ cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 if ((tests)); then
   venv="$(realpath -m "${BATCHD_VENV:-$PWD/.venv}")"  # absolute: ctest runs the tests from build/
   tests/python_env/make_venv.sh "$venv" tests/requirements.txt
+  tests/conformance/fetch_pytorch_tests.sh build/conformance  # PyTorch's DataLoader tests (Debian's source package)
   cmake_args+=(-DPython_EXECUTABLE="$venv/bin/python")
 fi
 cmake -S . -B build "${cmake_args[@]}" >/dev/null

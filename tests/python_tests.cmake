@@ -59,6 +59,16 @@ add_test(NAME python_own_dataset_tests
 set_tests_properties(python_own_dataset_tests PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 300
                      ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd")
 
+# PyTorch's own DataLoader tests (test/test_dataloader.py of the pinned PyTorch 2.6.0, fetched by setup.sh --tests
+# into build/conformance/) with torch.utils.data.DataLoader replaced by batchd.Loader (issue 40, item 7;
+# tests/conformance/README.md): fails when a test recorded in tests/conformance/batchd_passes.txt fails, and prints
+# the counts. About 4 minutes on 2 cores; 60 s per test at most (pytest-timeout).
+add_test(NAME dataloader_conformance
+         COMMAND ${Python_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/conformance/run_conformance.py --systems batchd
+                 --timeout 60 --test-file ${CMAKE_BINARY_DIR}/conformance/test_dataloader.py)
+set_tests_properties(dataloader_conformance PROPERTIES LABELS conformance TIMEOUT 1200 FIXTURES_REQUIRED python_env
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd")
+
 # examples/train_imagefolder.py, one short epoch on the CPU over the generated image folder: with DataLoader, with
 # batchd.Loader and no daemon (a private one, gone after), with batchd.Loader and a daemon that declares the folder;
 # and two ranks (gloo) through its DistributedSampler path.

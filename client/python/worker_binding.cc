@@ -33,6 +33,7 @@ batchd::ExternalDataset external_from(const py::handle& external) {
     if (k == "size") e.size = v.cast<uint64_t>();
     else if (k == "workers") e.workers = v.cast<uint32_t>();
     else if (k == "name") e.name = v.cast<std::string>();
+    else if (k == "whole_batches") e.whole_batches = v.cast<bool>();
     else if (k == "fields") {
       for (auto f : v) {
         auto t = f.cast<py::tuple>();
@@ -41,7 +42,7 @@ batchd::ExternalDataset external_from(const py::handle& external) {
                             t[2].cast<std::vector<int64_t>>()});
       }
     } else {
-      throw py::type_error("external= has no key '" + k + "' (size, fields, workers, name)");
+      throw py::type_error("external= has no key '" + k + "' (size, fields, workers, name, whole_batches)");
     }
   }
   return e;

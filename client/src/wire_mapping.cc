@@ -123,6 +123,7 @@ wire::Request open_request(const StreamOptions& o) {
     ext->set_size(o.external.size);
     ext->set_workers(o.external.workers);
     ext->set_name(o.external.name);
+    ext->set_whole_batches(o.external.whole_batches);
     for (const auto& f : o.external.fields) {
       auto* field = ext->add_fields();
       field->set_name(f.name);

@@ -261,6 +261,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
                      req.writable(), req.dry_run()};
   planned.external = req.has_external();
   planned.external_workers = req.external().workers();
+  planned.external_whole_batches = req.external().whole_batches();
   return planned;
 }
 

@@ -44,8 +44,10 @@ struct StreamPlan {
   // OpenStream.external: the trainer's attached workers make the samples (external_plan.h); how many it starts.
   bool external = false;
   uint32_t external_workers = 0;
-  // Batch ops (mixup, cutmix) need the whole batch in one task: the stream is not cut into chunks.
-  bool whole_batches() const { return attach.spec().batch_ops_size() > 0; }
+  bool external_whole_batches = false;  // ExternalDataset.whole_batches: the trainer's workers collate batches
+  // Batch ops (mixup, cutmix), and attached workers that collate, need the whole batch in one task: the stream is
+  // not cut into chunks.
+  bool whole_batches() const { return attach.spec().batch_ops_size() > 0 || external_whole_batches; }
 
   uint64_t segment_bytes() const { return opened.segment_bytes(); }
   const std::string& dataset() const { return attach.dataset(); }

@@ -125,7 +125,7 @@ class RASampler(torch.utils.data.Sampler):  # named as the references' sampler, 
 @pytest.mark.parametrize("kw, message", [
     ({"collate_fn": lambda b: b}, "collate_fn= is not supported: .*batch_transform="),
     ({"worker_init_fn": lambda w: None}, "worker_init_fn= is not supported: .*seed="),
-    ({"batch_sampler": [[0, 1]]}, "batch_sampler= is not supported"),
+    ({"batch_sampler": [[0, 1]]}, "batch_sampler option is mutually exclusive with batch_size"),  # DataLoader's check
     ({"generator": torch.Generator()}, "generator= is not supported: .*seed="),
     ({"sampler": SubsetRandomSampler([1, 2])}, "sampler=SubsetRandomSampler is not supported"),
     ({"sampler": RASampler()}, "sampler=RASampler has no num_replicas, rank, shuffle, epoch"),
@@ -139,9 +139,14 @@ def test_arguments_that_would_change_the_data_are_refused_saying_what_to_do(sock
 
 def test_moot_arguments_are_accepted_and_change_nothing(socket_path):
     plain = order(make(socket_path, 100, shuffle=True, as_dict=True))
-    moot = make(socket_path, 100, shuffle=True, as_dict=True, persistent_workers=True,
-                multiprocessing_context="spawn", collate_fn=default_collate)
+    moot = make(socket_path, 100, shuffle=True, as_dict=True, persistent_workers=True, num_workers=2,
+                multiprocessing_context="spawn", collate_fn=default_collate)  # DataLoader wants num_workers > 0
     assert order(moot) == plain
+
+
+def test_a_batch_sampler_dataloader_accepts_is_refused_saying_what_to_do(socket_path):
+    with pytest.raises(ValueError, match="batch_sampler= is not supported: batchd batches the sampler's order"):
+        make(socket_path, batch_sampler=[[0, 1]])
 
 
 @pytest.mark.parametrize("prefetch_factor, depth", [(3, 2 * 3 + 1), (None, 2 * 2 + 1)])

@@ -110,6 +110,7 @@ struct ExternalDataset {
   std::vector<Field> fields;    // may be empty only for plan_stream (sizes only)
   uint32_t workers = 0;         // worker processes you will attach (cuts batches into as many chunks)
   std::string name;             // shown in status, e.g. the Dataset's class name
+  bool whole_batches = false;   // one task per batch, never cut (your workers collate whole batches themselves)
   bool empty() const { return size == 0; }
 };
 

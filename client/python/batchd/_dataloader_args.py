@@ -9,8 +9,9 @@ Each argument has one decided meaning (the table is docs/python.md's "DataLoader
   ignored   persistent_workers (workers persist); multiprocessing_context for the daemon's datasets (forked by
             the daemon, whatever it says; the data are the same); in_order (batches always arrive in the sampler's
             order: what in_order=True promises, and one of the orders in_order=False allows)
-  own       for your own Dataset (_own_dataset.py): num_workers processes, multiprocessing_context, worker_init_fn
-  refused   collate_fn (other than default_collate), worker_init_fn (but for your own Dataset), batch_sampler,
+  own       for your own Dataset (_own_dataset.py): num_workers processes, multiprocessing_context, worker_init_fn,
+            collate_fn (batches of any structure: _worker_collate.py)
+  refused   collate_fn (other than default_collate) and worker_init_fn but for your own Dataset, batch_sampler,
             generator, any other sampler: ignoring them would change the data; ValueError saying what to do instead
 
 resolve() turns them into the stream's sampler fields; refusals and DataLoader's own argument errors raise
@@ -47,13 +48,13 @@ _pin_warned = False
 
 def refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator, own=False, *pipeline_options):
     """ValueError for the first refused argument that is set (collate_fn=default_collate is the default). own: the
-    Loader serves your own Dataset: worker_init_fn is taken, and `pipeline_options` (batch_transform, crop_size,
-    resize_size, exact_decode: the daemon's pipelines') are refused."""
+    Loader serves your own Dataset: worker_init_fn and collate_fn are taken, and `pipeline_options`
+    (batch_transform, crop_size, resize_size, exact_decode: the daemon's pipelines') are refused."""
     if own and any(v is not None for v in pipeline_options):
         raise ValueError("batchd.Loader: batch_transform=, crop_size=, resize_size= and exact_decode= configure "
                          "the daemon's pipelines; your own Dataset makes its samples itself")
-    if own:
-        worker_init_fn = None
+    if own:  # taken: your own Dataset's workers run them, as DataLoader's do
+        worker_init_fn = collate_fn = None
     given = {"collate_fn": None if collate_fn is default_collate else collate_fn, "worker_init_fn": worker_init_fn,
              "batch_sampler": batch_sampler, "generator": generator}
     for name, value in given.items():
@@ -140,15 +141,8 @@ def _from_repeated_aug_sampler(sampler, name, out, repeated_aug):
 def prefetch_depth(num_workers, prefetch_factor, depth):
     """The stream's depth (slots): depth= wins; else num_workers * prefetch_factor + 1 (the batches DataLoader keeps
     in flight, plus the one the loop body holds; prefetch_factor None means DataLoader's 2) when num_workers > 0;
-    else None (the daemon's default + 1). DataLoader's argument errors, in its words: prefetch_factor given with
-    num_workers=0, a negative prefetch_factor or num_workers."""
-    if num_workers < 0:
-        raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
-    if num_workers == 0 and prefetch_factor is not None:
-        raise ValueError("prefetch_factor option could only be specified in multiprocessing."
-                         "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
-    if prefetch_factor is not None and prefetch_factor < 0:
-        raise ValueError("prefetch_factor option should be non-negative")
+    else None (the daemon's default + 1). DataLoader's own argument errors are _dataloader_checks.check_arguments'
+    (run before); this adds the one DataLoader raises only at iter(): prefetch_factor=0 with workers."""
     if num_workers > 0 and prefetch_factor == 0:  # DataLoader accepts it, then fails at iter() (AssertionError)
         raise ValueError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
     if depth is not None:

@@ -1,7 +1,9 @@
 """batchd.Loader: torch.utils.data.DataLoader's interface over a batchd stream (see the package docstring)."""
+import typing
 import warnings
 
 import torch
+from torch.utils.data import default_collate
 
 from . import _batchd
 from ._batchd import BatchdError
@@ -9,15 +11,18 @@ from ._passes import StreamPasses
 from ._source import resolve_source
 from ._spec import pipeline_spec
 from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable
+from ._dataloader_checks import check_arguments, check_worker_number
+from ._loader_plan import LoaderPlan
 from ._lm_args import lm_options
-from ._support import _rank_and_world_size, _while_indexing
+from ._support import _rank_and_world_size
 from ._views import DaemonDataset, StreamBatchSampler, StreamSampler
 from ._worker_pool import WorkerPool
 
 _MANY_EPOCHS = 1 << 30  # a Loader's stream runs on until the Loader moves elsewhere or is closed
+T_co = typing.TypeVar("T_co", covariant=True)
 
 
-class Loader(StreamPasses):
+class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
     """torch.utils.data.DataLoader's interface over a stream of batchd's daemon: rename DataLoader( to batchd.Loader(.
 
     DataLoader's arguments keep their meaning (torch 2.x's signature, batch_size positional); the table of what
@@ -36,9 +41,11 @@ class Loader(StreamPasses):
             "Your own Dataset"): num_workers processes the Loader starts under your uid (at least one) run its
             __getitem__ (or __getitems__) and write each sample straight into the daemon's slots; batches are
             structured as default_collate makes them (tensor, list for tuples, namedtuple, dict); each sample's
-            random, numpy and torch generators are seeded from (seed, epoch, index). An IterableDataset is refused
-            (TypeError); a sample with strings at the first pass (BatchdError), one of another shape as a per-sample
-            BatchdError. With device="cuda" its batches are host batches copied with .to(non_blocking=True).
+            random, numpy and torch generators are seeded from (seed, epoch, index). With a collate_fn, or samples
+            that fit no fixed layout (strings, nesting), the workers collate whole batches of any structure into
+            the slots (tensors come back as zero-copy views). An exception in the dataset or collate_fn is raised
+            with its own type and the worker's traceback, as DataLoader raises it. An IterableDataset is refused
+            (TypeError). With device="cuda" its batches are host batches copied with .to(non_blocking=True).
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
         sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, in_order, and the
@@ -46,11 +53,12 @@ class Loader(StreamPasses):
             and RepeatAugSampler mapped, a sampler's .epoch read at each pass; num_workers * prefetch_factor + 1
             slots (prefetch_factor None: 2; given with num_workers=0: DataLoader's ValueError), depth= wins;
             in_order moot (batches always arrive in order); timeout > 0: BatchdError code "deadline exceeded", a
-            RuntimeError; pin_memory=True: the tensors are page-locked where the workers wrote them (is_pinned(); without CUDA, a warning);
+            RuntimeError, "DataLoader timed out after N seconds ..."; pin_memory=True: the tensors are page-locked where the workers wrote them (is_pinned(); without CUDA, a warning);
             persistent_workers ignored (workers persist); for your own Dataset, worker_init_fn runs once per worker
             and multiprocessing_context ("fork" by default, "spawn", "forkserver") starts them, otherwise both are
-            moot (worker_init_fn refused); collate_fn, batch_sampler, generator refused with ValueError saying what
-            to do instead).
+            moot (worker_init_fn refused); collate_fn likewise taken for your own Dataset, refused otherwise;
+            batch_sampler, generator refused with ValueError saying what to do instead). DataLoader's own argument
+            checks run first, in its words; batch_size=None yields samples without a batch dimension.
 
     Args (batchd's, keyword only):
         private: None = a private daemon for a dataset object when no daemon answers; True = always; False = never.
@@ -149,7 +157,9 @@ class Loader(StreamPasses):
                  device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
                  index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None,
                  seq_len=None, sampling=None, endless=False):
-        del persistent_workers  # moot: the daemon's workers persist, and so do those of your own Dataset
+        check_arguments(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, drop_last, timeout,
+                        multiprocessing_context, prefetch_factor, persistent_workers)
+        self.persistent_workers = bool(persistent_workers)  # the workers persist either way (docs/python.md)
         self.in_order = bool(in_order)  # moot: batches always arrive in the sampler's order (in_order=True's promise)
         sampler_fields = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
         depth = prefetch_depth(num_workers, prefetch_factor, depth)
@@ -179,7 +189,7 @@ class Loader(StreamPasses):
         self.pin_memory, self.pin_memory_device, self.timeout = bool(pin_memory), pin_memory_device, float(timeout)
         self.dataset = DaemonDataset(self, dataset) if isinstance(dataset, str) else dataset
         self.sampler = sampler if sampler is not None else StreamSampler(self)
-        self.batch_sampler = StreamBatchSampler(self)
+        self.batch_sampler = StreamBatchSampler(self) if batch_size is not None else None  # as DataLoader
         self._epoch_source = sampler_fields["epoch_source"]
         self._given_ranks = (sampler_fields["rank"], sampler_fields["world_size"])
         if None not in self._given_ranks:
@@ -188,7 +198,9 @@ class Loader(StreamPasses):
         # writable=True: DataLoader's tensors may be modified in place, and a copy per batch is what batchd avoids;
         # only this uid gets rw- on the segment (docs/security.md). A share is read-only: every subscriber's segment.
         self._share = share
-        self._options = dict(source, pipeline=pipeline or "", batch_size=batch_size,
+        # batch_size=None: DataLoader's samples without auto-batching; the stream makes batches of 1, whose rows
+        # the passes yield without the batch dimension (_passes._element).
+        self._options = dict(source, pipeline=pipeline or "", batch_size=1 if batch_size is None else batch_size,
                              shuffle=sampler_fields["shuffle"], seed=sampler_fields["seed"],
                              drop_last=sampler_fields["drop_last"], drop_last_batch=sampler_fields["drop_last_batch"],
                              on_error=on_error, writable=share is None, **lm_options(seq_len, sampling))
@@ -211,7 +223,8 @@ class Loader(StreamPasses):
             self._options["strategy"] = strategy
         self._client = _batchd.Client(socket or "", request_timeout=request_timeout, expected_owner=expected_owner)
         self._own = WorkerPool(dataset, num_workers, multiprocessing_context, worker_init_fn, sampler_fields["seed"],
-                               socket or "", {"request_timeout": request_timeout, "expected_owner": expected_owner}
+                               socket or "", {"request_timeout": request_timeout, "expected_owner": expected_owner},
+                               None if collate_fn is default_collate else collate_fn, batch_size, drop_last,
                                ) if own else None  # your own Dataset's worker processes, started at the first pass
         if self._client.daemon["warning"]:
             warnings.warn(f"batchd: {self._client.daemon['warning']}", RuntimeWarning, stacklevel=2)
@@ -223,57 +236,8 @@ class Loader(StreamPasses):
         self._plan_info = None
         self._stream, self._pending, self._next_epoch = None, None, None
         self._joined_at = 0  # a shared stream's joined_at_batch, for its first pass
-
-    @property
-    def drop_last(self):
-        return self._options["drop_last_batch"]  # DataLoader's (the sampler's is .sampler.drop_last)
-
-    @property
-    def rank(self):
-        return self._resolve_ranks()[0]
-
-    @property
-    def world_size(self):
-        return self._resolve_ranks()[1]
-
-    def _resolve_ranks(self):
-        """(rank, world_size) now: the given ones, else torch.distributed's. A change since the last plan (the
-        process group appeared after the Loader was built) drops the plan and the stream: they are made again."""
-        ranks = _rank_and_world_size(*self._given_ranks)
-        if ranks != self._ranks:
-            if self._ranks is not None:
-                self._close_stream()
-                self._plan_info = None
-            self._ranks = ranks
-        return ranks
-
-    def set_epoch(self, epoch):
-        """Use `epoch` for the next pass (as DistributedSampler.set_epoch)."""
-        self._epoch = int(epoch)
-        self._explicit_epoch = True
-
-    def __len__(self):
-        """Batches per epoch for this rank, as len(DataLoader)."""
-        return self._plan()["batches_per_epoch"]
-
-    def _stream_options(self):
-        """The stream's options with the ranks in use now."""
-        rank, world_size = self._resolve_ranks()
-        return dict(self._options, rank=rank, world_size=world_size)
-
-    def _plan(self):
-        """The daemon's dry run of this loader's stream (sizes, the depth it would get), once per ranks."""
-        options = self._stream_options()
-        if self._plan_info is None:
-            self._plan_info = _while_indexing(lambda: self._client.plan_stream(**options), self._index_timeout)
-        return self._plan_info
-
-    @property
-    def spec(self):
-        """The stream's pipeline as the daemon runs it, from its dry run: {"ops": [...], "batch_ops": [...]} in
-        canonical form (every parameter with its default, keys sorted, numbers as floats; the decode op first).
-        Empty lists for fmnist, fmnist_u8 and lm."""
-        return self._plan()["spec"]
+        self._initialized = True  # from here on, DataLoader's FROZEN attributes refuse to be set
+        check_worker_number(self)
 
     def __iter__(self):
         options = self._stream_options()  # ranks resolved now: a process group made after __init__ counts

@@ -1,11 +1,13 @@
-"""A trainer's own map-style Dataset served through batchd (docs/operations.md, "Your own Dataset"): the layout of a
-sample as default_collate would batch it, the check of every later sample against it, the write of a sample into
-its rows of a slot, the per-sample seeding rule, and the batch's structure rebuilt as default_collate returns it.
+"""A trainer's own map-style Dataset served through batchd (docs/operations.md, "Your own Dataset"): the fixed layout
+of a sample as default_collate would batch it, the check of every later sample against it, the write of a sample
+into its rows of a slot, the per-sample seeding rule, and the batch's structure rebuilt as default_collate returns
+it.
 
-A sample is a tensor, a numpy array, a Python/numpy scalar (int -> int64, float -> float64, bool -> bool, as
-default_collate makes them), or a tuple / list / namedtuple / dict (str keys) of those, one level deep. Its fields
-are named "0", "1", ... for a sequence and by key for a dict. Strings, None, nested containers and
-variable-length fields cannot be carried in fixed-shape slots: refused when the layout is taken (TypeError).
+A sample fits a fixed layout when it is a tensor, a numpy array, a Python/numpy scalar (int -> int64, float ->
+float64, bool -> bool, as default_collate makes them), or a tuple / list / namedtuple / dict (str keys) of those,
+one level deep. Its fields are named "0", "1", ... for a sequence and by key for a dict. Rows are then written in
+place, sample by sample. A sample 0 that does not fit (strings, None, nested containers) is collated whole by the
+workers instead, as DataLoader collates it (_worker_collate.py); layout_of's TypeError says why.
 """
 import collections.abc
 import random
@@ -48,9 +50,8 @@ def field_of(value, where):
         return "int64", (), "int"
     if isinstance(value, float):
         return "float64", (), "float"
-    raise TypeError(f"{where} is {_describe(value)}: batchd.Loader batches tensors, numpy arrays, ints, floats and "
-                    f"bools (as default_collate does); strings and variable-length fields are not supported yet: "
-                    f"return them as tensors of one shape, or keep this Dataset on torch.utils.data.DataLoader")
+    raise TypeError(f"{where} is {_describe(value)}: the first sample's fields were tensors, numpy arrays, ints, "
+                    f"floats or bools, so every sample's must be (default_collate could not batch them either)")
 
 
 class Layout:
@@ -64,6 +65,10 @@ class Layout:
 
     def wire_fields(self):
         return [(name, dtype, list(shape)) for name, dtype, shape, _ in self.fields]
+
+    def external_options(self):
+        """The stream's ExternalDataset fields for this layout (rows written in place, batches cut into chunks)."""
+        return {"fields": self.wire_fields()}
 
     def values(self, sample):
         """The field values of `sample` in layout order; TypeError if its structure differs."""
@@ -84,7 +89,15 @@ class Layout:
     def collate(self, tensors):
         """The batch as default_collate returns it for this structure: a tensor, a list (for tuples and lists), a
         namedtuple, or a dict."""
-        values = [tensors[name] for name in self.names]
+        return self._structure([tensors[name] for name in self.names])
+
+    def convert(self, tensors):
+        """One sample without a batch dimension (batch_size=None), as default_convert returns it: tensors and numpy
+        values as tensors (views of the slot), Python ints, floats and bools as Python values, a tuple as a list."""
+        return self._structure([tensors[name].item() if kind in ("int", "float", "bool") else tensors[name]
+                                for name, _, _, kind in self.fields])
+
+    def _structure(self, values):
         if self.kind == "single":
             return values[0]
         if self.kind == "dict":
@@ -147,9 +160,12 @@ def sample_seed(seed, epoch, index, copy=0):
 
 def seed_all(seed):
     """Python's random, numpy's global generator and torch's default (CPU) generator, as DataLoader's workers seed
-    them (torch.utils.data._utils.worker: random.seed, torch.manual_seed, numpy from the same seed). Only the CPU
-    generator: a forked worker cannot use CUDA, and torch.manual_seed's CUDA part costs ~25 us a call (measured:
-    28 us against 2 us here)."""
+    them (torch.utils.data._utils.worker: random.seed, torch.manual_seed, numpy from the same seed). The seed is cut
+    to 63 bits: DataLoader's worker seeds are an int64 base seed plus the worker id, so torch.initial_seed() in a
+    sample (a seed a dataset returns) fits an int64 as it does under DataLoader. Only the CPU generator: a forked
+    worker cannot use CUDA, and torch.manual_seed's CUDA part costs ~25 us a call (measured: 28 us against 2 us
+    here)."""
+    seed &= _MASK64 >> 1
     random.seed(seed)
     torch.default_generator.manual_seed(seed)
     np.random.seed(seed & 0xFFFFFFFF)

@@ -18,7 +18,7 @@ class StreamPasses:
         of the next epoch is kept for the next pass. A pass abandoned before its last batch (not one left after it,
         as zip() leaves the longer iterators) closes the stream: the next pass opens, or joins, again."""
         stream, self._next_epoch = self._stream, None
-        next_item, to_tensors, timeout = stream.next, stream.tensors, self.timeout or None
+        next_item, to_tensors, timeout = self._timed(stream.next), stream.tensors, self.timeout or None
         finished = False
         try:
             while True:
@@ -37,15 +37,40 @@ class StreamPasses:
             if not finished and self._state["batches_yielded"] < len(self):
                 self._close_stream()
 
+    def _timed(self, next_item):
+        """next_item, whose wait past the Loader's timeout (> 0) raises BatchdError (a RuntimeError, code "deadline
+        exceeded") in DataLoader's words, "DataLoader timed out after N seconds", and batchd's reason after them."""
+        if not self.timeout:
+            return next_item
+
+        def timed(timeout):
+            try:
+                return next_item(timeout)
+            except BatchdError as e:
+                if e.code != "deadline exceeded":
+                    raise
+                error = BatchdError(f"DataLoader timed out after {self.timeout:g} seconds (batchd.Loader's timeout=: "
+                                    f"no batch came in that time): {e}")
+                error.code = e.code
+                raise error from None
+        return timed
+
     def _element(self, item, to_tensors):
         """What a pass yields for `item` ((epoch, arrays) from the stream): its tensors as a dict or DataLoader's
         tuple, counted in _state["batches_yielded"]."""
         tensors = to_tensors(item[1])
         self._state["batches_yielded"] += 1
+        unbatched = self.batch_size is None  # DataLoader's batch_size=None: one sample at a time, no batch dimension
+        if unbatched:
+            tensors = {name: tensor[0] for name, tensor in tensors.items()}
+        if self._own is not None and self._own.layout().kind == "collated":  # the collate_fn's batch, rebuilt
+            batch = self._own.layout().collate(tensors)
+            return {"batch": batch, "index": tensors["index"]} if self.as_dict else batch
         if self.as_dict:
             return tensors
-        if self._own is not None:  # your own Dataset's batch, structured as default_collate returns it
-            return self._own.layout().collate(tensors)
+        if self._own is not None:  # your own Dataset's batch, as default_collate (default_convert) returns it
+            layout = self._own.layout()
+            return layout.convert(tensors) if unbatched else layout.collate(tensors)
         return _as_tuple(tensors)
 
     def state_dict(self):
@@ -84,7 +109,7 @@ class StreamPasses:
         self._state = {"epoch": epoch, "batches_yielded": start}
         self._close_stream()
         self._stream = self._open(epoch=epoch, start_batch=start, endless=True, **options)
-        next_item, to_tensors, timeout = self._stream.next, self._stream.tensors, self.timeout or None
+        next_item, to_tensors, timeout = self._timed(self._stream.next), self._stream.tensors, self.timeout or None
         try:
             while True:
                 item = next_item(timeout)
@@ -121,12 +146,12 @@ class StreamPasses:
             raise BatchdError(f"batchd.Loader: len({type(self.dataset).__name__}) is {size} now, {kw['external']['size']} "
                               f"when the Loader was made: a Dataset's length must not change while a Loader reads it "
                               f"(make a new Loader)")
-        kw["external"] = dict(kw["external"], fields=self._own.layout().wire_fields())
+        kw["external"] = dict(kw["external"], **self._own.layout().external_options())
         # Never batchd's CUDA stream (its waits are unbounded, and the workers must be checked while a batch is
         # awaited): host batches, copied to a CUDA device with .to(non_blocking=True) (pinned with pin_memory=True).
         source = OwnSource(self._open_source(kw, device_stream=False), self._own, self.timeout)
         try:
-            self._own.attach(source.info["id"], size)
+            self._own.attach(source.info["id"], size, self._options["on_error"])
         except BaseException:
             source.close()
             raise

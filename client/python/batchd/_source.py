@@ -23,9 +23,11 @@ def resolve_source(dataset, socket, private, num_workers, transform, pipeline):
             raise ValueError("batchd.Loader: private=True needs a dataset object (an ImageFolder): a daemon dataset "
                              "named by string is declared in a daemon's config")
         return {"dataset": dataset}, transform, socket
-    if not isinstance(dataset, torch.utils.data.Dataset):
-        raise TypeError(f"batchd.Loader: dataset must be a daemon dataset's name (str) or a torchvision ImageFolder "
-                        f"(or a Subset of one), not {type(dataset).__name__}")
+    if not isinstance(dataset, torch.utils.data.Dataset) and not (hasattr(type(dataset), "__getitem__")
+                                                                  and hasattr(type(dataset), "__len__")):
+        raise TypeError(f"batchd.Loader: dataset must be a daemon dataset's name (str), a torch Dataset or an object "
+                        f"with __getitem__ and __len__ (a list, a Tensor), as DataLoader takes; not "
+                        f"{type(dataset).__name__}")
     if isinstance(dataset, torch.utils.data.IterableDataset):
         raise TypeError(f"batchd.Loader: {type(dataset).__name__} is an IterableDataset: batchd's sampler hands out "
                         f"indices, so it serves map-style datasets (with __getitem__ and __len__) only for now; keep "

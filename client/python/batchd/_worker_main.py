@@ -11,6 +11,7 @@ stream's on_error decides). The process exits when the trainer goes (_follow_par
 library watches the parent too) or when the daemon detaches it past a deadline (_batchd's exit status 75).
 """
 import os
+import pickle
 import signal
 import threading
 import time
@@ -18,16 +19,34 @@ import traceback
 
 import numpy as np
 import torch
+from torch._utils import ExceptionWrapper
 
 from . import _batchd
 from ._own_dataset import check_field, sample_seed, seed_all
+from ._worker_collate import CollatedLayout, fetcher, is_collated, probe_batches, serve_collated
 
 READY, ERROR, LAYOUT, ATTACHED, DETACHED = "ready", "error", "layout", "attached", "detached"
 ATTACH_FAILED = "attach_failed"  # (ATTACH_FAILED, stream_id, message): fatal only for the trainer's current stream
+EXCEPTION = "exception"  # (EXCEPTION, stream_id, index, wrapper): sent before the sample's failure reaches the daemon
+UNBATCHABLE = "unbatchable"  # (UNBATCHABLE, why): sample 0 fits no fixed layout; the trainer takes the collated path
 
 
 def _last_line(e):
     return traceback.format_exception_only(type(e), e)[-1].strip()
+
+
+def _wrapped(worker_id, what):
+    """The exception being handled, as DataLoader's workers send theirs (torch._utils.ExceptionWrapper: its type
+    and the whole traceback's text; reraise() raises the same type, "Caught X in batchd.Loader worker process N
+    (what).\nOriginal Traceback ..."). Its type must reach the trainer by pickle: a class that cannot (defined
+    inside a function) arrives as RuntimeError with the same text."""
+    wrapper = ExceptionWrapper(where=f"in batchd.Loader worker process {worker_id} ({what})")
+    try:
+        pickle.dumps(wrapper.exc_type)
+    except Exception:  # noqa: BLE001
+        wrapper.where += f"; its class, {wrapper.exc_type.__name__}, cannot be pickled to the trainer"
+        wrapper.exc_type = RuntimeError
+    return wrapper
 
 
 def _set_worker_info(worker_id, num_workers, seed, dataset):
@@ -90,8 +109,10 @@ class _Writer:
         return None
 
 
-def _serve(worker, dataset, layout, use_getitems):
-    """Makes the tasks of the attached stream until it is closed (next_task() is None)."""
+def _serve(worker, dataset, layout, use_getitems, report):
+    """Makes the tasks of the attached stream until it is closed (next_task() is None). report(index, what), called
+    while the exception is handled, sends it to the trainer before the sample's failure goes to the daemon (or does
+    nothing)."""
     seed = worker.seed
     while True:
         task = worker.next_task()
@@ -130,7 +151,9 @@ def _serve(worker, dataset, layout, use_getitems):
                     sample = dataset[index]
                     in_dataset += time.perf_counter_ns() - t0
                 except Exception as e:
-                    failed = (index, f"{_last_line(e)} (in {type(dataset).__name__}.__getitem__({index}))")
+                    where = f"in {type(dataset).__name__}.__getitem__({index})"
+                    report(index, f"sample {index}, {where[3:]}")
+                    failed = (index, f"{_last_line(e)} ({where})")
                     break
             t0 = time.perf_counter_ns()
             problem = writer.write(p, index, sample)
@@ -148,17 +171,22 @@ def _serve(worker, dataset, layout, use_getitems):
             return  # the stream was closed while this task was made: the daemon has dropped it
 
 
-def _probe(conn, dataset, index, base_seed):
+def _probe(conn, dataset, index, base_seed, worker_id):
     """Sends the trainer the Layout of sample `index`, or the reason there is none: an exception in __getitem__, a
     sample that cannot be batched, or a layout that cannot be pickled back (a namedtuple class that is not
     importable by name)."""
     from ._own_dataset import layout_of
+    where = f"{type(dataset).__name__}.__getitem__({index}), the sample whose layout the stream takes"
     try:
         seed_all(sample_seed(base_seed, 0, index))
-        layout = layout_of(dataset[index])
-    except Exception as e:
-        conn.send((ERROR, f"{_last_line(e)} (in {type(dataset).__name__}.__getitem__({index}), the sample whose "
-                          f"layout the stream takes)"))
+        sample = dataset[index]
+    except Exception as e:  # the dataset's own exception: raised in the trainer with its type, as DataLoader does
+        conn.send((ERROR, f"{_last_line(e)} (in {where})", _wrapped(worker_id, where)))
+        return
+    try:
+        layout = layout_of(sample)
+    except Exception as e:  # not fixed-shape fields: the trainer collates it as DataLoader does (_worker_collate.py)
+        conn.send((UNBATCHABLE, f"{_last_line(e)} (in {where})"))
         return
     try:
         conn.send((LAYOUT, layout))
@@ -169,7 +197,7 @@ def _probe(conn, dataset, index, base_seed):
 
 
 def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_fn, conn, parent_pid,
-                forked_by_main_thread):
+                forked_by_main_thread, collate_fn=None, auto_collation=True):
     """The worker process: see the module docstring. `conn` is its end of the trainer's pipe. parent_pid: the
     trainer's pid, or None under forkserver (the parent is then the server, which exits with the trainer)."""
     if parent_pid is None:
@@ -182,11 +210,13 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
     torch.set_num_threads(1)  # as DataLoader's workers
     _set_worker_info(worker_id, num_workers, base_seed + worker_id, dataset)
     use_getitems = callable(getattr(dataset, "__getitems__", None))
+    fetch = fetcher(dataset, collate_fn, auto_collation)  # the collated path's (_worker_collate.py)
     try:
         if worker_init_fn is not None:
             worker_init_fn(worker_id)
     except Exception as e:
-        conn.send((ERROR, f"worker_init_fn({worker_id}) raised {_last_line(e)}"))
+        conn.send((ERROR, f"worker_init_fn({worker_id}) raised {_last_line(e)}",
+                   _wrapped(worker_id, f"worker_init_fn({worker_id})")))
         return
     conn.send((READY, os.getpid()))
     layout = None
@@ -200,8 +230,15 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
         if command[0] == "stop":
             return
         if command[0] == "probe":  # the layout of sample command[1]
-            _probe(conn, dataset, command[1], base_seed)
-        elif command[0] == "attach":  # (attach, stream_id, layout, socket options, len(dataset) of the stream)
+            _probe(conn, dataset, command[1], base_seed, worker_id)
+        elif command[0] == "probe_batches":  # the collated layout from the batches of index lists command[1]
+            try:
+                seed_all(sample_seed(base_seed, 0, command[1][0][0]))
+                conn.send((LAYOUT, CollatedLayout(probe_batches(fetch, command[1], auto_collation))))
+            except Exception as e:
+                where = f"the batch of samples {command[1][0][:3]}..., whose size the stream's slots take"
+                conn.send((ERROR, f"{_last_line(e)} (in {where})", _wrapped(worker_id, where)))
+        elif command[0] == "attach":  # (attach, stream_id, layout, socket options, len(dataset), on_error)
             layout = command[2]
             try:
                 size = len(dataset)
@@ -218,6 +255,14 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
                 conn.send((ATTACH_FAILED, command[1], f"worker {worker_id} cannot attach to stream {command[1]}: {e}"))
                 continue
             conn.send((ATTACHED, worker.worker))
-            _serve(worker, dataset, layout, use_getitems)
+            stream_id = command[1]
+            # Only when a sample's error fails the stream: under on_error="skip" the trainer raises none, and
+            # unread reports would fill the pipe.
+            report = ((lambda index, what: conn.send((EXCEPTION, stream_id, index, _wrapped(worker_id, what))))
+                      if command[5] == "fail" else (lambda index, what: None))
+            if is_collated(layout):
+                serve_collated(worker, fetch, auto_collation, report, _last_line)
+            else:
+                _serve(worker, dataset, layout, use_getitems, report)
             del worker
             conn.send((DETACHED, command[1]))

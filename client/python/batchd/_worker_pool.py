@@ -7,28 +7,48 @@ check() runs between batches (and while a batch is awaited): a worker that died 
 client library when the daemon detached it past the watchdog's deadline) is replaced and the replacement attaches
 to the current stream; the daemon has already given its task to another worker. A worker that cannot start (an
 exception in worker_init_fn, a dataset that spawn cannot unpickle or import) fails the Loader with the reason.
+
+layout() asks worker 0 how the slots hold batches (sample 0's fixed fields, else whole batches collated: see
+_worker_collate.py). A worker's exception (in the dataset, collate_fn or worker_init_fn) comes over its pipe as
+torch's ExceptionWrapper and is raised in the trainer with its own type, as DataLoader raises it; a sample's,
+when the daemon then fails the stream naming that sample (raise_sample_exception).
 """
 import multiprocessing
 import os
+import re
 import threading
 import time
 import warnings
 
 from ._batchd import BatchdError
-from ._worker_main import ATTACH_FAILED, ATTACHED, DETACHED, ERROR, LAYOUT, READY, worker_main
+from ._worker_main import (ATTACH_FAILED, ATTACHED, DETACHED, ERROR, EXCEPTION, LAYOUT, READY, UNBATCHABLE,
+                           worker_main)
 
 _START_TIMEOUT = 120.0  # seconds a worker may take to start (import torch under spawn, worker_init_fn)
+_FAILED_SAMPLE = re.compile(r"\bsample (\d+) of dataset '")  # the daemon's words (daemon/streams/error_policy.cc)
+
+
+def _raise(worker_id, message):
+    """Raises a worker's ERROR message: the exception it wraps, with its own type and the worker's traceback (as
+    DataLoader does), else BatchdError with the text."""
+    if len(message) > 2 and message[2] is not None:
+        message[2].reraise()
+    raise BatchdError(f"batchd.Loader: worker {worker_id}: {message[1]}")
 
 
 class WorkerPool:
-    def __init__(self, dataset, num_workers, context, worker_init_fn, base_seed, socket, connect):
+    def __init__(self, dataset, num_workers, context, worker_init_fn, base_seed, socket, connect, collate_fn=None,
+                 batch_size=1, drop_last=False):
         if isinstance(context, str) or context is None:
             context = multiprocessing.get_context(context or "fork")
         self._context, self._dataset, self._init = context, dataset, worker_init_fn
         self._count, self._base_seed, self._socket, self._connect = max(1, num_workers), base_seed, socket, connect
         self._workers = [None] * self._count  # (process, conn) per worker id
         self._stream_id, self._layout, self._fatal = None, None, None
+        self._on_error, self._exceptions = "fail", {}  # the current stream's: {sample index: ExceptionWrapper}
         self.replaced = 0  # workers started again after one was lost
+        # collate_fn None: default_collate (default_convert with batch_size None), on fixed rows when sample 0 fits
+        self._collate_fn, self._batch_size, self._drop_last = collate_fn, batch_size, drop_last
 
     @property
     def size(self):
@@ -43,7 +63,8 @@ class WorkerPool:
             target=worker_main, daemon=True, name=f"batchd-worker-{worker_id}",
             args=(self._dataset, self._socket, worker_id, self._count, self._base_seed, self._init, child_end,
                   None if forkserver else os.getpid(),
-                  forkserver or threading.current_thread() is threading.main_thread()))
+                  forkserver or threading.current_thread() is threading.main_thread(), self._collate_fn,
+                  self._batch_size is not None))
         process.start()
         child_end.close()
         self._workers[worker_id] = (process, parent_end)
@@ -63,8 +84,9 @@ class WorkerPool:
                 if message is not None and message[0] in kinds:
                     return message
                 if message is not None and message[0] == ERROR:
-                    raise BatchdError(f"batchd.Loader: worker {worker_id}: {message[1]}")
+                    _raise(worker_id, message)
                 if message is not None:
+                    self._bookkeep(message)
                     continue
             if not process.is_alive():
                 process.join(0)
@@ -89,48 +111,100 @@ class WorkerPool:
             self._await(worker_id, (READY,), _START_TIMEOUT, "start")
 
     def layout(self):
-        """The Layout of sample 0, made by worker 0 (the dataset's code never runs in the trainer's process)."""
+        """How the stream's slots hold batches, found by worker 0 (the dataset's code never runs in the trainer's
+        process): the Layout of sample 0's fixed fields (default collation, sample 0 fits one), else the
+        CollatedLayout of the first (and last) batch collated as DataLoader collates them."""
         if self._layout is None:
             self._ensure_started()
-            self._workers[0][1].send(("probe", 0))
-            self._layout = self._await(0, (LAYOUT,), None, "make sample 0")[1]
+            conn = self._workers[0][1]
+            if self._collate_fn is None:
+                conn.send(("probe", 0))
+                message = self._await(0, (LAYOUT, UNBATCHABLE), None, "make sample 0")
+                if message[0] == LAYOUT:
+                    self._layout = message[1]
+                    return self._layout
+            conn.send(("probe_batches", self._probe_batches()))
+            self._layout = self._await(0, (LAYOUT,), None, "collate the first batch")[1]
         return self._layout
+
+    def _probe_batches(self):
+        """The index lists whose collated size sizes the slots: the first batch, and the last when it is shorter."""
+        n, b = len(self._dataset), self._batch_size
+        if b is None:
+            return [[0]]
+        lists = [list(range(min(b, n)))]
+        if n % b and n > b and not self._drop_last:
+            lists.append(list(range(n - n % b, n)))
+        return lists
 
     def _ensure_started(self):
         if any(entry is None for entry in self._workers):  # first use, or after close()
             self._fatal = None
             self.start()
 
-    def attach(self, stream_id, size):
-        """Every worker attaches to `stream_id` (the stream this Loader just opened for `size` samples). A worker
-        that died since the last check() is replaced by the next one, which attaches it to this stream."""
+    def attach(self, stream_id, size, on_error):
+        """Every worker attaches to `stream_id` (the stream this Loader just opened for `size` samples, its
+        on_error). A worker that died since the last check() is replaced by the next one, which attaches it to this
+        stream."""
         self._ensure_started()
-        self._stream_id, self._size = stream_id, size
+        self._stream_id, self._size, self._on_error, self._exceptions = stream_id, size, on_error, {}
         for worker_id in range(self._count):
             try:
-                self._workers[worker_id][1].send(("attach", stream_id, self._layout, self._connect, size))
+                self._workers[worker_id][1].send(self._attach_command())
             except OSError:
                 pass
+
+    def _attach_command(self):
+        return ("attach", self._stream_id, self._layout, self._connect, self._size, self._on_error)
+
+    def _bookkeep(self, message):
+        """Keeps a sample's exception of the current stream, for raise_sample_exception()."""
+        if message[0] == EXCEPTION and message[1] == self._stream_id:
+            self._exceptions[message[2]] = message[3]
+
+    def raise_sample_exception(self, error):
+        """If `error` (a BatchdError of the stream) is a sample's failure whose worker sent its exception, raises
+        that exception (its own type, the worker's traceback in the message; `error` as its cause)."""
+        match = _FAILED_SAMPLE.search(str(error))
+        if match is None:
+            return
+        self._drain()
+        wrapper = self._exceptions.get(int(match.group(1)))
+        if wrapper is None:
+            return
+        try:
+            wrapper.reraise()
+        except Exception as e:  # noqa: BLE001 - re-raised with the daemon's error as its cause
+            raise e from error
+
+    def _drain(self):
+        for worker_id, entry in enumerate(self._workers):
+            if entry is None:
+                continue
+            try:
+                while entry[1].poll():
+                    self._check_message(worker_id, entry[1].recv())
+            except (EOFError, OSError):
+                pass
+
+    def _check_message(self, worker_id, message):
+        if message[0] == ATTACH_FAILED and message[1] != self._stream_id:
+            return  # a stream closed before this worker got to it: it waits for the next
+        if message[0] in (ERROR, ATTACH_FAILED):
+            self._fatal = (worker_id, message if message[0] == ERROR else (ERROR, message[-1]))
+            _raise(*self._fatal)
+        assert message[0] in (ATTACHED, DETACHED, LAYOUT, READY, EXCEPTION), message
+        self._bookkeep(message)
 
     def check(self):
         """Replaces dead workers (attached to the current stream); raises a worker's fatal error."""
         if self._fatal is not None:
-            raise BatchdError(self._fatal)
+            _raise(*self._fatal)
+        self._drain()
         for worker_id, entry in enumerate(self._workers):
             if entry is None:
                 continue
             process, conn = entry
-            try:
-                while conn.poll():
-                    message = conn.recv()
-                    if message[0] == ATTACH_FAILED and message[1] != self._stream_id:
-                        continue  # a stream closed before this worker got to it: it waits for the next
-                    if message[0] in (ERROR, ATTACH_FAILED):
-                        self._fatal = f"batchd.Loader: worker {worker_id}: {message[-1]}"
-                        raise BatchdError(self._fatal)
-                    assert message[0] in (ATTACHED, DETACHED, LAYOUT, READY), message
-            except (EOFError, OSError):
-                pass
             if process.is_alive():
                 continue
             process.join(0)
@@ -144,8 +218,7 @@ class WorkerPool:
             self.replaced += 1
             self._await(worker_id, (READY,), _START_TIMEOUT, "start again")
             if self._stream_id is not None:
-                self._workers[worker_id][1].send(("attach", self._stream_id, self._layout, self._connect,
-                                                  self._size))
+                self._workers[worker_id][1].send(self._attach_command())
 
     def close(self):
         """Stops every worker (they also exit by themselves when the trainer goes)."""
@@ -190,5 +263,8 @@ class OwnSource:
             try:
                 return self._source.next(wait)
             except BatchdError as e:
-                if e.code != "deadline exceeded" or (deadline is not None and time.monotonic() >= deadline):
+                if e.code != "deadline exceeded":
+                    self._pool.raise_sample_exception(e)
+                    raise
+                if deadline is not None and time.monotonic() >= deadline:
                     raise
