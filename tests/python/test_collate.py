@@ -1,13 +1,17 @@
 """Batches of any structure through the slots (issue 40, item 1): a collate_fn's batch, or default_collate's of samples
 that fit no fixed layout, made by the Loader's workers into the stream's slots and rebuilt in the trainer, equal to
 DataLoader's batch for batch, against a real daemon. Cases from real training code (collate_datasets.py)."""
+import os
 import tempfile
 
+import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader
 
 import batchd
+from batchd import _batch_codec
+from own_datasets import Faulty
 from collate_datasets import (Captioned, Detection, Growing, Mixed, Tokens, detection_collate, list_collate,
                               mixed_collate, pad_collate, same)
 from conftest import _run_daemon
@@ -110,3 +114,54 @@ def test_as_dict_gives_the_batch_and_its_indices(sock):
         assert first["batch"][1] == ("caption 0", "caption 1", "caption 2", "caption 3")  # default_collate: a tuple
     finally:
         loader.close()
+
+
+def test_an_exception_of_a_later_sample_keeps_its_type_and_names_it(sock):
+    loader = batchd.Loader(Faulty(40, 13, "raise"), batch_size=4, num_workers=2, collate_fn=list_collate,
+                           socket=sock)
+    try:
+        with pytest.raises(ValueError, match=r"Faulty.__getitem__\(13\)") as failed:
+            for _ in loader:
+                pass
+        assert "sample 13 is unreadable" in str(failed.value)
+        assert "sample 13 of dataset" in str(failed.value.__cause__)
+    finally:
+        loader.close()
+
+
+class _Marker:
+    """Unpickling it creates a file: what a writer of the segment could make the trainer run."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_batch_not_signed_by_the_loaders_workers_is_not_unpickled(tmp_path):
+    key, other = b"k" * 32, b"x" * 32
+    marker = str(tmp_path / "ran")
+    batch = {"x": torch.arange(4), "payload": _Marker(marker)}
+    slot = torch.zeros(_batch_codec.encode(batch), dtype=torch.uint8)
+    _batch_codec.encode(batch, slot, other)  # written by someone without this Loader's key
+    with pytest.raises(ValueError, match="signature does not check"):
+        _batch_codec.decode(slot, key)
+    assert not os.path.exists(marker), "nothing was unpickled"
+    _batch_codec.encode({"x": torch.arange(4)}, slot, key)
+    assert torch.equal(_batch_codec.decode(slot, key)["x"], torch.arange(4))
+
+
+def test_subclasses_masks_byte_order_and_aliases_survive_the_slot():
+    from torchvision import tv_tensors
+    boxes = tv_tensors.BoundingBoxes([[1, 2, 3, 4]], format="XYXY", canvas_size=(10, 12))
+    shared = torch.arange(3)
+    batch = {"boxes": boxes, "masked": np.ma.masked_array([1, 2, 3], mask=[0, 1, 0]),
+             "big_endian": np.arange(3, dtype=">i4"), "a": shared, "b": shared}
+    slot = torch.zeros(_batch_codec.encode(batch), dtype=torch.uint8)
+    _batch_codec.encode(batch, slot, b"k")
+    out = _batch_codec.decode(slot, b"k")
+    assert type(out["boxes"]) is tv_tensors.BoundingBoxes and out["boxes"].canvas_size == (10, 12)
+    assert out["masked"].mask.tolist() == [False, True, False]
+    assert out["big_endian"].dtype == np.dtype(">i4") and out["big_endian"].tolist() == [0, 1, 2]
+    assert out["a"] is out["b"], "one tensor, written once"

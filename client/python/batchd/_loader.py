@@ -113,7 +113,8 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
             before later work on torch.cuda.current_stream(); see batchd/cuda.h). Where that path is missing
             (batchd built without CUDA, or its runtime finds no usable driver), a warning says why and each batch
             is copied with .to(device, non_blocking=True) instead. Needs torch with CUDA and a GPU.
-        on_error: "fail" (a bad sample raises BatchdError naming the file) or "skip" (it is replaced and counted).
+        on_error: "fail" (a bad sample raises BatchdError naming the file; your own Dataset's exception is raised with
+            its own type) or "skip" (it is replaced and counted).
         seq_len, sampling, endless: token streams (docs/python.md, "Token files"): seq_len = T (None = the
             dataset's); sampling = "tiled" (default) or "random" (nanoGPT's get_batch: B offsets per batch, uniform
             in [0, N - T - 1], from (seed, rank, step)); endless=True: one iteration never ends (it = iter(loader);

@@ -5,6 +5,9 @@ state_dict()/load_state_dict() say and set where the next pass starts. StreamPas
 _stream, _pending (the next epoch's first batch), _next_epoch, and for endless passes _epoch / _resume_batch."""
 import warnings
 
+import torch
+from torch.utils._pytree import tree_map
+
 from . import _batchd
 from ._batchd import BatchdError
 from ._dataloader_args import pin_device
@@ -65,6 +68,9 @@ class StreamPasses:
             tensors = {name: tensor[0] for name, tensor in tensors.items()}
         if self._own is not None and self._own.layout().kind == "collated":  # the collate_fn's batch, rebuilt
             batch = self._own.layout().collate(tensors)
+            if self.device.type == "cuda":  # decoded on the host; its tensors go to the device as DataLoader's would
+                batch = tree_map(lambda x: x.to(self.device, non_blocking=True) if isinstance(x, torch.Tensor) else x,
+                                 batch)
             return {"batch": batch, "index": tensors["index"]} if self.as_dict else batch
         if self.as_dict:
             return tensors
@@ -149,7 +155,11 @@ class StreamPasses:
         kw["external"] = dict(kw["external"], **self._own.layout().external_options())
         # Never batchd's CUDA stream (its waits are unbounded, and the workers must be checked while a batch is
         # awaited): host batches, copied to a CUDA device with .to(non_blocking=True) (pinned with pin_memory=True).
-        source = OwnSource(self._open_source(kw, device_stream=False), self._own, self.timeout)
+        if self._own.layout().kind == "collated" and self.device.type == "cuda":  # bytes to decode on the host
+            inner = _HostSource(self._client.open_stream(**kw), torch.device("cpu"), readonly=not kw.get("writable"))
+        else:
+            inner = self._open_source(kw, device_stream=False)
+        source = OwnSource(inner, self._own, self.timeout)
         try:
             self._own.attach(source.info["id"], size, self._options["on_error"])
         except BaseException:

@@ -31,13 +31,14 @@ class CollatedLayout:
 
     def __init__(self, bytes_per_sample):
         self.bytes_per_sample = bytes_per_sample
+        self.key = b""  # the Loader's key (WorkerPool): the workers sign each batch's skeleton, the trainer checks it
 
     def external_options(self):
         return {"fields": [(FIELD, "uint8", [self.bytes_per_sample])], "whole_batches": True}
 
     def collate(self, tensors):
         from ._batch_codec import decode
-        return decode(tensors[FIELD].reshape(-1))
+        return decode(tensors[FIELD].reshape(-1), self.key)
 
     convert = collate  # batch_size=None: the one sample's bytes, decoded the same way
 
@@ -59,9 +60,11 @@ def probe_batches(fetch, index_lists, auto_collation):
     return -(-need // ALIGN) * ALIGN
 
 
-def _culprit(dataset, indices):
-    """The first index whose __getitem__ raises (the collate_fn's failure otherwise: None)."""
+def _culprit(worker, task, dataset, indices):
+    """The first index whose __getitem__ raises (the collate_fn's failure otherwise: None); each on the progress
+    page while it runs, so a crash or hang here blames that sample."""
     for index in indices:
+        worker.progress(task, index)
         try:
             dataset[index]
         except Exception:  # noqa: BLE001
@@ -69,8 +72,9 @@ def _culprit(dataset, indices):
     return None
 
 
-def serve_collated(worker, fetch, auto_collation, report, last_line):
-    """Makes the tasks (whole batches) of the attached stream until it is closed."""
+def serve_collated(worker, fetch, auto_collation, report, last_line, key):
+    """Makes the tasks (whole batches) of the attached stream until it is closed; each batch's skeleton is signed
+    with `key`."""
     from ._support import torch_tensor
     seed = worker.seed
     while True:
@@ -86,16 +90,16 @@ def serve_collated(worker, fetch, auto_collation, report, last_line):
             batch = fetch.fetch(indices if auto_collation else indices[0])
         except Exception as e:
             what = "collate_fn" if auto_collation else "the sample"
-            report(indices[0], f"the batch of samples {indices[:3]}{'...' if len(indices) > 3 else ''}")
-            culprit = _culprit(fetch.dataset, indices)
+            culprit = _culprit(worker, task, fetch.dataset, indices)  # the original exception is handled again after
             where = (f"in {type(fetch.dataset).__name__}.__getitem__({culprit})" if culprit is not None
                      else f"in {what} of the batch of samples {indices[0]}..{indices[-1]}")
             failed = (indices[0] if culprit is None else culprit, f"{last_line(e)} ({where})")
+            report(failed[0], f"the batch of samples {indices[0]}..{indices[-1]}, {where[3:]}")
         in_dataset = time.perf_counter_ns() - start
         if failed is None:
             slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)
             try:
-                encode(batch, slot)
+                encode(batch, slot, key)
             except TooLarge as e:
                 failed = (indices[0], f"the batch of samples {indices[0]}..{indices[-1]} collated to {e.needed} bytes, "
                                       f"over its slot's {e.capacity} (learned from the first batch: twice its bytes "

@@ -39,14 +39,16 @@ def _wrapped(worker_id, what):
     """The exception being handled, as DataLoader's workers send theirs (torch._utils.ExceptionWrapper: its type
     and the whole traceback's text; reraise() raises the same type, "Caught X in batchd.Loader worker process N
     (what).\nOriginal Traceback ..."). Its type must reach the trainer by pickle: a class that cannot (defined
-    inside a function) arrives as RuntimeError with the same text."""
+    inside a function) arrives as RuntimeError with the same text. Returned as (the wrapper pickled, its text)."""
     wrapper = ExceptionWrapper(where=f"in batchd.Loader worker process {worker_id} ({what})")
     try:
         pickle.dumps(wrapper.exc_type)
     except Exception:  # noqa: BLE001
         wrapper.where += f"; its class, {wrapper.exc_type.__name__}, cannot be pickled to the trainer"
         wrapper.exc_type = RuntimeError
-    return wrapper
+    # Pickled here, so that a class the trainer cannot import costs the exception's type, not the message
+    # (_worker_pool.reraise).
+    return pickle.dumps(wrapper), f"Caught {wrapper.exc_type.__name__} {wrapper.where}.\nOriginal {wrapper.exc_msg}"
 
 
 def _set_worker_info(worker_id, num_workers, seed, dataset):
@@ -261,7 +263,7 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
             report = ((lambda index, what: conn.send((EXCEPTION, stream_id, index, _wrapped(worker_id, what))))
                       if command[5] == "fail" else (lambda index, what: None))
             if is_collated(layout):
-                serve_collated(worker, fetch, auto_collation, report, _last_line)
+                serve_collated(worker, fetch, auto_collation, report, _last_line, layout.key)
             else:
                 _serve(worker, dataset, layout, use_getitems, report)
             del worker

@@ -15,6 +15,7 @@ when the daemon then fails the stream naming that sample (raise_sample_exception
 """
 import multiprocessing
 import os
+import pickle
 import re
 import threading
 import time
@@ -28,11 +29,22 @@ _START_TIMEOUT = 120.0  # seconds a worker may take to start (import torch under
 _FAILED_SAMPLE = re.compile(r"\bsample (\d+) of dataset '")  # the daemon's words (daemon/streams/error_policy.cc)
 
 
+def reraise(wrapped):
+    """Raises the exception a worker sent ((torch's ExceptionWrapper pickled, its text): _worker_main._wrapped) with
+    its own type and the worker's traceback; RuntimeError with the same text if it cannot be unpickled here."""
+    blob, text = wrapped
+    try:
+        wrapper = pickle.loads(blob)
+    except Exception:  # noqa: BLE001 - its class is not importable in the trainer: keep the text
+        raise RuntimeError(text) from None
+    wrapper.reraise()
+
+
 def _raise(worker_id, message):
     """Raises a worker's ERROR message: the exception it wraps, with its own type and the worker's traceback (as
     DataLoader does), else BatchdError with the text."""
     if len(message) > 2 and message[2] is not None:
-        message[2].reraise()
+        reraise(message[2])
     raise BatchdError(f"batchd.Loader: worker {worker_id}: {message[1]}")
 
 
@@ -49,6 +61,7 @@ class WorkerPool:
         self.replaced = 0  # workers started again after one was lost
         # collate_fn None: default_collate (default_convert with batch_size None), on fixed rows when sample 0 fits
         self._collate_fn, self._batch_size, self._drop_last = collate_fn, batch_size, drop_last
+        self._key = os.urandom(32)  # signs collated batches: the trainer's workers have it, the daemon never does
 
     @property
     def size(self):
@@ -125,6 +138,7 @@ class WorkerPool:
                     return self._layout
             conn.send(("probe_batches", self._probe_batches()))
             self._layout = self._await(0, (LAYOUT,), None, "collate the first batch")[1]
+            self._layout.key = self._key  # to the workers in the attach command, over their pipes
         return self._layout
 
     def _probe_batches(self):
@@ -173,7 +187,7 @@ class WorkerPool:
         if wrapper is None:
             return
         try:
-            wrapper.reraise()
+            reraise(wrapper)
         except Exception as e:  # noqa: BLE001 - re-raised with the daemon's error as its cause
             raise e from error
 
