@@ -15,7 +15,10 @@ Cases (--cases, comma-separated; all by default):
   imagefolder:  a Python ImageFolder-style Dataset (not torchvision's ImageFolder, which batchd serves natively):
       it lists a tree made once by ../shared/data/make_imagefolder.py ROOT N 0 (ROOT = DATA/imagefolder-N),
       opens each JPEG with PIL (.convert("RGB")) and applies torchvision RandomResizedCrop(224),
-      RandomHorizontalFlip, ToTensor, Normalize (ImageNet mean/std): images/s.
+      RandomHorizontalFlip, ToTensor, Normalize (ImageNet mean/std): images/s;
+  padding, detection, captions:  batches that are not one stack of fixed-shape tensors (issue 40): a padding
+      collate_fn, torchvision's detection collate over images of different sizes, (image, str) samples with
+      default_collate (bench/collate_cases.py); batchd's workers collate each batch into its slot.
 Both loaders get the same arguments: batch_size=32, shuffle=True, num_workers=4, prefetch_factor=2; DataLoader also
 persistent_workers=True (batchd's workers persist anyway). Each run is a child process (the trainer) that builds
 one loader and iterates it for E epochs, taking each batch and reading its labels (no model). Measured per epoch:
@@ -51,6 +54,7 @@ from compare_fmnist import ROOT, die, machine_info, machine_line  # noqa: E402
 from compare_imagefolder import ensure_tree  # noqa: E402
 
 from project_python import DEFAULT_PYTHON, NEEDS  # noqa: E402
+from collate_cases import CASES as COLLATED  # noqa: E402
 
 try:
     import torch
@@ -61,9 +65,9 @@ except ImportError as e:
 
 PY = DEFAULT_PYTHON
 CASES = {"synthetic5": (0.005, False), "synthetic5-getitems": (0.005, True), "synthetic0": (0.0, False),
-         "synthetic0-getitems": (0.0, True), "imagefolder": None}
+         "synthetic0-getitems": (0.0, True), "imagefolder": None, **{c: None for c in COLLATED}}
 GOALS = {"synthetic5": 1.0, "synthetic5-getitems": 1.0, "synthetic0": 2.0, "synthetic0-getitems": 2.0,
-         "imagefolder": 1.0}
+         "imagefolder": 1.0, **{c: 1.5 for c in COLLATED}}  # collated: the transport dominates (issue 40)
 SYSTEMS = ("DataLoader", "batchd")
 BATCH, WORKERS, PREFETCH = 32, 4, 2
 
@@ -117,8 +121,12 @@ def trainer(args):
     """Runs in a child: one loader (args.trainer) over args.case for args.epochs epochs; one JSON line per epoch,
     then one with the workers' CPU seconds."""
     warnings.filterwarnings("ignore", message="This DataLoader will create")  # 4 workers on 2 cores: as asked
+    collate_fn, indices_of = None, lambda batch: batch[1].tolist()
     if args.case == "imagefolder":
         dataset = JpegFolder(args.root)
+    elif args.case in COLLATED:
+        make, collate_fn, indices_of = COLLATED[args.case]
+        dataset = make()
     else:
         delay, getitems = CASES[args.case]
         dataset = (BatchedSyntheticDataset if getitems else SyntheticDataset)(512, delay)
@@ -130,13 +138,15 @@ def trainer(args):
             if args.trainer == "batchd":
                 import batchd
                 loader = batchd.Loader(dataset, batch_size=BATCH, shuffle=True, num_workers=WORKERS,
-                                       prefetch_factor=PREFETCH, socket=args.socket)
+                                       prefetch_factor=PREFETCH, socket=args.socket, collate_fn=collate_fn)
             else:
                 loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=True, num_workers=WORKERS,
-                                                     prefetch_factor=PREFETCH, persistent_workers=True)
+                                                     prefetch_factor=PREFETCH, persistent_workers=True,
+                                                     collate_fn=collate_fn)
         seen = []
-        for _, label in loader:
-            seen.extend(label.tolist())
+        for batch in loader:
+            seen.extend(indices_of(batch))
+            del batch
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         ok = len(seen) == n and (args.case == "imagefolder" or sorted(seen) == list(range(n)))
         print(json.dumps({"epoch": epoch, "seconds": wall, "trainer_cpu_s": cpu, "samples": len(seen), "ok": ok}),
