@@ -22,7 +22,7 @@ void DatasetLoader::load(std::vector<LoadJob> jobs) {
     std::lock_guard lock(mutex_);
     for (auto& job : jobs) queue_.push_back(std::move(job));
   }
-  wake_.notify_one();
+  wake_.notify_all();  // one thread per job: with notify_one, a second job of the same call waited for a free thread
 }
 
 void DatasetLoader::fingerprint(std::vector<FingerprintJob> jobs) {
@@ -31,7 +31,7 @@ void DatasetLoader::fingerprint(std::vector<FingerprintJob> jobs) {
     std::lock_guard lock(mutex_);
     for (auto& job : jobs) fingerprints_.push_back(std::move(job));
   }
-  wake_.notify_one();
+  wake_.notify_all();
 }
 
 void DatasetLoader::cancel() {
