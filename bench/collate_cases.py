@@ -23,6 +23,7 @@ class Tokens(Dataset):
 
 
 def pad_collate(batch):
+    """The shape of transformers' DataCollatorWithPadding: input_ids and attention_mask padded to the longest."""
     longest = max(len(s["input_ids"]) for s in batch)
     ids = torch.zeros(len(batch), longest, dtype=torch.int64)
     mask = torch.zeros(len(batch), longest, dtype=torch.int64)
@@ -44,6 +45,7 @@ class Detection(Dataset):
 
 
 def detection_collate(batch):
+    """references/detection/utils.py's collate_fn."""
     return tuple(zip(*batch))
 
 

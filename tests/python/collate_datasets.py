@@ -2,10 +2,15 @@
 so that spawned workers can import them. Every sample is a function of its index: no randomness, so batchd's
 batches can be compared with DataLoader's exactly."""
 import collections
+import os
+import sys
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from collate_cases import detection_collate, pad_collate  # noqa: E402,F401 - the benchmark's, the same code
 
 Target = collections.namedtuple("Target", ["boxes", "labels", "image_id"])
 
@@ -26,11 +31,6 @@ class Detection(Dataset):
         return image, {"boxes": boxes, "labels": torch.arange(1 + i % 3), "image_id": i, "name": f"img-{i:04d}.jpg"}
 
 
-def detection_collate(batch):
-    """references/detection/utils.py's collate_fn."""
-    return tuple(zip(*batch))
-
-
 class Tokens(Dataset):
     """Variable-length token lists, as a tokenized text dataset gives them."""
 
@@ -42,17 +42,6 @@ class Tokens(Dataset):
 
     def __getitem__(self, i):
         return {"input_ids": [(i * 31 + k) % 1000 for k in range(3 + (i * 7) % 17)], "label": i % 5}
-
-
-def pad_collate(batch):
-    """The shape of transformers' DataCollatorWithPadding: input_ids and attention_mask padded to the longest."""
-    longest = max(len(s["input_ids"]) for s in batch)
-    ids = torch.zeros(len(batch), longest, dtype=torch.int64)
-    mask = torch.zeros(len(batch), longest, dtype=torch.int64)
-    for row, sample in enumerate(batch):
-        ids[row, :len(sample["input_ids"])] = torch.tensor(sample["input_ids"])
-        mask[row, :len(sample["input_ids"])] = 1
-    return {"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([s["label"] for s in batch])}
 
 
 class Captioned(Dataset):

@@ -66,16 +66,16 @@ class StreamPasses:
         unbatched = self.batch_size is None  # DataLoader's batch_size=None: one sample at a time, no batch dimension
         if unbatched:
             tensors = {name: tensor[0] for name, tensor in tensors.items()}
-        if self._own is not None and self._own.layout().kind == "collated":  # the collate_fn's batch, rebuilt
-            batch = self._own.layout().collate(tensors)
+        layout = self._own.layout() if self._own is not None else None
+        if layout is not None and layout.kind == "collated":  # the collate_fn's batch, rebuilt
+            batch = layout.collate(tensors)
             if self.device.type == "cuda":  # decoded on the host; its tensors go to the device as DataLoader's would
                 batch = tree_map(lambda x: x.to(self.device, non_blocking=True) if isinstance(x, torch.Tensor) else x,
                                  batch)
             return {"batch": batch, "index": tensors["index"]} if self.as_dict else batch
         if self.as_dict:
             return tensors
-        if self._own is not None:  # your own Dataset's batch, as default_collate (default_convert) returns it
-            layout = self._own.layout()
+        if layout is not None:  # your own Dataset's batch, as default_collate (default_convert) returns it
             return layout.convert(tensors) if unbatched else layout.collate(tensors)
         return _as_tuple(tensors)
 

@@ -72,15 +72,21 @@ def _culprit(worker, task, dataset, indices):
     return None
 
 
+def tasks(worker):
+    """The tasks of the attached stream, until it is closed (next_task() is None)."""
+    while True:
+        task = worker.next_task()
+        if task is None:
+            return
+        yield task
+
+
 def serve_collated(worker, fetch, auto_collation, report, last_line, key):
     """Makes the tasks (whole batches) of the attached stream until it is closed; each batch's skeleton is signed
     with `key`."""
     from ._support import torch_tensor
     seed = worker.seed
-    while True:
-        task = worker.next_task()
-        if task is None:
-            return
+    for task in tasks(worker):
         start = time.perf_counter_ns()
         indices, copies = list(task.indices), task.copies
         seed_all(sample_seed(seed, task.epoch, indices[0], copies[0] if copies else 0))

@@ -23,7 +23,7 @@ from torch._utils import ExceptionWrapper
 
 from . import _batchd
 from ._own_dataset import check_field, sample_seed, seed_all
-from ._worker_collate import CollatedLayout, fetcher, is_collated, probe_batches, serve_collated
+from ._worker_collate import CollatedLayout, fetcher, is_collated, probe_batches, serve_collated, tasks
 
 READY, ERROR, LAYOUT, ATTACHED, DETACHED = "ready", "error", "layout", "attached", "detached"
 ATTACH_FAILED = "attach_failed"  # (ATTACH_FAILED, stream_id, message): fatal only for the trainer's current stream
@@ -116,10 +116,7 @@ def _serve(worker, dataset, layout, use_getitems, report):
     while the exception is handled, sends it to the trainer before the sample's failure goes to the daemon (or does
     nothing)."""
     seed = worker.seed
-    while True:
-        task = worker.next_task()
-        if task is None:
-            return
+    for task in tasks(worker):
         start = time.perf_counter_ns()
         in_dataset = in_collate = 0
         writer = _Writer(worker, task, layout)
