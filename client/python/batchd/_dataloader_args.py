@@ -10,9 +10,10 @@ Each argument has one decided meaning (the table is docs/python.md's "DataLoader
             the daemon, whatever it says; the data are the same); in_order (batches always arrive in the sampler's
             order: what in_order=True promises, and one of the orders in_order=False allows)
   own       for your own Dataset (_own_dataset.py): num_workers processes, multiprocessing_context, worker_init_fn,
-            collate_fn (batches of any structure: _worker_collate.py)
-  refused   collate_fn (other than default_collate) and worker_init_fn but for your own Dataset, batch_sampler,
-            generator, any other sampler: ignoring them would change the data; ValueError saying what to do instead
+            collate_fn (batches of any structure: _worker_collate.py); batch_sampler, generator and any other
+            sampler: run in the trainer, as DataLoader's main process runs them (_fed_pass.py)
+  refused   collate_fn (other than default_collate), worker_init_fn, batch_sampler, generator and any other
+            sampler for the daemon's datasets: ignoring them would change the data; ValueError saying what to do
 
 resolve() turns them into the stream's sampler fields; refusals and DataLoader's own argument errors raise
 ValueError with DataLoader's wording where it has one.
@@ -53,8 +54,8 @@ def refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator, own=
     if own and any(v is not None for v in pipeline_options):
         raise ValueError("batchd.Loader: batch_transform=, crop_size=, resize_size= and exact_decode= configure "
                          "the daemon's pipelines; your own Dataset makes its samples itself")
-    if own:  # taken: your own Dataset's workers run them, as DataLoader's do
-        worker_init_fn = collate_fn = None
+    if own:  # taken: your own Dataset's workers run them, as DataLoader's do; its sampler runs in the trainer
+        return  # (_fed_pass.py)
     given = {"collate_fn": None if collate_fn is default_collate else collate_fn, "worker_init_fn": worker_init_fn,
              "batch_sampler": batch_sampler, "generator": generator}
     for name, value in given.items():

@@ -12,6 +12,7 @@ from ._source import resolve_source
 from ._spec import pipeline_spec
 from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable
 from ._dataloader_checks import check_arguments, check_worker_number
+from ._fed_pass import check_fed, index_samplers, trainer_sampled
 from ._loader_plan import LoaderPlan
 from ._lm_args import lm_options
 from ._support import _rank_and_world_size
@@ -162,7 +163,10 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
                         multiprocessing_context, prefetch_factor, persistent_workers)
         self.persistent_workers = bool(persistent_workers)  # the workers persist either way (docs/python.md)
         self.in_order = bool(in_order)  # moot: batches always arrive in the sampler's order (in_order=True's promise)
-        sampler_fields = from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
+        fed = trainer_sampled(sampler, batch_sampler, generator)  # your own Dataset: the trainer runs the sampler
+        sampler_fields = from_sampler(None if fed else sampler, None if fed else shuffle, drop_last, seed,
+                                      None if fed else rank, None if fed else world_size,
+                                      None if fed else repeated_aug)
         depth = prefetch_depth(num_workers, prefetch_factor, depth)
         check_pin_memory(pin_memory, pin_memory_device)
         if as_tuple is not None:
@@ -173,6 +177,16 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         own = "external" in source  # your own Dataset (_own_dataset.py)
         refuse_unmappable(collate_fn, worker_init_fn, batch_sampler, generator, own, batch_transform, crop_size,
                           resize_size, exact_decode)
+        if fed and not own:  # the daemon's datasets: its sampler's refusal
+            from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
+        self.generator = generator
+        self._fed, self._fed_pass, self._auto_collation = fed and own, None, batch_size is not None
+        if self._fed:
+            check_fed(share, repeated_aug, rank, world_size, endless)
+            if batch_sampler is not None:
+                batch_size = None  # as DataLoader sets it (drop_last is False: check_arguments)
+            sampler, batch_sampler, self._index_sampler, self._auto_collation = index_samplers(
+                dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, generator)
         spec = None if own else pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size,
                                               exact_decode)
         self.device = torch.device(device)
@@ -189,8 +203,11 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         self.batch_size, self.num_workers, self.prefetch_factor = batch_size, num_workers, prefetch_factor
         self.pin_memory, self.pin_memory_device, self.timeout = bool(pin_memory), pin_memory_device, float(timeout)
         self.dataset = DaemonDataset(self, dataset) if isinstance(dataset, str) else dataset
-        self.sampler = sampler if sampler is not None else StreamSampler(self)
-        self.batch_sampler = StreamBatchSampler(self) if batch_size is not None else None  # as DataLoader
+        if self._fed:  # DataLoader's own sampler objects, and its batch_size=None beside a batch_sampler
+            self.sampler, self.batch_sampler = sampler, batch_sampler
+        else:
+            self.sampler = sampler if sampler is not None else StreamSampler(self)
+            self.batch_sampler = StreamBatchSampler(self) if batch_size is not None else None  # as DataLoader
         self._epoch_source = sampler_fields["epoch_source"]
         self._given_ranks = (sampler_fields["rank"], sampler_fields["world_size"])
         if None not in self._given_ranks:
@@ -225,8 +242,9 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         self._client = _batchd.Client(socket or "", request_timeout=request_timeout, expected_owner=expected_owner)
         self._own = WorkerPool(dataset, num_workers, multiprocessing_context, worker_init_fn, sampler_fields["seed"],
                                socket or "", {"request_timeout": request_timeout, "expected_owner": expected_owner},
-                               None if collate_fn is default_collate else collate_fn, batch_size, drop_last,
-                               ) if own else None  # your own Dataset's worker processes, started at the first pass
+                               None if collate_fn is default_collate else collate_fn,
+                               (1 if self._auto_collation else None) if self._fed else batch_size, drop_last,
+                               fed=self._fed) if own else None  # your own Dataset's worker processes, started at the first pass
         if self._client.daemon["warning"]:
             warnings.warn(f"batchd: {self._client.daemon['warning']}", RuntimeWarning, stacklevel=2)
         self._index_timeout = float(index_timeout)
@@ -241,6 +259,11 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         check_worker_number(self)
 
     def __iter__(self):
+        """An iterator over one pass (DataLoader's iter()): a generator over the stream's epoch, or, when the
+        trainer runs the sampler, a FedPass (_fed_pass.py)."""
+        return self._fed_iter() if self._fed else self._passes()
+
+    def _passes(self):
         options = self._stream_options()  # ranks resolved now: a process group made after __init__ counts
         if self._epoch_source is not None and not self._explicit_epoch:
             self._epoch = self._epoch_source.epoch  # the script's own DistributedSampler.set_epoch

@@ -40,7 +40,10 @@ class LoaderPlan:
         self._explicit_epoch = True
 
     def __len__(self):
-        """Batches per epoch for this rank, as len(DataLoader)."""
+        """Batches per epoch for this rank, as len(DataLoader); with your sampler run here, len() of the batch
+        sampler (of the sampler without auto-collation), TypeError if it has none, as DataLoader."""
+        if self._fed:
+            return len(self._index_sampler)
         return self._plan()["batches_per_epoch"]
 
     def _stream_options(self):

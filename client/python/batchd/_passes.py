@@ -4,6 +4,7 @@ stream is opened on the host or through batchd's CUDA path. An endless Loader's 
 state_dict()/load_state_dict() say and set where the next pass starts. StreamPasses is the Loader's base; it uses the Loader's _client, _plan(), device, as_dict and timeout, and keeps
 _stream, _pending (the next epoch's first batch), _next_epoch, and for endless passes _epoch / _resume_batch."""
 import warnings
+import weakref
 
 import torch
 from torch.utils._pytree import tree_map
@@ -11,11 +12,35 @@ from torch.utils._pytree import tree_map
 from . import _batchd
 from ._batchd import BatchdError
 from ._dataloader_args import pin_device
+from ._fed_pass import FedPass
 from ._support import _DeviceSource, _HostSource, _PinnedSource, _as_tuple
 from ._worker_pool import OwnSource
 
 
 class StreamPasses:
+    def _fed_iter(self):
+        """A pass whose sampler runs here (_fed_pass.py); the previous one, if still open, is closed first."""
+        previous = self._fed_pass() if self._fed_pass is not None else None
+        if previous is not None:
+            previous.close()
+        current = FedPass(self)
+        self._fed_pass = weakref.ref(current)
+        return current
+
+    def _open_fed(self, size, layout):
+        """A stream of `size` whole-batch tasks whose slots hold `layout` (a CollatedLayout), for a FedPass: one
+        "sample" per batch, in order, one epoch; wrapped in an OwnSource (the workers checked while waiting)."""
+        external = dict(self._options["external"], size=size, **layout.external_options())
+        kw = dict(self._options, external=external, batch_size=1, shuffle=False, drop_last=False,
+                  drop_last_batch=False, on_error="fail", seed=0, rank=0, world_size=1, epoch=0, start_batch=0,
+                  num_epochs=1)
+        kw.setdefault("depth", 5)  # the daemon's default depth + 1, as for the other streams (_open)
+        if self.device.type == "cuda":  # bytes to decode on the host
+            inner = _HostSource(self._client.open_stream(**kw), torch.device("cpu"), readonly=False)
+        else:
+            inner = self._open_source(kw, device_stream=False)
+        return OwnSource(inner, self._own, self.timeout)
+
     def _pass(self, epoch):
         """The batches of `epoch` from the open stream, the kept first batch (self._pending) first; the first batch
         of the next epoch is kept for the next pass. A pass abandoned before its last batch (not one left after it,
@@ -204,6 +229,9 @@ class StreamPasses:
         """Closes the daemon stream now, and stops your own Dataset's workers (both are also closed when the Loader
         is garbage-collected)."""
         try:
+            current = self._fed_pass() if getattr(self, "_fed_pass", None) is not None else None
+            if current is not None:
+                current.close()
             self._close_stream()
         finally:
             if getattr(self, "_own", None) is not None:

@@ -24,6 +24,7 @@ from torch._utils import ExceptionWrapper
 from . import _batchd
 from ._own_dataset import check_field, sample_seed, seed_all
 from ._worker_collate import CollatedLayout, fetcher, is_collated, probe_batches, serve_collated, tasks
+from ._worker_feed import MADE, Inbox, describe, encoded, make, seed_as_dataloader, serve_fed
 
 READY, ERROR, LAYOUT, ATTACHED, DETACHED = "ready", "error", "layout", "attached", "detached"
 ATTACH_FAILED = "attach_failed"  # (ATTACH_FAILED, stream_id, message): fatal only for the trainer's current stream
@@ -196,9 +197,10 @@ def _probe(conn, dataset, index, base_seed, worker_id):
 
 
 def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_fn, conn, parent_pid,
-                forked_by_main_thread, collate_fn=None, auto_collation=True):
+                forked_by_main_thread, collate_fn=None, auto_collation=True, fed=False):
     """The worker process: see the module docstring. `conn` is its end of the trainer's pipe. parent_pid: the
-    trainer's pid, or None under forkserver (the parent is then the server, which exits with the trainer)."""
+    trainer's pid, or None under forkserver (the parent is then the server, which exits with the trainer). fed: the
+    trainer runs the sampler (_worker_feed.py): seeded once here as DataLoader seeds its workers, not per sample."""
     if parent_pid is None:
         parent_pid = os.getppid()
     elif os.getppid() != parent_pid:
@@ -207,7 +209,8 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle; a worker dying on it would be
     # blamed on its sample
     torch.set_num_threads(1)  # as DataLoader's workers
-    _set_worker_info(worker_id, num_workers, base_seed + worker_id, dataset)
+    seed = seed_as_dataloader(base_seed, worker_id) if fed else base_seed + worker_id
+    _set_worker_info(worker_id, num_workers, seed, dataset)
     use_getitems = callable(getattr(dataset, "__getitems__", None))
     fetch = fetcher(dataset, collate_fn, auto_collation)  # the collated path's (_worker_collate.py)
     try:
@@ -218,16 +221,24 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
                    _wrapped(worker_id, f"worker_init_fn({worker_id})")))
         return
     conn.send((READY, os.getpid()))
+    inbox = Inbox(conn)
     layout = None
     while True:
-        try:
-            command = conn.recv()
-            while command[0] == "attach" and conn.poll():  # only the newest stream matters: skip closed ones
-                command = conn.recv()
-        except (EOFError, OSError):
-            return  # the trainer is gone
-        if command[0] == "stop":
-            return
+        command = inbox.get()
+        while command[0] == "attach" and inbox.pending():  # only the newest stream matters: skip closed ones
+            command = inbox.get()
+        if command[0] in ("stop", "eof"):
+            return  # asked to, or the trainer is gone
+        if command[0] == "make":  # (make, b, indices): batch b of a fed pass's first round, back over the pipe
+            what = f"the batch of {describe(command[2])}"
+            batch = make(fetch, command[2], lambda w: _wrapped(worker_id, w), what)
+            try:
+                conn.send((MADE, command[1], encoded(batch, command[3])))
+            except Exception as e:  # noqa: BLE001 - a leaf pickle refuses
+                conn.send((ERROR, f"batch {command[1]} cannot be sent to the trainer: {_last_line(e)}",
+                           _wrapped(worker_id, f"sending {what}")))
+            del batch
+            continue
         if command[0] == "probe":  # the layout of sample command[1]
             _probe(conn, dataset, command[1], base_seed, worker_id)
         elif command[0] == "probe_batches":  # the collated layout from the batches of index lists command[1]
@@ -240,7 +251,7 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
         elif command[0] == "attach":  # (attach, stream_id, layout, socket options, len(dataset), on_error)
             layout = command[2]
             try:
-                size = len(dataset)
+                size = len(dataset) if command[4] is not None else None  # None: a fed pass, any length
             except Exception as e:
                 size = f"an error ({_last_line(e)})"
             if size != command[4]:
@@ -259,7 +270,10 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
             # unread reports would fill the pipe.
             report = ((lambda index, what: conn.send((EXCEPTION, stream_id, index, _wrapped(worker_id, what))))
                       if command[5] == "fail" else (lambda index, what: None))
-            if is_collated(layout):
+            if command[4] is None:
+                serve_fed(worker, inbox.feed, stream_id, fetch, layout.key,
+                          lambda what: _wrapped(worker_id, what))
+            elif is_collated(layout):
                 serve_collated(worker, fetch, auto_collation, report, _last_line, layout.key)
             else:
                 _serve(worker, dataset, layout, use_getitems, report)

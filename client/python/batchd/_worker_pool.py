@@ -22,6 +22,7 @@ import time
 import warnings
 
 from ._batchd import BatchdError
+from ._pool_feed import PoolFeed
 from ._worker_main import (ATTACH_FAILED, ATTACHED, DETACHED, ERROR, EXCEPTION, LAYOUT, READY, UNBATCHABLE,
                            worker_main)
 
@@ -48,9 +49,9 @@ def _raise(worker_id, message):
     raise BatchdError(f"batchd.Loader: worker {worker_id}: {message[1]}")
 
 
-class WorkerPool:
+class WorkerPool(PoolFeed):
     def __init__(self, dataset, num_workers, context, worker_init_fn, base_seed, socket, connect, collate_fn=None,
-                 batch_size=1, drop_last=False):
+                 batch_size=1, drop_last=False, fed=False):
         if isinstance(context, str) or context is None:
             context = multiprocessing.get_context(context or "fork")
         self._context, self._dataset, self._init = context, dataset, worker_init_fn
@@ -62,10 +63,15 @@ class WorkerPool:
         # collate_fn None: default_collate (default_convert with batch_size None), on fixed rows when sample 0 fits
         self._collate_fn, self._batch_size, self._drop_last = collate_fn, batch_size, drop_last
         self._key = os.urandom(32)  # signs collated batches: the trainer's workers have it, the daemon never does
+        self.fed = fed  # the trainer runs the sampler (_fed_pass.py): workers seeded as DataLoader's, at start
 
     @property
     def size(self):
         return self._count
+
+    @property
+    def started(self):
+        return all(entry is not None for entry in self._workers)
 
     def _spawn(self, worker_id):
         parent_end, child_end = self._context.Pipe()
@@ -77,7 +83,7 @@ class WorkerPool:
             args=(self._dataset, self._socket, worker_id, self._count, self._base_seed, self._init, child_end,
                   None if forkserver else os.getpid(),
                   forkserver or threading.current_thread() is threading.main_thread(), self._collate_fn,
-                  self._batch_size is not None))
+                  self._batch_size is not None, self.fed))
         process.start()
         child_end.close()
         self._workers[worker_id] = (process, parent_end)
@@ -116,8 +122,11 @@ class WorkerPool:
                     f"of an interactive session): the worker's stderr says why")
         return f"batchd.Loader: worker {worker_id} {how} before it could {what}{hint}"
 
-    def start(self):
-        """Starts the workers and waits until each is ready (worker_init_fn done)."""
+    def start(self, base_seed=None):
+        """Starts the workers (seeded from `base_seed` if given) and waits until each is ready (worker_init_fn
+        done)."""
+        if base_seed is not None:
+            self._base_seed = base_seed
         for worker_id in range(self._count):
             self._spawn(worker_id)
         for worker_id in range(self._count):
@@ -202,8 +211,9 @@ class WorkerPool:
                 pass
 
     def _check_message(self, worker_id, message):
-        if message[0] == ATTACH_FAILED and message[1] != self._stream_id:
-            return  # a stream closed before this worker got to it: it waits for the next
+        if message[0] == ATTACH_FAILED and (message[1] != self._stream_id or (
+                self._size is None and "has ended or failed" in message[-1])):
+            return  # a stream closed (a fed one: made by the others) before this worker got to it: it waits
         if message[0] in (ERROR, ATTACH_FAILED):
             self._fatal = (worker_id, message if message[0] == ERROR else (ERROR, message[-1]))
             _raise(*self._fatal)
@@ -233,6 +243,7 @@ class WorkerPool:
             self._await(worker_id, (READY,), _START_TIMEOUT, "start again")
             if self._stream_id is not None:
                 self._workers[worker_id][1].send(self._attach_command())
+                self._resend_feed(worker_id)
 
     def close(self):
         """Stops every worker (they also exit by themselves when the trainer goes)."""
