@@ -101,9 +101,10 @@ void bind_worker(py::module_& m) {
           "next_task",
           [](PyWorker& w, const py::object& timeout) -> py::object {
             batchd::Result<std::optional<Task>> task = batchd::Error(batchd::ErrorCode::kInternal, "");
+            const auto wait = timeout_of(timeout);  // reads a Python object: with the GIL held
             {
               py::gil_scoped_release release;
-              task = w.worker->next_task(timeout_of(timeout));
+              task = w.worker->next_task(wait);
             }
             auto t = unwrap(std::move(task));
             return t ? py::cast(std::move(*t)) : py::none();

@@ -13,7 +13,6 @@ import torch
 from torch.utils.data import DataLoader, Dataset, SubsetRandomSampler, WeightedRandomSampler
 
 import batchd
-from batchd import _fed_pass
 from collate_datasets import Tokens, pad_collate, same
 from conftest import _run_daemon
 from own_datasets import Faulty, RandomAugment, Squares
@@ -162,13 +161,33 @@ def endless_like(n):
     yield from range(n)  # no len(): DataLoader's len() raises TypeError, iteration works
 
 
-def test_a_sampler_without_len_is_served_in_legs(sock, monkeypatch):
-    monkeypatch.setattr(_fed_pass, "_LEG", 3)  # 3 batches per stream: several legs in one pass
+def test_a_sampler_without_len_is_served(sock):
     loader = batchd.Loader(Squares(29), socket=sock, sampler=endless_like(29), batch_size=2, num_workers=2)
     try:
         with pytest.raises(TypeError):
             len(loader)
         assert [b[1].tolist() for b in loader] == [list(range(i, min(i + 2, 29))) for i in range(0, 29, 2)]
+    finally:
+        loader.close()
+
+
+def test_passes_share_one_stream_and_a_pass_left_early_costs_nothing_after(sock):
+    """Consecutive passes read one stream (the fillers between them dropped); a pass left early closes it, and
+    the next pass gets every batch of its own."""
+    loader = batchd.Loader(Squares(30), socket=sock, sampler=range(30), batch_size=3, num_workers=2,
+                           persistent_workers=True)
+    try:
+        expected = [[i, i + 1, i + 2] for i in range(0, 30, 3)]
+        assert [b[1].tolist() for b in loader] == expected
+        first = loader._fed_stream.id
+        assert [b[1].tolist() for b in loader] == expected
+        assert loader._fed_stream.id == first
+        for k, b in enumerate(loader):
+            if k == 4:
+                break
+        del b
+        assert [b[1].tolist() for b in loader] == expected
+        assert loader._fed_stream.id != first
     finally:
         loader.close()
 

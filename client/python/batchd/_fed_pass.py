@@ -9,14 +9,15 @@ num_samples. The trainer then does what DataLoader's main process does, and the 
   - Workers are seeded once, at start, as DataLoader seeds its workers (base_seed + worker id for random and torch;
     numpy from torch's _generate_state), and worker_init_fn runs after. persistent_workers=False: new workers for
     every pass, as DataLoader's; True: the first pass's workers serve every pass.
-  - First round: batch b < num_workers is made by worker b over its pipe, as DataLoader hands out its first
-    batches; all of them at once, so a dataset whose workers wait for each other (a Barrier) runs. Their sizes size
-    the slots: twice the largest bytes per sample, times the batch size (at least 64 KiB).
-  - The rest go through a stream (a "leg"): batch j of the leg is one whole-batch task of a stream of len(sampler)
-    - first-round batches (4096 when the sampler has no len(); then another leg), and the worker that takes it reads
-    its index list from what the trainer sends every worker, up to depth + 2 batches ahead of the one awaited
-    (_pool_feed.py). Batches arrive in the sampler's order. A loop that keeps every slot's batch (list(loader))
-    gets the rest through a new leg: the old one's segment stays mapped while its batches live (_spill).
+  - First round (the first pass only): batch b < num_workers is made by worker b over its pipe, as DataLoader hands
+    out its first batches; all of them at once, so a dataset whose workers wait for each other (a Barrier) runs.
+    Their sizes size the slots (slot_bytes).
+  - The rest go through one stream for the Loader's life (FedStream): its task j is one whole batch, and the worker
+    that takes it reads its index list from what the trainer sends every worker, up to depth + 2 batches ahead of
+    the one awaited (_pool_feed.py). Batches arrive in the sampler's order. Between two passes, the tasks the daemon
+    may already have claimed past the pass's end (at most depth) are made empty ("fillers", below the floor) and
+    dropped when the next pass starts. A loop that keeps every slot's batch (list(loader)) gets the rest through a
+    new stream: the old one's segment stays mapped while its batches live (_spill).
   - A batch whose dataset or collate_fn raises arrives as a FailedBatch: next() raises that exception (its own type,
     the worker's traceback) and the pass goes on with the next batch, as DataLoader's iterator does; with
     on_error="skip" the batch is left out.
@@ -35,7 +36,7 @@ from ._worker_collate import CollatedLayout
 from ._worker_feed import FailedBatch
 from ._worker_pool import reraise
 
-_LEG = 4096  # batches per stream when the sampler has no len()
+_STREAM_BATCHES = 1 << 40  # tasks of a fed stream: more than any Loader reads (the daemon never builds the order)
 _MIN_SLOT = 64 << 10  # bytes: a FailedBatch's traceback fits
 
 
@@ -72,6 +73,49 @@ def index_samplers(dataset, batch_size, shuffle, sampler, batch_sampler, drop_la
         batch_sampler is not None
 
 
+def slot_bytes(made, counts, most):
+    """The slot size for batches of up to `most` samples, from the first round's encoded batches (`made`, of
+    `counts` samples each): their bytes per sample times `most`, plus 64 KiB, when every batch had the same bytes
+    per sample (fixed shapes); twice the largest otherwise; at least _MIN_SLOT, 64-byte aligned."""
+    per_sample = [len(m) / c for m, c in zip(made, counts)]
+    fixed = max(per_sample) <= min(per_sample) * 1.01
+    need = max(per_sample) * most + _MIN_SLOT if fixed else 2 * max(per_sample) * most
+    need = max(_MIN_SLOT, int(need))
+    return -(-need // ALIGN) * ALIGN
+
+
+class FedStream:
+    """The Loader's one stream for fed passes: task j is global batch j; `sent` lists have gone to the workers,
+    `received` batches came back (fillers included); tasks below `floor` without a list are fillers."""
+
+    def __init__(self, loader, layout):
+        self.layout, self._pool = layout, loader._own
+        self.source = loader._open_fed(_STREAM_BATCHES, layout)
+        self.id = self.source.info["id"]
+        self.depth = int(self.source.info.get("depth", 0) or 5)
+        self.sent = self.received = self.floor = 0
+        self.lists = {}  # j -> the sampler's element, sent and not yet received
+        self._pool.attach_fed(self.id, layout, 0)
+
+    def attach(self):
+        """Workers started since (a new pass's) attach, and get the floor."""
+        self._pool.attach_fed(self.id, self.layout, self.floor)
+
+    def send(self, elements, pool):
+        pool.feed(self.id, self.sent, elements, self.received)
+        self.lists.update(enumerate(elements, self.sent))
+        self.sent += len(elements)
+
+    def end_pass(self):
+        """After a pass's last batch: every task the daemon may have claimed past it becomes a filler."""
+        self.floor = self.sent = self.received + self.depth
+        self._pool.feed_floor(self.id, self.floor)
+
+    def close(self):
+        self._pool.close_feed(self.id)
+        self.source.close()
+
+
 class FedPass:
     """One pass (see the module docstring): an iterator, as DataLoader's, whose next() may raise a batch's
     exception and be called again."""
@@ -83,11 +127,11 @@ class FedPass:
         if not loader.persistent_workers or not self._pool.started:
             self._pool.close()
             self._pool.start(base_seed)
+            if loader._fed_stream is not None:
+                loader._fed_stream.attach()
         self._drawn = collections.deque()  # the sampler's elements drawn, not yet sent
         self._made = collections.deque()  # the first round's batches (encoded bytes), in order
-        self._exhausted = self._started = self._done = False
-        self._source = self._leg = self._layout = None
-        self._batches = 0  # batches handed to streams or the first round, this pass
+        self._exhausted = self._started = self._done = self._complete = False
         loader._state = {"epoch": loader._epoch, "batches_yielded": 0}
 
     def __iter__(self):
@@ -113,6 +157,7 @@ class FedPass:
         return len(element) if self._loader._auto_collation else 1
 
     def _first_round(self):
+        """The first pass's first batches, over the pipes; then the stream, with slots sized by them."""
         self._draw(self._pool.size)
         lists = list(self._drawn)
         self._drawn.clear()
@@ -120,92 +165,78 @@ class FedPass:
             return
         made = self._pool.make_first(lists)
         self._made.extend(made)
-        self._batches = len(lists)
-        per_sample = max(len(m) / self._count(e) for m, e in zip(made, lists))
         most = max(self._count(e) for e in lists)
         if self._loader._auto_collation:
             most = max(most, getattr(self._loader.batch_sampler, "batch_size", None) or 0)
-        need = max(_MIN_SLOT, int(2 * per_sample * most))
-        self._layout = CollatedLayout(-(-need // ALIGN) * ALIGN)
-        self._draw(1)
-        if self._drawn:
-            self._open_leg()
+        self._loader._fed_layout = CollatedLayout(slot_bytes(made, [self._count(e) for e in lists], most))
 
-    def _open_leg(self):
-        try:
-            total = len(self._loader._index_sampler)
-        except TypeError:
-            total = None
-        size = total - self._batches if total is not None and total > self._batches else _LEG
-        self._source = self._loader._open_fed(size, self._layout)
-        self._leg = {"id": self._source.info["id"], "size": size, "sent": 0, "delivered": 0, "end": None,
-                     "depth": int(self._source.info.get("depth", 0) or 5), "lists": {}}
-        self._pool.attach_fed(self._leg["id"], self._layout)
-        self._feed()
+    def _stream(self):
+        stream = self._loader._fed_stream
+        while stream.received < stream.floor:  # the last pass's fillers: dropped unread
+            self._receive(stream)
+            stream.received += 1
+        return stream
 
-    def _feed(self):
-        """Sends the index lists up to depth + 2 batches past the one awaited; the end once the sampler has none."""
-        leg = self._leg
-        target = min(leg["size"], leg["delivered"] + leg["depth"] + 2)
-        self._draw(target - leg["sent"])
-        count = min(len(self._drawn), target - leg["sent"])
+    def _receive(self, stream):
+        return self._loader._timed(stream.source.next)(self._loader.timeout or None)
+
+    def _feed(self, stream):
+        """Sends the index lists up to depth + 2 batches past the one awaited."""
+        ahead = stream.received + stream.depth + 2 - stream.sent
+        self._draw(ahead)
+        count = min(len(self._drawn), ahead)
         if count > 0:
-            lists = [self._drawn.popleft() for _ in range(count)]
-            self._pool.feed(leg["id"], leg["sent"], lists, leg["delivered"])
-            leg["lists"].update(enumerate(lists, leg["sent"]))
-            leg["sent"] += count
-            self._batches += count
-        if self._exhausted and not self._drawn and leg["end"] is None and leg["sent"] < leg["size"]:
-            leg["end"] = leg["sent"]
-            self._pool.end_feed(leg["id"], leg["sent"])
+            stream.send([self._drawn.popleft() for _ in range(count)], self._pool)
 
     def _next(self):
         if self._done:
             raise StopIteration
         if not self._started:
             self._started = True
-            self._first_round()
+            loader = self._loader
+            if loader._fed_layout is None:
+                self._first_round()
+            if loader._fed_stream is None and loader._fed_layout is not None:
+                loader._fed_stream = FedStream(loader, loader._fed_layout)
+            if loader._fed_stream is not None:
+                self._stream()
         if self._made:
             payload = self._made.popleft()
             return self._finish_batch(decode(torch.frombuffer(bytearray(payload), dtype=torch.uint8),
                                              self._pool._key))
-        while self._leg is not None:
-            leg = self._leg
-            self._feed()
-            last = leg["end"] if leg["end"] is not None else leg["size"]
-            if leg["delivered"] >= last:
-                self._close_leg()
-                self._draw(1)
-                if self._drawn:
-                    self._open_leg()
-                continue
+        stream = self._loader._fed_stream
+        while stream is not None:
+            self._feed(stream)
+            if stream.received >= stream.sent:  # the sampler is exhausted and every batch came
+                stream.end_pass()
+                self._complete = True
+                break
             try:
-                item = self._loader._timed(self._source.next)(self._loader.timeout or None)
+                item = self._receive(stream)
             except BatchdError as e:
                 if "are held by Batches" not in str(e):
                     raise
-                self._spill()  # every slot is held by a batch the loop kept: the rest go through a new stream
+                stream = self._spill(stream)  # every slot holds a batch the loop kept: a new stream for the rest
                 continue
             if item is None:
-                raise BatchdError(f"batchd.Loader: the stream ended after {leg['delivered']} of its {last} batches")
-            leg["lists"].pop(leg["delivered"], None)
-            leg["delivered"] += 1
-            batch = self._layout.collate(self._source.tensors(item[1]))
+                raise BatchdError(f"batchd.Loader: the stream ended after {stream.received} batches")
+            stream.lists.pop(stream.received, None)
+            stream.received += 1
+            batch = stream.layout.collate(stream.source.tensors(item[1]))
             del item
             return self._finish_batch(batch)
         self.close()
         raise StopIteration
 
-    def _spill(self):
-        """The loop holds every slot of the leg (list(loader), batches kept in a list), as DataLoader allows: the
-        leg is closed (the batches held keep its segment mapped) and the batches sent but not delivered go first
-        in a new leg, so holding more batches costs one segment of `depth` slots per `depth` batches held."""
-        leg = self._leg
-        pending = [leg["lists"][j] for j in range(leg["delivered"], leg["sent"])]
-        self._close_leg()
+    def _spill(self, stream):
+        """The loop holds every slot (list(loader), batches kept in a list), as DataLoader allows: the stream is
+        closed (the batches held keep its segment mapped) and the batches sent but not received go first in a new
+        one, so holding more batches costs one segment of `depth` slots per `depth` batches held."""
+        pending = [stream.lists[j] for j in range(stream.received, stream.sent)]
+        stream.close()
         self._drawn.extendleft(reversed(pending))
-        self._batches -= len(pending)
-        self._open_leg()
+        self._loader._fed_stream = FedStream(self._loader, stream.layout)
+        return self._loader._fed_stream
 
     def _finish_batch(self, batch):
         device = self._loader.device
@@ -213,20 +244,16 @@ class FedPass:
             batch = tree_map(lambda x: x.to(device, non_blocking=True) if isinstance(x, torch.Tensor) else x, batch)
         return batch
 
-    def _close_leg(self):
-        if self._leg is not None:
-            self._pool.end_feed(self._leg["id"], 0)
-            self._leg = None
-        if self._source is not None:
-            source, self._source = self._source, None
-            source.close()
-
     def close(self):
-        """Ends the pass: its stream closed; workers that do not persist are stopped, as DataLoader's are."""
+        """Ends the pass. A pass left before its end closes the stream (the next pass opens another); workers
+        that do not persist are stopped, as DataLoader's are."""
         if self._done:
             return
         self._done = True
-        self._close_leg()
+        stream = self._loader._fed_stream
+        if stream is not None and not self._complete:
+            self._loader._fed_stream = None
+            stream.close()
         current = self._loader._fed_pass() if self._loader._fed_pass is not None else None
         if not self._loader.persistent_workers and current is self:  # not once a newer pass has the workers
             self._pool.close()

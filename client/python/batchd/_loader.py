@@ -181,6 +181,7 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
             from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
         self.generator = generator
         self._fed, self._fed_pass, self._auto_collation = fed and own, None, batch_size is not None
+        self._fed_stream = self._fed_layout = None  # the fed passes' stream and its slots' layout (_fed_pass.py)
         if self._fed:
             check_fed(share, repeated_aug, rank, world_size, endless)
             if batch_sampler is not None:

@@ -232,6 +232,9 @@ class StreamPasses:
             current = self._fed_pass() if getattr(self, "_fed_pass", None) is not None else None
             if current is not None:
                 current.close()
+            if getattr(self, "_fed_stream", None) is not None:
+                stream, self._fed_stream = self._fed_stream, None
+                stream.close()
             self._close_stream()
         finally:
             if getattr(self, "_own", None) is not None:

@@ -6,8 +6,9 @@ writes them into the stream's slots (_batch_codec.encode), DataLoader's per-work
 Messages on the worker's pipe (besides _worker_main's commands):
   ("lists", stream_id, first, [index lists], delivered)  lists of the stream's batches first, first + 1, ...;
                                                          those before `delivered` are in the trainer: dropped
-  ("end", stream_id, n)                                  the stream has n batches (0: it is closed): a task past
-                                                         them makes an empty batch, or none once closed
+  ("floor", stream_id, f)                                 a task below f without a list is a filler between two
+                                                         passes: it makes an empty batch (the trainer drops it)
+  ("closed", stream_id)                                  the trainer closed the stream: make nothing more
   ("make", b, indices)                                   make batch b now and send it back over the pipe:
                                                          (MADE, b, its encoded bytes), the first round of a pass
 
@@ -27,7 +28,6 @@ import torch
 
 from . import _batchd
 from ._batch_codec import TooLarge, encode
-from ._worker_collate import tasks
 
 MADE = "made"  # (MADE, b, bytes): batch b of the first round, encoded under the Loader's key
 
@@ -56,11 +56,11 @@ class Feed:
 
     def __init__(self):
         self._cond = threading.Condition()
-        self._stream, self._lists, self._end = None, {}, None
+        self._stream, self._lists, self._floor, self._closed = None, {}, 0, False
 
     def _switch(self, stream_id):
         if stream_id != self._stream:
-            self._stream, self._lists, self._end = stream_id, {}, None
+            self._stream, self._lists, self._floor, self._closed = stream_id, {}, 0, False
 
     def add(self, stream_id, first, lists, delivered):
         with self._cond:
@@ -70,24 +70,30 @@ class Feed:
             self._lists.update(enumerate(lists, first))
             self._cond.notify_all()
 
-    def end(self, stream_id, count):
+    def floor(self, stream_id, floor):
         with self._cond:
             self._switch(stream_id)
-            self._end = count if self._end is None else min(self._end, count)
+            self._floor = max(self._floor, floor)
+            self._cond.notify_all()
+
+    def close(self, stream_id):
+        with self._cond:
+            self._switch(stream_id)
+            self._closed = True
             self._cond.notify_all()
 
     def get(self, stream_id, j):
-        """(the sampler's element for batch j of `stream_id`,); () past the stream's end; None once it is closed
-        or another stream's lists came (nothing to make)."""
+        """(the sampler's element for batch j of `stream_id`,); () for a batch below the floor that has no list (a
+        filler between two passes); None once the stream is closed or another stream's lists came."""
         with self._cond:
             while True:
                 if self._stream == stream_id:
                     if j in self._lists:
                         return (self._lists[j],)
-                    if self._end == 0:
-                        return None
-                    if self._end is not None and j >= self._end:
+                    if j < self._floor:
                         return ()
+                    if self._closed:
+                        return None
                 elif self._stream is not None and self._stream > stream_id:
                     return None
                 self._cond.wait(1.0)
@@ -98,6 +104,7 @@ class Inbox:
 
     def __init__(self, conn):
         self.feed = Feed()
+        self.stopping = threading.Event()  # "stop" came: a fed worker leaves its stream between tasks
         self._queue = queue.Queue()
         threading.Thread(target=self._read, args=(conn,), name="batchd-inbox", daemon=True).start()
 
@@ -106,13 +113,18 @@ class Inbox:
             try:
                 message = conn.recv()
             except (EOFError, OSError):
+                self.stopping.set()
                 self._queue.put(("eof",))
                 return
             if message[0] == "lists":
                 self.feed.add(*message[1:])
-            elif message[0] == "end":
-                self.feed.end(*message[1:])
+            elif message[0] == "floor":
+                self.feed.floor(*message[1:])
+            elif message[0] == "closed":
+                self.feed.close(*message[1:])
             else:
+                if message[0] == "stop":
+                    self.stopping.set()
                 self._queue.put(message)
 
     def get(self):
@@ -145,10 +157,28 @@ def encoded(batch, key):
     return buffer.numpy().tobytes()
 
 
-def serve_fed(worker, feed, stream_id, fetch, key, wrap):
-    """Makes the tasks of the attached stream (task j: the batch of the Feed's list j) until it is closed."""
+def _tasks(worker, stopping):
+    """The tasks of the attached stream until it is closed, or until `stopping` is set (checked every 0.2 s while
+    no task comes: the fed stream outlives a pass, and a worker that does not persist leaves it between tasks, so
+    the daemon has no task of its to redo)."""
+    while not stopping.is_set():
+        try:
+            task = worker.next_task(0.2)
+        except _batchd.BatchdError as e:
+            if e.code == "deadline exceeded":
+                continue
+            raise
+        if task is None:
+            return
+        yield task
+
+
+def serve_fed(worker, inbox, stream_id, fetch, key, wrap):
+    """Makes the tasks of the attached stream (task j: the batch of the Feed's list j) until it is closed or the
+    worker is stopped."""
     from ._support import torch_tensor
-    for task in tasks(worker):
+    feed = inbox.feed
+    for task in _tasks(worker, inbox.stopping):
         j = task.indices[0]
         start = time.perf_counter_ns()
         entry = feed.get(stream_id, j)
@@ -158,7 +188,7 @@ def serve_fed(worker, feed, stream_id, fetch, key, wrap):
         if entry:  # (the sampler's element,)
             batch = make(fetch, entry[0], wrap, f"the batch of {describe(entry[0])}")
         else:
-            batch = None  # past the sampler's end: the trainer reads no further
+            batch = None  # a filler: the trainer drops it
         made = time.perf_counter_ns() - start
         failed = None
         slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)

@@ -271,7 +271,7 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
             report = ((lambda index, what: conn.send((EXCEPTION, stream_id, index, _wrapped(worker_id, what))))
                       if command[5] == "fail" else (lambda index, what: None))
             if command[4] is None:
-                serve_fed(worker, inbox.feed, stream_id, fetch, layout.key,
+                serve_fed(worker, inbox, stream_id, fetch, layout.key,
                           lambda what: _wrapped(worker_id, what))
             elif is_collated(layout):
                 serve_collated(worker, fetch, auto_collation, report, _last_line, layout.key)
