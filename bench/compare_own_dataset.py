@@ -2,7 +2,7 @@
 """Your own Dataset (issue 26): batchd.Loader vs torch DataLoader on the same Python Dataset, same machine, one run.
 
     bench/compare_own_dataset.py [--epochs 10] [--repeats 3] [--images 1000] [--cases C,...] [--build DIR]
-                                 [--data DATA] [--json]
+                                 [--data DATA] [--generator] [--json]
 
 Cases (--cases, comma-separated; all by default):
   synthetic5, synthetic0:  the PyTorch data-loading tutorial's SyntheticDataset: 512 samples, each a
@@ -20,7 +20,9 @@ Cases (--cases, comma-separated; all by default):
       collate_fn, torchvision's detection collate over images of different sizes, (image, str) samples with
       default_collate (bench/collate_cases.py); batchd's workers collate each batch into its slot.
 Both loaders get the same arguments: batch_size=32, shuffle=True, num_workers=4, prefetch_factor=2; DataLoader also
-persistent_workers=True (batchd's workers persist anyway). Each run is a child process (the trainer) that builds
+persistent_workers=True (batchd's workers persist anyway). --generator: both also get
+generator=torch.Generator().manual_seed(0) and persistent_workers=True, so batchd runs DataLoader's sampler in the
+trainer (docs/python.md, "Your sampler, run in the trainer") instead of the daemon's. Each run is a child process (the trainer) that builds
 one loader and iterates it for E epochs, taking each batch and reading its labels (no model). Measured per epoch:
 wall time from iter() to the last batch (epoch 1 includes building the loader and starting its workers: reported
 apart as start-up; "epoch" = the median of epochs 2..E) and the trainer's CPU seconds (time.process_time of the
@@ -135,14 +137,15 @@ def trainer(args):
     for epoch in range(args.epochs):
         wall, cpu = time.perf_counter(), time.process_time()
         if loader is None:
+            extra = dict(generator=torch.Generator().manual_seed(0), persistent_workers=True) if args.generator else {}
             if args.trainer == "batchd":
                 import batchd
                 loader = batchd.Loader(dataset, batch_size=BATCH, shuffle=True, num_workers=WORKERS,
-                                       prefetch_factor=PREFETCH, socket=args.socket, collate_fn=collate_fn)
+                                       prefetch_factor=PREFETCH, socket=args.socket, collate_fn=collate_fn, **extra)
             else:
+                extra["persistent_workers"] = True
                 loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=True, num_workers=WORKERS,
-                                                     prefetch_factor=PREFETCH, persistent_workers=True,
-                                                     collate_fn=collate_fn)
+                                                     prefetch_factor=PREFETCH, collate_fn=collate_fn, **extra)
         seen = []
         for batch in loader:
             seen.extend(indices_of(batch))
@@ -170,7 +173,7 @@ def cpu_seconds(pid):
 def run(args, system, case, sock, daemon, env):
     """One trainer child; its summary: epoch-1 and median epoch seconds, trainer / workers / daemon CPU per epoch."""
     cmd = [PY, os.path.abspath(__file__), "--trainer", system, "--case", case, "--epochs", str(args.epochs),
-           "--socket", sock, "--root", args.root]
+           "--socket", sock, "--root", args.root] + (["--generator"] if args.generator else [])
     before = cpu_seconds(daemon.pid)
     out = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env)
     daemon_cpu = cpu_seconds(daemon.pid) - before
@@ -210,7 +213,8 @@ def compare(args, sock, daemon, env):
 
 
 def print_table(args, report):
-    print(f"batch {BATCH}, num_workers {WORKERS}, prefetch_factor {PREFETCH}, shuffle; {args.epochs} epochs per run, "
+    sampler = ", generator= (batchd runs DataLoader's sampler in the trainer)" if args.generator else ""
+    print(f"batch {BATCH}, num_workers {WORKERS}, prefetch_factor {PREFETCH}, shuffle{sampler}; {args.epochs} epochs per run, "
           f"epoch = median of epochs 2..{args.epochs}; median of {args.repeats} alternating runs per system\n")
     print("| case | system | epoch 1 (start-up) s | epoch s | samples/s | trainer CPU s/epoch | workers CPU s/epoch "
           "| daemon CPU s/epoch | DataLoader / batchd epoch time: median (min-max) | goal |")
@@ -234,6 +238,8 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "build", "bench-data"),
                     help="where the imagefolder case's tree is made once (DATA/imagefolder-N)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    ap.add_argument("--generator", action="store_true",
+                    help="both loaders get a generator: batchd runs DataLoader's sampler in the trainer")
     ap.add_argument("--trainer", choices=SYSTEMS, help=argparse.SUPPRESS)
     ap.add_argument("--case", help=argparse.SUPPRESS)
     ap.add_argument("--socket", help=argparse.SUPPRESS)
@@ -266,7 +272,8 @@ def main():
             daemon.wait()
     machine = machine_info(torch.__version__)
     if args.json:
-        print(json.dumps({"benchmark": "compare_own_dataset", "batch_size": BATCH, "workers": WORKERS,
+        print(json.dumps({"benchmark": "compare_own_dataset", "generator": args.generator, "batch_size": BATCH,
+                          "workers": WORKERS,
                           "prefetch_factor": PREFETCH, "epochs": args.epochs, "repeats": args.repeats,
                           "images": args.images, "machine": machine, "cases": report}, indent=2))
         return 0

@@ -63,13 +63,16 @@ def check_fed(share, repeated_aug, rank, world_size, endless):
 
 
 def index_samplers(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, generator):
-    """(sampler, batch_sampler, the sampler a pass iterates, auto_collation), as DataLoader.__init__ makes them."""
+    """(batch_size, sampler, batch_sampler, the sampler a pass iterates, auto_collation), as DataLoader.__init__
+    makes them: batch_size is None beside a batch_sampler given."""
+    if batch_sampler is not None:
+        batch_size = None  # as DataLoader sets it (drop_last is False: _dataloader_checks refuses it)
     if batch_sampler is None:
         if sampler is None:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
         if batch_size is not None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
-    return sampler, batch_sampler, (batch_sampler if batch_sampler is not None else sampler), \
+    return batch_size, sampler, batch_sampler, (batch_sampler if batch_sampler is not None else sampler), \
         batch_sampler is not None
 
 

@@ -164,9 +164,8 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         self.persistent_workers = bool(persistent_workers)  # the workers persist either way (docs/python.md)
         self.in_order = bool(in_order)  # moot: batches always arrive in the sampler's order (in_order=True's promise)
         fed = trainer_sampled(sampler, batch_sampler, generator)  # your own Dataset: the trainer runs the sampler
-        sampler_fields = from_sampler(None if fed else sampler, None if fed else shuffle, drop_last, seed,
-                                      None if fed else rank, None if fed else world_size,
-                                      None if fed else repeated_aug)
+        sampler_fields = from_sampler(*((None,) * 2 if fed else (sampler, shuffle)), drop_last, seed,
+                                      *((None,) * 3 if fed else (rank, world_size, repeated_aug)))
         depth = prefetch_depth(num_workers, prefetch_factor, depth)
         check_pin_memory(pin_memory, pin_memory_device)
         if as_tuple is not None:
@@ -179,15 +178,12 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
                           resize_size, exact_decode)
         if fed and not own:  # the daemon's datasets: its sampler's refusal
             from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
-        self.generator = generator
-        self._fed, self._fed_pass, self._auto_collation = fed and own, None, batch_size is not None
-        self._fed_stream = self._fed_layout = None  # the fed passes' stream and its slots' layout (_fed_pass.py)
-        if self._fed:
+        self.generator, self._fed, self._auto_collation = generator, fed and own, batch_size is not None
+        if self._fed:  # the pass's sampler, its stream and its slots' layout (_fed_pass.py)
             check_fed(share, repeated_aug, rank, world_size, endless)
-            if batch_sampler is not None:
-                batch_size = None  # as DataLoader sets it (drop_last is False: check_arguments)
-            sampler, batch_sampler, self._index_sampler, self._auto_collation = index_samplers(
+            batch_size, sampler, batch_sampler, self._index_sampler, self._auto_collation = index_samplers(
                 dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, generator)
+        self._fed_pass = self._fed_stream = self._fed_layout = None
         spec = None if own else pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size,
                                               exact_decode)
         self.device = torch.device(device)

@@ -1,7 +1,9 @@
 """The body of one worker process of a trainer's own Dataset (started by _worker_pool.WorkerPool, under the trainer's
-uid): it holds the dataset object as DataLoader's workers do, takes commands from the trainer over a pipe
-("probe" the layout of a sample, "attach" to a stream), and while attached makes the samples of its tasks straight
-into the stream's slots through _batchd.AttachedWorker (one copy per field, no pickling).
+uid): it holds the dataset object as DataLoader's workers do, takes commands from the trainer over a pipe, read by
+a thread (_worker_feed.Inbox: "probe" the layout of a sample, "make" a batch of a fed pass's first round, "attach"
+to a stream; the index lists of a fed stream), and while attached makes the samples of its tasks straight into the
+stream's slots through _batchd.AttachedWorker (one copy per field, no pickling). A fed pass's worker (the trainer
+runs the sampler: _fed_pass.py) is seeded once at start as DataLoader's, and makes whole batches (_worker_feed.py).
 
 Per sample: seed random/numpy/torch from (stream seed, epoch, index, copy) (_own_dataset.sample_seed), name the
 sample on the progress page, call dataset[index] (or dataset.__getitems__(indices) once per task when the dataset
