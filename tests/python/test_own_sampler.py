@@ -60,6 +60,12 @@ def test_a_batch_sampler_of_uneven_batches_gives_dataloaders_batches(sock, worke
     loader.close()
 
 
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_workers_started_by_spawn_or_forkserver_are_fed_too(sock, context):
+    compare(Tokens(24), sock, epochs=2, batch_sampler=buckets(24, 5), collate_fn=pad_collate, num_workers=2,
+            multiprocessing_context=context)
+
+
 @pytest.mark.parametrize("make", [
     lambda n: range(3, n - 2),  # any iterable of indices
     lambda n: SubsetRandomSampler(list(range(0, n, 2)), generator=torch.Generator().manual_seed(5)),
