@@ -66,9 +66,9 @@ class _Writer(pickle.Pickler):
     """Pickles the batch's structure; writes each tensor's bytes at the next aligned offset of `slot` (a flat uint8
     tensor), or only counts them when `slot` is None."""
 
-    def __init__(self, file, slot):
+    def __init__(self, file, slot, start=HEADER):
         super().__init__(file, protocol=5)
-        self.slot, self.offset = slot, HEADER
+        self.slot, self.offset, self.placed = slot, start, start  # [HEADER, placed): tensors already in the slot
         self.written = {}  # id(value) -> (value, its reference): a tensor that appears twice is written once
 
     def persistent_id(self, value):
@@ -76,6 +76,11 @@ class _Writer(pickle.Pickler):
             return None
         if id(value) in self.written:
             return self.written[id(value)][1]
+        in_place = self._in_place(value)
+        if in_place is not None:
+            ref = (in_place, str(value.dtype).split(".")[-1], tuple(value.shape), "tensor")
+            self.written[id(value)] = (value, ref)
+            return ref
         if isinstance(value, np.ndarray):
             kind, tensor = "numpy", torch.from_numpy(np.ascontiguousarray(value))
         else:
@@ -93,12 +98,24 @@ class _Writer(pickle.Pickler):
         return ref
 
 
-def encode(batch, slot=None, key=b""):
+    def _in_place(self, value):
+        """The offset of a plain tensor that already lies, contiguous, in the slot's placed bytes (stacked there by
+        _slot_collate.SlotCollate), else None."""
+        if self.slot is None or type(value) is not torch.Tensor or not value.is_contiguous():
+            return None
+        offset = value.data_ptr() - self.slot.data_ptr()
+        end = offset + value.numel() * value.element_size()
+        return offset if HEADER <= offset and end <= self.placed and offset % ALIGN == 0 else None
+
+
+def encode(batch, slot=None, key=b"", placed=HEADER):
     """Writes `batch` into `slot` (a writable flat uint8 tensor over the slot's bytes), its skeleton signed with
     `key`, and returns the bytes used; with slot=None only measures them. TooLarge if it does not fit (nothing is
-    valid in the slot then); a value pickle refuses raises pickle's error."""
+    valid in the slot then); a value pickle refuses raises pickle's error. placed: the slot's bytes [HEADER, placed)
+    hold tensors of the batch already (_slot_collate.SlotAllocator.offset): they are referenced, not copied, and the
+    rest is written after them."""
     skeleton = io.BytesIO()
-    writer = _Writer(skeleton, slot)
+    writer = _Writer(skeleton, slot, placed if slot is not None else HEADER)
     writer.dump(batch)
     data = skeleton.getbuffer()
     start = writer.offset

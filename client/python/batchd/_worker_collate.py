@@ -14,12 +14,13 @@ __getitems__ path of the fixed layout is.
 """
 import time
 
-from torch.utils.data import default_collate, default_convert
+from torch.utils.data import default_convert
 from torch.utils.data._utils.fetch import _MapDatasetFetcher
 
 from . import _batchd
 from ._batch_codec import ALIGN, TooLarge, encode
 from ._own_dataset import sample_seed, seed_all
+from ._slot_collate import SlotAllocator, SlotCollate
 
 FIELD = "batch"  # the stream's one field: uint8 [K] per sample, the rows together the slot's bytes
 
@@ -44,10 +45,25 @@ class CollatedLayout:
 
 
 def fetcher(dataset, collate_fn, auto_collation):
-    """torch's own fetcher of a map-style dataset, as DataLoader's worker makes it."""
+    """torch's own fetcher of a map-style dataset, as DataLoader's worker makes it; default_collate is SlotCollate's
+    (it stacks into the slot while a task's allocator is set: placed())."""
     if collate_fn is None:
-        collate_fn = default_collate if auto_collation else default_convert
+        collate_fn = SlotCollate() if auto_collation else default_convert
     return _MapDatasetFetcher(dataset, auto_collation, collate_fn, False)
+
+
+def placed(fetch, slot):
+    """Lets default_collate (SlotCollate) stack the next batch straight into `slot`; the allocator, whose .offset
+    encode() takes as `placed` (None-safe: a user's collate_fn gets none)."""
+    allocator = SlotAllocator(slot)
+    if isinstance(fetch.collate_fn, SlotCollate):
+        fetch.collate_fn.allocator = allocator
+    return allocator
+
+
+def unplaced(fetch):
+    if isinstance(fetch.collate_fn, SlotCollate):
+        fetch.collate_fn.allocator = None
 
 
 def probe_batches(fetch, index_lists, auto_collation):
@@ -92,6 +108,8 @@ def serve_collated(worker, fetch, auto_collation, report, last_line, key):
         seed_all(sample_seed(seed, task.epoch, indices[0], copies[0] if copies else 0))
         worker.progress(task, indices[0])
         failed, batch = None, None
+        slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)
+        allocator = placed(fetch, slot)
         try:
             batch = fetch.fetch(indices if auto_collation else indices[0])
         except Exception as e:
@@ -101,11 +119,11 @@ def serve_collated(worker, fetch, auto_collation, report, last_line, key):
                      else f"in {what} of the batch of samples {indices[0]}..{indices[-1]}")
             failed = (indices[0] if culprit is None else culprit, f"{last_line(e)} ({where})")
             report(failed[0], f"the batch of samples {indices[0]}..{indices[-1]}, {where[3:]}")
+        unplaced(fetch)
         in_dataset = time.perf_counter_ns() - start
         if failed is None:
-            slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)
             try:
-                encode(batch, slot, key)
+                encode(batch, slot, key, allocator.offset)
             except TooLarge as e:
                 failed = (indices[0], f"the batch of samples {indices[0]}..{indices[-1]} collated to {e.needed} bytes, "
                                       f"over its slot's {e.capacity} (learned from the first batch: twice its bytes "
@@ -114,8 +132,7 @@ def serve_collated(worker, fetch, auto_collation, report, last_line, key):
                                       f"torch.utils.data.DataLoader for this dataset")
             except Exception as e:  # noqa: BLE001 - a leaf pickle refuses: the batch's error, as DataLoader's
                 failed = (indices[0], f"the collated batch cannot be sent to the trainer: {last_line(e)}")
-            del slot
-        del batch
+        del slot, batch
         try:
             if failed is not None:
                 worker.fail(task, failed[0], failed[1])

@@ -27,7 +27,8 @@ import numpy as np
 import torch
 
 from . import _batchd
-from ._batch_codec import TooLarge, encode
+from ._batch_codec import HEADER, TooLarge, encode
+from ._worker_collate import placed, unplaced
 
 MADE = "made"  # (MADE, b, bytes): batch b of the first round, encoded under the Loader's key
 
@@ -185,15 +186,17 @@ def serve_fed(worker, inbox, stream_id, fetch, key, wrap):
         if entry is None:
             continue  # the stream is closed: the daemon drops this task with it
         worker.progress(task, j)
+        slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)
+        allocator = placed(fetch, slot)
         if entry:  # (the sampler's element,)
             batch = make(fetch, entry[0], wrap, f"the batch of {describe(entry[0])}")
         else:
             batch = None  # a filler: the trainer drops it
+        unplaced(fetch)
         made = time.perf_counter_ns() - start
         failed = None
-        slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)
         try:
-            encode(batch, slot, key)
+            encode(batch, slot, key, HEADER if isinstance(batch, FailedBatch) else allocator.offset)
         except TooLarge as e:
             failed = (f"batch {j} collated to {e.needed} bytes, over its slot's {e.capacity} (learned from the "
                       f"pass's first batches: twice their bytes per sample); batchd's slots do not grow yet: make "
