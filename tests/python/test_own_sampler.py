@@ -252,3 +252,20 @@ def test_a_killed_worker_loses_no_batch(sock):
 def test_batchds_own_sampler_options_are_refused_beside_yours(sock):
     with pytest.raises(ValueError, match="share= need batchd's sampler"):
         batchd.Loader(Squares(8), socket=sock, batch_sampler=[[0, 1]], share="s")
+
+
+def test_seeding_dataloader_gives_dataloaders_shuffle_from_torch_manual_seed(sock):
+    """seeding="dataloader" without any sampler argument: shuffle=True draws from torch's global generator in the
+    trainer, as DataLoader's RandomSampler does, so torch.manual_seed(s) gives DataLoader's order, pass after pass."""
+    ours = batchd.Loader(Squares(26), socket=sock, shuffle=True, batch_size=4, num_workers=2, seeding="dataloader")
+    theirs = DataLoader(Squares(26), shuffle=True, batch_size=4, num_workers=2)
+    try:
+        for _ in range(2):
+            torch.manual_seed(3)
+            mine = [b[1].tolist() for b in ours]
+            torch.manual_seed(3)
+            assert mine == [b[1].tolist() for b in theirs]
+    finally:
+        ours.close()
+    with pytest.raises(ValueError, match="seeding must be 'dataloader'"):
+        batchd.Loader(Squares(8), socket=sock, seeding="per_worker")

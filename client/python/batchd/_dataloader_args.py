@@ -193,3 +193,16 @@ def check_pin_memory(pin_memory, pin_memory_device=""):
     why = ("CUDA is not available" if not torch.cuda.is_available() else _batchd.cuda_unavailable_reason)
     warnings.warn(f"batchd: pin_memory=True, but {why}: batches stay in (unpinned) shared memory",
                   RuntimeWarning, stacklevel=3)
+
+
+def resolve_device(device):
+    """The torch.device of the Loader's device= argument; a CUDA device gets its index (the current one if none);
+    BatchdError if CUDA is asked for where torch has none."""
+    resolved = torch.device(device)
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise _batchd.BatchdError(f"device={device!r} needs a CUDA GPU, but torch.cuda.is_available() is False; "
+                                      "use device='cpu'")
+        if resolved.index is None:
+            resolved = torch.device("cuda", torch.cuda.current_device())
+    return resolved

@@ -51,6 +51,20 @@ def trainer_sampled(sampler, batch_sampler, generator):
     return type(sampler) not in (DistributedSampler, SequentialSampler)
 
 
+def dataloader_seeding(seeding, sampler, share, repeated_aug, rank, world_size, endless, on_error):
+    """Whether your own Dataset gets DataLoader's sampler and seeding (seeding="dataloader"), or batchd's sampler
+    with a seed per sample (seeding="per_sample", the default for now; taken too for batchd's options that need it:
+    share=, repeated_aug= or a repeated-augmentation sampler, rank=/world_size=, endless=True, on_error="skip": a
+    bad sample replaced)."""
+    if seeding not in ("dataloader", "per_sample"):
+        raise ValueError(f"batchd.Loader: seeding must be 'dataloader' (DataLoader's sampler and per-worker seeds) "
+                         f"or 'per_sample' (batchd's sampler; each sample's draws seeded by (seed, epoch, index)), "
+                         f"not {seeding!r}")
+    batchd_only = (share is not None or repeated_aug is not None or rank is not None or world_size is not None
+                   or endless or on_error == "skip" or type(sampler).__name__ in ("RASampler", "RepeatAugSampler"))
+    return seeding == "dataloader" and not batchd_only
+
+
 def check_fed(share, repeated_aug, rank, world_size, endless):
     """ValueError for batchd's own options that need the daemon's sampler."""
     given = [name for name, value in (("share", share), ("repeated_aug", repeated_aug), ("rank", rank),

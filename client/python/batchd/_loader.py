@@ -6,13 +6,12 @@ import torch
 from torch.utils.data import default_collate
 
 from . import _batchd
-from ._batchd import BatchdError
 from ._passes import StreamPasses
 from ._source import resolve_source
 from ._spec import pipeline_spec
-from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable
+from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable, resolve_device
 from ._dataloader_checks import check_arguments, check_worker_number
-from ._fed_pass import check_fed, index_samplers, trainer_sampled
+from ._fed_pass import check_fed, dataloader_seeding, index_samplers, trainer_sampled
 from ._loader_plan import LoaderPlan
 from ._lm_args import lm_options
 from ._support import _rank_and_world_size
@@ -116,6 +115,13 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
             is copied with .to(device, non_blocking=True) instead. Needs torch with CUDA and a GPU.
         on_error: "fail" (a bad sample raises BatchdError naming the file; your own Dataset's exception is raised with
             its own type) or "skip" (it is replaced and counted).
+        seeding: your own Dataset only. "per_sample" (default for now): batchd's sampler (seed=), each sample's
+            draws seeded by (seed, epoch, index) whichever worker makes it, state_dict() resumption.
+            "dataloader": DataLoader's sampler run in the trainer with its per-worker seeds, its batch order, an
+            exception raised for its batch and the pass going on (docs/python.md, "Your sampler, run in the
+            trainer"); taken whatever this says for batch_sampler=, generator= and a sampler batchd does not map.
+            With "dataloader", share=, repeated_aug=, rank=/world_size=, endless=True and on_error="skip" still
+            take batchd's sampler.
         seq_len, sampling, endless: token streams (docs/python.md, "Token files"): seq_len = T (None = the
             dataset's); sampling = "tiled" (default) or "random" (nanoGPT's get_batch: B offsets per batch, uniform
             in [0, N - T - 1], from (seed, rank, step)); endless=True: one iteration never ends (it = iter(loader);
@@ -158,7 +164,7 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
                  world_size=None, repeated_aug=None, depth=None, socket=None, as_dict=False, as_tuple=None,
                  device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
                  index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None,
-                 seq_len=None, sampling=None, endless=False):
+                 seq_len=None, sampling=None, endless=False, seeding="per_sample"):
         check_arguments(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, drop_last, timeout,
                         multiprocessing_context, prefetch_factor, persistent_workers)
         self.persistent_workers = bool(persistent_workers)  # the workers persist either way (docs/python.md)
@@ -178,7 +184,9 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
                           resize_size, exact_decode)
         if fed and not own:  # the daemon's datasets: its sampler's refusal
             from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
-        self.generator, self._fed, self._auto_collation = generator, fed and own, batch_size is not None
+        self.generator, self._auto_collation = generator, batch_size is not None
+        self._fed = own and (fed or dataloader_seeding(seeding, sampler, share, repeated_aug, rank, world_size,
+                                                        endless, on_error))
         if self._fed:  # the pass's sampler, its stream and its slots' layout (_fed_pass.py)
             check_fed(share, repeated_aug, rank, world_size, endless)
             batch_size, sampler, batch_sampler, self._index_sampler, self._auto_collation = index_samplers(
@@ -186,13 +194,7 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         self._fed_pass = self._fed_stream = self._fed_layout = None
         spec = None if own else pipeline_spec(pipeline, transform, batch_transform, crop_size, resize_size,
                                               exact_decode)
-        self.device = torch.device(device)
-        if self.device.type == "cuda":
-            if not torch.cuda.is_available():
-                raise BatchdError(f"device={device!r} needs a CUDA GPU, but torch.cuda.is_available() is False; "
-                                  "use device='cpu'")
-            if self.device.index is None:
-                self.device = torch.device("cuda", torch.cuda.current_device())
+        self.device = resolve_device(device)
         self._device_path = None  # CUDA: True = batchd's pinned DeviceStream, False = .to() copies (decided once)
         self.as_dict = bool(as_dict)
         if num_workers > 0 and prefetch_factor is None:
