@@ -85,7 +85,7 @@ def test_spawned_workers_collate_too(sock):
 
 
 def test_a_batch_larger_than_its_slot_is_an_error_naming_both_sizes(sock):
-    loader = batchd.Loader(Growing(40), batch_size=4, collate_fn=list_collate, socket=sock)
+    loader = batchd.Loader(Growing(40), batch_size=4, collate_fn=list_collate, socket=sock, seeding="per_sample")
     try:
         with pytest.raises(batchd.BatchdError, match=r"collated to \d+ bytes, over its slot's \d+"):
             for _ in loader:
@@ -107,7 +107,7 @@ def test_a_collate_fn_exception_is_raised_with_its_own_type(sock):
 
 
 def test_as_dict_gives_the_batch_and_its_indices(sock):
-    loader = batchd.Loader(Captioned(10), batch_size=4, as_dict=True, socket=sock)
+    loader = batchd.Loader(Captioned(10), batch_size=4, as_dict=True, socket=sock, seeding="per_sample")
     try:
         first = next(iter(loader))
         assert first["index"].tolist() == [0, 1, 2, 3]
@@ -117,7 +117,7 @@ def test_as_dict_gives_the_batch_and_its_indices(sock):
 
 
 def test_an_exception_of_a_later_sample_keeps_its_type_and_names_it(sock):
-    loader = batchd.Loader(Faulty(40, 13, "raise"), batch_size=4, num_workers=2, collate_fn=list_collate,
+    loader = batchd.Loader(Faulty(40, 13, "raise"), batch_size=4, num_workers=2, collate_fn=list_collate, seeding="per_sample",
                            socket=sock)
     try:
         with pytest.raises(ValueError, match=r"Faulty.__getitem__\(13\)") as failed:

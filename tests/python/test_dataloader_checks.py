@@ -109,7 +109,8 @@ def test_batch_size_none_over_a_tensor_dataset(sock):
 
 
 def test_a_dataset_exception_is_raised_with_its_own_type_and_traceback(sock):
-    loader = batchd.Loader(Faulty(40, 13, "raise"), batch_size=4, num_workers=3, socket=sock, timeout=30)
+    loader = batchd.Loader(Faulty(40, 13, "raise"), batch_size=4, num_workers=3, socket=sock, timeout=30,
+                           seeding="per_sample")  # names the sample: seeding="dataloader" names its batch (test_own_sampler.py)
     try:
         with pytest.raises(ValueError) as failed:
             for _ in loader:

@@ -89,7 +89,7 @@ def test_random_transforms_give_the_same_batches_with_1_and_4_workers(socket_pat
     runs = []
     for workers in (1, 4):
         loader = batchd.Loader(RandomAugment(30), batch_size=4, num_workers=workers, shuffle=True, seed=5,
-                               socket=socket_path)
+                               socket=socket_path, seeding="per_sample")  # the option that keeps this rule
         try:
             runs.append([[_kept(b) for b in loader] for _ in range(2)])
         finally:
@@ -114,7 +114,7 @@ def test_random_transforms_give_the_same_batches_with_1_and_4_workers(socket_pat
 def test_get_worker_info_and_worker_init_fn_in_the_workers(socket_path, tmp_path, monkeypatch):
     monkeypatch.setenv("OWN_INIT_DIR", str(tmp_path))
     loader = batchd.Loader(WorkerInfoProbe(40), batch_size=5, num_workers=4, socket=socket_path,
-                           worker_init_fn=init_worker)
+                           worker_init_fn=init_worker, persistent_workers=True)  # worker_init_fn once per worker
     try:
         ids = set()
         for _ in range(2):
@@ -175,9 +175,9 @@ def test_a_dataset_without_len_is_refused(socket_path):
 
 def test_a_dataset_whose_len_changes_is_refused_in_the_trainer_and_in_the_workers(socket_path):
     dataset = Resizable(20)
-    loader = batchd.Loader(dataset, batch_size=4, num_workers=2, socket=socket_path)
+    loader = batchd.Loader(dataset, batch_size=4, num_workers=2, socket=socket_path, seeding="per_sample")
     try:
-        dataset.n = 21
+        dataset.n = 21  # batchd's sampler refuses it; DataLoader's (seeding="dataloader") reads the new length
         with pytest.raises(batchd.BatchdError, match=r"len\(Resizable\) is 21 now, 20 when the Loader was made: "
                                                      r"a Dataset's length must not change"):
             next(iter(loader))
@@ -189,7 +189,7 @@ def test_a_dataset_whose_len_changes_is_refused_in_the_trainer_and_in_the_worker
 
 def _first_pass_error(dataset, socket_path):
     """The BatchdError message of the first next() of a Loader over `dataset` (the first pass takes the layout)."""
-    loader = batchd.Loader(dataset, batch_size=2, num_workers=1, socket=socket_path)
+    loader = batchd.Loader(dataset, batch_size=2, num_workers=1, socket=socket_path, seeding="per_sample")
     try:
         with pytest.raises(batchd.BatchdError) as refused:
             next(iter(loader))

@@ -74,7 +74,7 @@ def test_a_worker_killed_mid_epoch_is_replaced_and_every_index_comes_once(sock):
 
 def test_a_hanging_sample_is_redone_and_its_worker_ended(sock, tmp_path):
     loader = batchd.Loader(Faulty(40, 13, "hang", str(tmp_path)), batch_size=4, num_workers=3, socket=sock,
-                           timeout=30)
+                           timeout=30, seeding="per_sample")
     try:
         with pytest.warns(RuntimeWarning) as caught:
             assert sorted(_epoch(loader)) == list(range(40))
@@ -91,7 +91,7 @@ def test_a_hanging_sample_is_redone_and_its_worker_ended(sock, tmp_path):
 @pytest.mark.parametrize("on_error", ["fail", "skip"])
 def test_a_sample_that_hangs_two_workers_is_bad(sock, tmp_path, on_error):
     loader = batchd.Loader(Faulty(40, 13, "hang", str(tmp_path), times=2), batch_size=4, num_workers=3,
-                           socket=sock, on_error=on_error, timeout=30)
+                           socket=sock, on_error=on_error, timeout=30, seeding="per_sample")  # names the sample
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the replacements
@@ -114,7 +114,7 @@ def test_a_sample_that_hangs_two_workers_is_bad(sock, tmp_path, on_error):
 
 @pytest.mark.parametrize("on_error", ["fail", "skip"])
 def test_a_sample_that_raises(sock, on_error):
-    loader = batchd.Loader(Faulty(40, 13, "raise"), batch_size=4, num_workers=3, socket=sock, on_error=on_error,
+    loader = batchd.Loader(Faulty(40, 13, "raise"), batch_size=4, num_workers=3, socket=sock, on_error=on_error, seeding="per_sample",
                            timeout=30)
     try:
         order = []
@@ -135,7 +135,7 @@ def test_a_sample_that_raises(sock, on_error):
 
 
 def test_a_sample_of_another_shape_names_the_field_index_and_shapes(sock):
-    loader = batchd.Loader(Faulty(40, 13, "shape"), batch_size=4, num_workers=2, socket=sock, timeout=30)
+    loader = batchd.Loader(Faulty(40, 13, "shape"), batch_size=4, num_workers=2, socket=sock, timeout=30, seeding="per_sample")
     try:
         with pytest.raises(batchd.BatchdError) as failed:
             _epoch(loader)
@@ -191,7 +191,7 @@ def test_workers_forked_by_a_thread_outlive_it(sock):
 def test_another_uid_cannot_attach_a_worker_to_the_stream(sock):
     if os.getuid() != 0:
         pytest.skip("needs root, to run a process as nobody")
-    loader = batchd.Loader(Squares(40), batch_size=4, num_workers=2, socket=sock, timeout=30)
+    loader = batchd.Loader(Squares(40), batch_size=4, num_workers=2, socket=sock, timeout=30, seeding="per_sample")
     try:
         batches = iter(loader)
         order = next(batches)[1].tolist()

@@ -27,7 +27,7 @@ def _one_pass(loader):
 
 
 def test_abandoned_passes_then_a_whole_one_deliver_every_index_once(socket_path):
-    loader = batchd.Loader(_TensorOrArray(), batch_size=8, num_workers=2, socket=socket_path)
+    loader = batchd.Loader(_TensorOrArray(), batch_size=8, num_workers=2, socket=socket_path, seeding="per_sample")
     try:
         for _ in range(3):  # each new pass opens a new stream; workers of the old one re-attach, none fails
             it = iter(loader)
@@ -39,7 +39,7 @@ def test_abandoned_passes_then_a_whole_one_deliver_every_index_once(socket_path)
 
 
 def test_a_loader_iterates_again_after_close(socket_path):
-    loader = batchd.Loader(_TensorOrArray(), batch_size=8, num_workers=2, socket=socket_path)
+    loader = batchd.Loader(_TensorOrArray(), batch_size=8, num_workers=2, socket=socket_path, seeding="per_sample")
     try:
         assert _one_pass(loader) == list(range(64))
         loader.close()  # stops the workers
@@ -49,7 +49,7 @@ def test_a_loader_iterates_again_after_close(socket_path):
 
 
 def test_a_field_given_as_an_ndarray_after_a_tensor_is_written_not_a_dead_worker(socket_path):
-    loader = batchd.Loader(_TensorOrArray(), batch_size=8, num_workers=1, socket=socket_path)
+    loader = batchd.Loader(_TensorOrArray(), batch_size=8, num_workers=1, socket=socket_path, seeding="per_sample")
     try:
         assert _one_pass(loader) == list(range(64))
         assert loader._own.replaced == 0

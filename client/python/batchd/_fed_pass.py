@@ -1,14 +1,17 @@
-"""batchd.Loader over your own map-style Dataset with a sampler the daemon does not run (issue 40, items 3 and 6):
-`batch_sampler=`, `generator=`, any Sampler or iterable of indices as `sampler=`, RandomSampler with replacement or
-num_samples. The trainer then does what DataLoader's main process does, and the daemon carries the batches.
+"""batchd.Loader over your own map-style Dataset with DataLoader's sampler (issue 40, items 3, 5 and 6): the default
+(seeding="dataloader"), and whatever seeding= says for `batch_sampler=`, `generator=`, any Sampler or iterable of
+indices as `sampler=`, RandomSampler with replacement or num_samples. The trainer then does what DataLoader's main
+process does, and the daemon carries the batches.
 
   - The samplers are DataLoader's own objects (index_samplers: RandomSampler(generator=) for shuffle=True,
     BatchSampler(sampler, batch_size, drop_last)); each pass calls iter() on them, then draws the workers' base
     seed from `generator` (as torch's _BaseDataLoaderIter, in that order), so the main process's random state
     moves as DataLoader's does. len(loader) is len() of the batch sampler (TypeError if it has none).
-  - Workers are seeded once, at start, as DataLoader seeds its workers (base_seed + worker id for random and torch;
-    numpy from torch's _generate_state), and worker_init_fn runs after. persistent_workers=False: new workers for
-    every pass, as DataLoader's; True: the first pass's workers serve every pass.
+  - Workers are seeded as DataLoader seeds its workers (base_seed + worker id for random and torch; numpy from
+    torch's _generate_state), then worker_init_fn runs. persistent_workers=True: once, at the first pass, as
+    DataLoader's. False: DataLoader starts new workers every pass; here the processes persist, and before a pass's
+    first batch each one reseeds from that pass's base seed and runs worker_init_fn again (the dataset object keeps
+    whatever state the worker gave it: DataLoader's new workers would copy the trainer's again).
   - First round (the first pass only): batch b < num_workers is made by worker b over its pipe, as DataLoader hands
     out its first batches; all of them at once, so a dataset whose workers wait for each other (a Barrier) runs.
     Their sizes size the slots (slot_bytes).
@@ -52,8 +55,8 @@ def trainer_sampled(sampler, batch_sampler, generator):
 
 
 def dataloader_seeding(seeding, sampler, share, repeated_aug, rank, world_size, endless, on_error):
-    """Whether your own Dataset gets DataLoader's sampler and seeding (seeding="dataloader"), or batchd's sampler
-    with a seed per sample (seeding="per_sample", the default for now; taken too for batchd's options that need it:
+    """Whether your own Dataset gets DataLoader's sampler and seeding (seeding="dataloader", the default), or
+    batchd's sampler with a seed per sample (seeding="per_sample"; taken too for batchd's options that need it:
     share=, repeated_aug= or a repeated-augmentation sampler, rank=/world_size=, endless=True, on_error="skip": a
     bad sample replaced)."""
     if seeding not in ("dataloader", "per_sample"):
@@ -141,11 +144,13 @@ class FedPass:
         self._loader, self._pool = loader, loader._own
         self._it = iter(loader._index_sampler)
         base_seed = torch.empty((), dtype=torch.int64).random_(generator=loader.generator).item()
-        if not loader.persistent_workers or not self._pool.started:
-            self._pool.close()
+        self._reseed = None  # the base seed each worker reseeds from before this pass (persistent_workers=False)
+        if not self._pool.started:
             self._pool.start(base_seed)
             if loader._fed_stream is not None:
                 loader._fed_stream.attach()
+        elif not loader.persistent_workers:
+            self._reseed = base_seed
         self._drawn = collections.deque()  # the sampler's elements drawn, not yet sent
         self._made = collections.deque()  # the first round's batches (encoded bytes), in order
         self._exhausted = self._started = self._done = self._complete = False
@@ -180,7 +185,7 @@ class FedPass:
         self._drawn.clear()
         if not lists:
             return
-        made = self._pool.make_first(lists)
+        made = self._pool.make_first(lists, self._loader.timeout or None)
         self._made.extend(made)
         most = max(self._count(e) for e in lists)
         if self._loader._auto_collation:
@@ -216,7 +221,9 @@ class FedPass:
             if loader._fed_stream is None and loader._fed_layout is not None:
                 loader._fed_stream = FedStream(loader, loader._fed_layout)
             if loader._fed_stream is not None:
-                self._stream()
+                stream = self._stream()
+                if self._reseed is not None:
+                    self._pool.feed_reset(stream.id, stream.sent, self._reseed)
         if self._made:
             payload = self._made.popleft()
             return self._finish_batch(decode(torch.frombuffer(bytearray(payload), dtype=torch.uint8),
@@ -262,8 +269,7 @@ class FedPass:
         return batch
 
     def close(self):
-        """Ends the pass. A pass left before its end closes the stream (the next pass opens another); workers
-        that do not persist are stopped, as DataLoader's are."""
+        """Ends the pass. A pass left before its end closes the stream (the next pass opens another)."""
         if self._done:
             return
         self._done = True
@@ -271,9 +277,6 @@ class FedPass:
         if stream is not None and not self._complete:
             self._loader._fed_stream = None
             stream.close()
-        current = self._loader._fed_pass() if self._loader._fed_pass is not None else None
-        if not self._loader.persistent_workers and current is self:  # not once a newer pass has the workers
-            self._pool.close()
 
     def __del__(self):
         try:

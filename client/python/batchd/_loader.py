@@ -115,13 +115,13 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
             is copied with .to(device, non_blocking=True) instead. Needs torch with CUDA and a GPU.
         on_error: "fail" (a bad sample raises BatchdError naming the file; your own Dataset's exception is raised with
             its own type) or "skip" (it is replaced and counted).
-        seeding: your own Dataset only. "per_sample" (default for now): batchd's sampler (seed=), each sample's
-            draws seeded by (seed, epoch, index) whichever worker makes it, state_dict() resumption.
-            "dataloader": DataLoader's sampler run in the trainer with its per-worker seeds, its batch order, an
-            exception raised for its batch and the pass going on (docs/python.md, "Your sampler, run in the
-            trainer"); taken whatever this says for batch_sampler=, generator= and a sampler batchd does not map.
-            With "dataloader", share=, repeated_aug=, rank=/world_size=, endless=True and on_error="skip" still
-            take batchd's sampler.
+        seeding: your own Dataset only. "dataloader" (default): DataLoader's sampler run in the trainer with its
+            per-worker seeds, its batch order, an exception raised for its batch and the pass going on
+            (docs/python.md, "Your sampler, run in the trainer"); share=, repeated_aug=, rank=/world_size=,
+            endless=True and on_error="skip" still take batchd's sampler, which they need. "per_sample": batchd's
+            sampler (seed=), each sample's draws seeded by (seed, epoch, index) whichever worker makes it and
+            however often it is redone, state_dict() resumption. batch_sampler=, generator= and a sampler batchd
+            does not map take DataLoader's whatever this says.
         seq_len, sampling, endless: token streams (docs/python.md, "Token files"): seq_len = T (None = the
             dataset's); sampling = "tiled" (default) or "random" (nanoGPT's get_batch: B offsets per batch, uniform
             in [0, N - T - 1], from (seed, rank, step)); endless=True: one iteration never ends (it = iter(loader);
@@ -164,7 +164,7 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
                  world_size=None, repeated_aug=None, depth=None, socket=None, as_dict=False, as_tuple=None,
                  device="cpu", on_error="fail", crop_size=None, resize_size=None, exact_decode=None, strategy=None,
                  index_timeout=600.0, share=None, request_timeout=None, expected_owner=None, private=None,
-                 seq_len=None, sampling=None, endless=False, seeding="per_sample"):
+                 seq_len=None, sampling=None, endless=False, seeding="dataloader"):
         check_arguments(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, drop_last, timeout,
                         multiprocessing_context, prefetch_factor, persistent_workers)
         self.persistent_workers = bool(persistent_workers)  # the workers persist either way (docs/python.md)

@@ -2,19 +2,36 @@
 _worker_feed.py): the first round of batches made over the pipes, the attachment to the fed stream, and the index
 lists and floor sent to every worker, kept until delivered so that a replacement worker gets them too. A mixin of
 WorkerPool (_worker_pool.py); it uses its _workers, _count, _await(), _key and _ensure_started()."""
+from ._batchd import BatchdError
 from ._worker_feed import MADE
 
 
 class PoolFeed:
     _feed_state = None  # [stream_id, {j: index list} not yet delivered, floor]
 
-    def make_first(self, lists):
+    def make_first(self, lists, timeout=None):
         """Batch b of `lists` made by worker b % size, as DataLoader's first round hands them out: their encoded
-        bytes, in order."""
+        bytes, in order. timeout (seconds, None = none): the Loader's, for each batch in turn; past it BatchdError
+        code "deadline exceeded" in DataLoader's words."""
         self._ensure_started()
+        self._round = getattr(self, "_round", 0) + 1  # a batch of an earlier round that timed out comes late: dropped
         for b, indices in enumerate(lists):
-            self._send(b % self._count, ("make", b, indices, self._key))
-        return [self._await(b % self._count, (MADE,), None, f"make batch {b}")[2] for b in range(len(lists))]
+            self._send(b % self._count, ("make", (self._round, b), indices, self._key))
+        out = []
+        for b in range(len(lists)):
+            try:
+                message = None
+                while message is None or message[1] != (self._round, b):
+                    message = self._await(b % self._count, (MADE,), timeout, f"make batch {b}")
+                out.append(message[2])
+            except BatchdError as e:
+                if timeout is None or "within" not in str(e):
+                    raise
+                error = BatchdError(f"DataLoader timed out after {timeout:g} seconds (batchd.Loader's timeout=: "
+                                    f"no batch came in that time): {e}")
+                error.code = "deadline exceeded"
+                raise error from None
+        return out
 
     def attach_fed(self, stream_id, layout, floor):
         """Every worker attaches to the fed stream `stream_id`, whose slots hold `layout` (a CollatedLayout), tasks
@@ -42,6 +59,13 @@ class PoolFeed:
         self._feed_state[2] = floor
         for worker_id in range(self._count):
             self._send(worker_id, ("floor", stream_id, floor))
+
+    def feed_reset(self, stream_id, first, base_seed):
+        """A pass without persistent workers starts at batch `first`: each worker reseeds from `base_seed` and runs
+        worker_init_fn again before making it (a replacement starts with that seed)."""
+        self._base_seed = base_seed
+        for worker_id in range(self._count):
+            self._send(worker_id, ("reset", stream_id, first, base_seed))
 
     def close_feed(self, stream_id):
         """The trainer closed the fed stream: workers waiting for its lists make nothing more."""

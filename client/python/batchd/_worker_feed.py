@@ -9,6 +9,8 @@ Messages on the worker's pipe (besides _worker_main's commands):
   ("floor", stream_id, f)                                 a task below f without a list is a filler between two
                                                          passes: it makes an empty batch (the trainer drops it)
   ("closed", stream_id)                                  the trainer closed the stream: make nothing more
+  ("reset", stream_id, first, base_seed)                 a pass without persistent workers starts at batch
+                                                         first: before it, reseed and run worker_init_fn again
   ("make", b, indices)                                   make batch b now and send it back over the pipe:
                                                          (MADE, b, its encoded bytes), the first round of a pass
 
@@ -58,10 +60,23 @@ class Feed:
     def __init__(self):
         self._cond = threading.Condition()
         self._stream, self._lists, self._floor, self._closed = None, {}, 0, False
+        self._reset = (0, None, 0)  # (first batch, base seed, generation) of the newest pass that reseeds
 
     def _switch(self, stream_id):
         if stream_id != self._stream:
             self._stream, self._lists, self._floor, self._closed = stream_id, {}, 0, False
+
+    def reset(self, stream_id, first, base_seed):
+        with self._cond:
+            self._switch(stream_id)
+            self._reset = (first, base_seed, self._reset[2] + 1)
+
+    def reset_due(self, j, applied):
+        """(generation, base seed) of a pass that starts at or before batch j and reseeds, newer than `applied`;
+        else None."""
+        with self._cond:
+            first, base_seed, generation = self._reset
+            return (generation, base_seed) if generation > applied and first <= j else None
 
     def add(self, stream_id, first, lists, delivered):
         with self._cond:
@@ -123,6 +138,8 @@ class Inbox:
                 self.feed.floor(*message[1:])
             elif message[0] == "closed":
                 self.feed.close(*message[1:])
+            elif message[0] == "reset":
+                self.feed.reset(*message[1:])
             else:
                 if message[0] == "stop":
                     self.stopping.set()
@@ -174,17 +191,23 @@ def _tasks(worker, stopping):
         yield task
 
 
-def serve_fed(worker, inbox, stream_id, fetch, key, wrap):
+def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed):
     """Makes the tasks of the attached stream (task j: the batch of the Feed's list j) until it is closed or the
-    worker is stopped."""
+    worker is stopped. reseed(base_seed) starts a new pass as DataLoader's new workers would (False if its
+    worker_init_fn raised: the trainer has been told, and this worker stops serving)."""
     from ._support import torch_tensor
-    feed = inbox.feed
+    feed, applied = inbox.feed, 0
     for task in _tasks(worker, inbox.stopping):
         j = task.indices[0]
         start = time.perf_counter_ns()
         entry = feed.get(stream_id, j)
         if entry is None:
             continue  # the stream is closed: the daemon drops this task with it
+        due = feed.reset_due(j, applied) if entry else None
+        if due is not None:
+            applied = due[0]
+            if not reseed(due[1]):
+                return
         worker.progress(task, j)
         slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)
         allocator = placed(fetch, slot)

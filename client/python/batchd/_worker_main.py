@@ -198,6 +198,20 @@ def _probe(conn, dataset, index, base_seed, worker_id):
                           f"the top level of a module (DataLoader's workers pickle their batches too)"))
 
 
+def _reseed(conn, dataset, worker_id, num_workers, worker_init_fn, base_seed):
+    """A new pass of a Loader without persistent workers: seeded and worker_init_fn run again, as DataLoader's new
+    workers (the process, and so the dataset's state, persists). False, the trainer told, if worker_init_fn raised."""
+    _set_worker_info(worker_id, num_workers, seed_as_dataloader(base_seed, worker_id), dataset)
+    try:
+        if worker_init_fn is not None:
+            worker_init_fn(worker_id)
+        return True
+    except Exception as e:
+        conn.send((ERROR, f"worker_init_fn({worker_id}) raised {_last_line(e)}",
+                   _wrapped(worker_id, f"worker_init_fn({worker_id})")))
+        return False
+
+
 def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_fn, conn, parent_pid,
                 forked_by_main_thread, collate_fn=None, auto_collation=True, fed=False):
     """The worker process: see the module docstring. `conn` is its end of the trainer's pipe. parent_pid: the
@@ -273,8 +287,8 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
             report = ((lambda index, what: conn.send((EXCEPTION, stream_id, index, _wrapped(worker_id, what))))
                       if command[5] == "fail" else (lambda index, what: None))
             if command[4] is None:
-                serve_fed(worker, inbox, stream_id, fetch, layout.key,
-                          lambda what: _wrapped(worker_id, what))
+                serve_fed(worker, inbox, stream_id, fetch, layout.key, lambda what: _wrapped(worker_id, what),
+                          lambda base: _reseed(conn, dataset, worker_id, num_workers, worker_init_fn, base))
             elif is_collated(layout):
                 serve_collated(worker, fetch, auto_collation, report, _last_line, layout.key)
             else:
