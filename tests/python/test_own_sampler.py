@@ -271,3 +271,44 @@ def test_seeding_dataloader_gives_dataloaders_shuffle_from_torch_manual_seed(soc
         ours.close()
     with pytest.raises(ValueError, match="seeding must be 'dataloader'"):
         batchd.Loader(Squares(8), socket=sock, seeding="per_worker")
+
+
+def test_a_pass_begun_while_the_last_ones_batches_hold_every_slot(sock):
+    """b = list(loader) while a = list(loader) of the pass before still holds every slot of the stream."""
+    loader = batchd.Loader(Squares(54), socket=sock, sampler=range(54), batch_size=2, num_workers=2)
+    try:
+        a = list(loader)
+        b = list(loader)
+        assert [x[1].tolist() for x in a] == [x[1].tolist() for x in b] == [[i, i + 1] for i in range(0, 54, 2)]
+    finally:
+        loader.close()
+
+
+def test_persistent_workers_draw_no_second_base_seed(sock):
+    """DataLoader's persistent iterator draws its base seed once: pass 2's shuffle must not shift."""
+    compare(Squares(20), sock, epochs=3, shuffle=True, batch_size=3, num_workers=2, persistent_workers=True,
+            generator=torch.Generator().manual_seed(4))
+
+
+class OneLarge(Dataset):
+    """Sample 2 is 400 KiB; the others 4 bytes: batch 2 outgrows a slot sized by batch 0."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return torch.ones(100_000 if i == 2 else 1)
+
+
+def test_a_batch_larger_than_its_slot_is_that_batchs_error(sock):
+    it = iter(batchd.Loader(OneLarge(), socket=sock, sampler=range(6), batch_size=1, num_workers=1))
+    got, errors = [], []
+    for _ in range(20):  # bounded: a stream that failed would raise at every next()
+        try:
+            got.append(next(it).shape[1])
+        except RuntimeError as e:
+            errors.append(str(e))
+        except StopIteration:
+            break
+    assert got == [1, 1, 1, 1, 1] and len(errors) == 1, (got, errors)
+    assert "slots do not grow yet" in errors[0] and "over its slot's" in errors[0], errors[0]

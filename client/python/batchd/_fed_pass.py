@@ -28,6 +28,7 @@ Which worker makes which batch past the first round is the daemon's choice (the 
 inside __getitem__ match DataLoader's with one worker (num_workers=0 or 1), not batch for batch with more.
 """
 import collections
+import itertools
 
 import torch
 from torch.utils.data import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
@@ -41,6 +42,8 @@ from ._worker_pool import reraise
 
 _STREAM_BATCHES = 1 << 40  # tasks of a fed stream: more than any Loader reads (the daemon never builds the order)
 _MIN_SLOT = 64 << 10  # bytes: a FailedBatch's traceback fits
+_PASS_IDS = itertools.count(1)  # a pass's reseed is applied once per worker, whatever stream carries it
+_UNKNOWN_SLOT = 1 << 20  # bytes: a pass whose first batches all failed (its stream only; the next pass learns)
 
 
 def trainer_sampled(sampler, batch_sampler, generator):
@@ -93,12 +96,12 @@ def index_samplers(dataset, batch_size, shuffle, sampler, batch_sampler, drop_la
         batch_sampler is not None
 
 
-def slot_bytes(made, counts, most):
-    """The slot size for batches of up to `most` samples, from the first round's encoded batches (`made`, of
-    `counts` samples each): their bytes per sample times `most`, plus 64 KiB, when every batch had the same bytes
-    per sample (fixed shapes); twice the largest otherwise; at least _MIN_SLOT, 64-byte aligned."""
-    per_sample = [len(m) / c for m, c in zip(made, counts)]
-    fixed = max(per_sample) <= min(per_sample) * 1.01
+def slot_bytes(sizes, counts, most):
+    """The slot size for batches of up to `most` samples, from the first round's good batches (`sizes` bytes, of
+    `counts` samples each): their bytes per sample times `most`, plus 64 KiB, when two or more batches had the same
+    bytes per sample (fixed shapes); twice the largest otherwise; at least _MIN_SLOT, 64-byte aligned."""
+    per_sample = [size / c for size, c in zip(sizes, counts)]
+    fixed = len(per_sample) > 1 and max(per_sample) <= min(per_sample) * 1.01
     need = max(per_sample) * most + _MIN_SLOT if fixed else 2 * max(per_sample) * most
     need = max(_MIN_SLOT, int(need))
     return -(-need // ALIGN) * ALIGN
@@ -127,9 +130,15 @@ class FedStream:
         self.sent += len(elements)
 
     def end_pass(self):
-        """After a pass's last batch: every task the daemon may have claimed past it becomes a filler."""
-        self.floor = self.sent = self.received + self.depth
-        self._pool.feed_floor(self.id, self.floor)
+        """After a pass's last batch: every task the daemon may have claimed past it is a filler (the floor was
+        raised when the sampler ran out), and the next pass's lists start above them."""
+        self.raise_floor(self.received + self.depth)
+        self.sent = self.floor
+
+    def raise_floor(self, floor):
+        if floor > self.floor:
+            self.floor = floor
+            self._pool.feed_floor(self.id, floor)
 
     def close(self):
         self._pool.close_feed(self.id)
@@ -143,8 +152,11 @@ class FedPass:
     def __init__(self, loader):
         self._loader, self._pool = loader, loader._own
         self._it = iter(loader._index_sampler)
-        base_seed = torch.empty((), dtype=torch.int64).random_(generator=loader.generator).item()
         self._reseed = None  # the base seed each worker reseeds from before this pass (persistent_workers=False)
+        if loader.persistent_workers and self._pool.started:
+            base_seed = None  # DataLoader's persistent iterator draws its base seed once, at the first pass
+        else:
+            base_seed = torch.empty((), dtype=torch.int64).random_(generator=loader.generator).item()
         if not self._pool.started:
             self._pool.start(base_seed)
             if loader._fed_stream is not None:
@@ -152,7 +164,9 @@ class FedPass:
         elif not loader.persistent_workers:
             self._reseed = base_seed
         self._drawn = collections.deque()  # the sampler's elements drawn, not yet sent
-        self._made = collections.deque()  # the first round's batches (encoded bytes), in order
+        self._made = collections.deque()  # the first round's batches (decoded), in order
+        self._layout_once = None  # this pass's slots when its first round learned no size (every batch failed)
+        self._pass_id = next(_PASS_IDS)
         self._exhausted = self._started = self._done = self._complete = False
         loader._state = {"epoch": loader._epoch, "batches_yielded": 0}
 
@@ -179,23 +193,56 @@ class FedPass:
         return len(element) if self._loader._auto_collation else 1
 
     def _first_round(self):
-        """The first pass's first batches, over the pipes; then the stream, with slots sized by them."""
+        """The first pass's first batches, over the pipes (decoded into self._made); the slots are sized by those
+        that did not fail (a pass whose every first batch failed sizes nothing: the next pass tries again)."""
         self._draw(self._pool.size)
         lists = list(self._drawn)
         self._drawn.clear()
         if not lists:
             return
         made = self._pool.make_first(lists, self._loader.timeout or None)
-        self._made.extend(made)
+        batches = [decode(torch.frombuffer(bytearray(m), dtype=torch.uint8), self._pool._key) for m in made]
+        self._made.extend(batches)
+        good = [(len(m), self._count(e)) for m, e, b in zip(made, lists, batches) if not isinstance(b, FailedBatch)]
+        if not good:
+            self._loader._fed_layout, self._layout_once = None, CollatedLayout(_UNKNOWN_SLOT)
+            return
         most = max(self._count(e) for e in lists)
         if self._loader._auto_collation:
             most = max(most, getattr(self._loader.batch_sampler, "batch_size", None) or 0)
-        self._loader._fed_layout = CollatedLayout(slot_bytes(made, [self._count(e) for e in lists], most))
+        self._loader._fed_layout = CollatedLayout(slot_bytes([g[0] for g in good], [g[1] for g in good], most))
+
+    def _setup(self):
+        """The pass's first round (the first pass only), its stream (the last pass's fillers dropped), its reseed,
+        and the index lists the stream's first tasks wait for (sent before any batch is returned: a task waiting
+        for its list runs on the daemon's task deadline)."""
+        loader = self._loader
+        if loader._fed_layout is None and not self._made:
+            self._first_round()
+        if loader._fed_stream is not None and loader._fed_layout is not None and \
+                loader._fed_stream.layout is not loader._fed_layout:  # sized by a pass that learned nothing
+            stream, loader._fed_stream = loader._fed_stream, None
+            stream.close()
+        layout = loader._fed_layout or self._layout_once
+        if loader._fed_stream is None and layout is not None:
+            loader._fed_stream = FedStream(loader, layout)
+        if loader._fed_stream is not None:
+            stream = self._stream()
+            if self._reseed is not None:
+                self._pool.feed_reset(stream.id, stream.sent, self._reseed, self._pass_id)
+            self._feed(stream)
 
     def _stream(self):
         stream = self._loader._fed_stream
         while stream.received < stream.floor:  # the last pass's fillers: dropped unread
-            self._receive(stream)
+            try:
+                self._receive(stream)
+            except BatchdError as e:
+                if "are held by Batches" not in str(e):
+                    raise
+                stream.close()  # the last pass's batches hold every slot: this pass takes a new stream
+                self._loader._fed_stream = stream = FedStream(self._loader, stream.layout)
+                break
             stream.received += 1
         return stream
 
@@ -209,25 +256,17 @@ class FedPass:
         count = min(len(self._drawn), ahead)
         if count > 0:
             stream.send([self._drawn.popleft() for _ in range(count)], self._pool)
+        if self._exhausted and not self._drawn and stream.floor < stream.sent + stream.depth:
+            stream.raise_floor(stream.sent + stream.depth)  # the tasks past the pass's end: fillers now
 
     def _next(self):
         if self._done:
             raise StopIteration
         if not self._started:
-            self._started = True
-            loader = self._loader
-            if loader._fed_layout is None:
-                self._first_round()
-            if loader._fed_stream is None and loader._fed_layout is not None:
-                loader._fed_stream = FedStream(loader, loader._fed_layout)
-            if loader._fed_stream is not None:
-                stream = self._stream()
-                if self._reseed is not None:
-                    self._pool.feed_reset(stream.id, stream.sent, self._reseed)
+            self._setup()
+            self._started = True  # only once set up: a next() after its exception (a timeout) sets up again
         if self._made:
-            payload = self._made.popleft()
-            return self._finish_batch(decode(torch.frombuffer(bytearray(payload), dtype=torch.uint8),
-                                             self._pool._key))
+            return self._finish_batch(self._made.popleft())
         stream = self._loader._fed_stream
         while stream is not None:
             self._feed(stream)
@@ -260,6 +299,8 @@ class FedPass:
         stream.close()
         self._drawn.extendleft(reversed(pending))
         self._loader._fed_stream = FedStream(self._loader, stream.layout)
+        if self._reseed is not None:  # a worker that has not reseeded for this pass yet does so first
+            self._pool.feed_reset(self._loader._fed_stream.id, 0, self._reseed, self._pass_id)
         return self._loader._fed_stream
 
     def _finish_batch(self, batch):

@@ -14,6 +14,7 @@ class PoolFeed:
         bytes, in order. timeout (seconds, None = none): the Loader's, for each batch in turn; past it BatchdError
         code "deadline exceeded" in DataLoader's words."""
         self._ensure_started()
+        self.check()  # a worker that died (in an earlier first round too) is replaced first
         self._round = getattr(self, "_round", 0) + 1  # a batch of an earlier round that timed out comes late: dropped
         for b, indices in enumerate(lists):
             self._send(b % self._count, ("make", (self._round, b), indices, self._key))
@@ -60,12 +61,12 @@ class PoolFeed:
         for worker_id in range(self._count):
             self._send(worker_id, ("floor", stream_id, floor))
 
-    def feed_reset(self, stream_id, first, base_seed):
-        """A pass without persistent workers starts at batch `first`: each worker reseeds from `base_seed` and runs
-        worker_init_fn again before making it (a replacement starts with that seed)."""
+    def feed_reset(self, stream_id, first, base_seed, pass_id):
+        """Pass `pass_id` (without persistent workers) starts at batch `first`: each worker reseeds from `base_seed`
+        and runs worker_init_fn again before making it, once per pass (a replacement starts with that seed)."""
         self._base_seed = base_seed
         for worker_id in range(self._count):
-            self._send(worker_id, ("reset", stream_id, first, base_seed))
+            self._send(worker_id, ("reset", stream_id, first, base_seed, pass_id))
 
     def close_feed(self, stream_id):
         """The trainer closed the fed stream: workers waiting for its lists make nothing more."""

@@ -57,26 +57,32 @@ def seed_as_dataloader(base_seed, worker_id):
 class Feed:
     """The index lists of the stream being served, as the trainer sends them."""
 
-    def __init__(self):
-        self._cond = threading.Condition()
+    def __init__(self, stopping):
+        self._cond, self._stopping = threading.Condition(), stopping
         self._stream, self._lists, self._floor, self._closed = None, {}, 0, False
-        self._reset = (0, None, 0)  # (first batch, base seed, generation) of the newest pass that reseeds
+        self._reset, self.applied = None, None  # (stream, first batch, base seed, pass) of the newest reseeding
+        # pass; the pass whose reseed this worker applied
 
     def _switch(self, stream_id):
         if stream_id != self._stream:
             self._stream, self._lists, self._floor, self._closed = stream_id, {}, 0, False
 
-    def reset(self, stream_id, first, base_seed):
+    def reset(self, stream_id, first, base_seed, pass_id):
         with self._cond:
             self._switch(stream_id)
-            self._reset = (first, base_seed, self._reset[2] + 1)
+            self._reset = (stream_id, first, base_seed, pass_id)
 
-    def reset_due(self, j, applied):
-        """(generation, base seed) of a pass that starts at or before batch j and reseeds, newer than `applied`;
-        else None."""
+    def reset_due(self, stream_id, j):
+        """The base seed of the newest reseeding pass if it starts at or before batch j of `stream_id` and this
+        worker has not applied it (marked applied now); else None."""
         with self._cond:
-            first, base_seed, generation = self._reset
-            return (generation, base_seed) if generation > applied and first <= j else None
+            if self._reset is None:
+                return None
+            stream, first, base_seed, pass_id = self._reset
+            if stream != stream_id or first > j or pass_id == self.applied:
+                return None
+            self.applied = pass_id
+            return base_seed
 
     def add(self, stream_id, first, lists, delivered):
         with self._cond:
@@ -103,6 +109,8 @@ class Feed:
         filler between two passes); None once the stream is closed or another stream's lists came."""
         with self._cond:
             while True:
+                if self._stopping.is_set():
+                    return None  # the worker is stopped: the stream is being closed with it
                 if self._stream == stream_id:
                     if j in self._lists:
                         return (self._lists[j],)
@@ -119,8 +127,8 @@ class Inbox:
     """The worker's pipe, read by a thread (see the module docstring)."""
 
     def __init__(self, conn):
-        self.feed = Feed()
         self.stopping = threading.Event()  # "stop" came: a fed worker leaves its stream between tasks
+        self.feed = Feed(self.stopping)
         self._queue = queue.Queue()
         threading.Thread(target=self._read, args=(conn,), name="batchd-inbox", daemon=True).start()
 
@@ -196,18 +204,16 @@ def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed):
     worker is stopped. reseed(base_seed) starts a new pass as DataLoader's new workers would (False if its
     worker_init_fn raised: the trainer has been told, and this worker stops serving)."""
     from ._support import torch_tensor
-    feed, applied = inbox.feed, 0
+    feed = inbox.feed
     for task in _tasks(worker, inbox.stopping):
         j = task.indices[0]
         start = time.perf_counter_ns()
         entry = feed.get(stream_id, j)
         if entry is None:
             continue  # the stream is closed: the daemon drops this task with it
-        due = feed.reset_due(j, applied) if entry else None
-        if due is not None:
-            applied = due[0]
-            if not reseed(due[1]):
-                return
+        due = feed.reset_due(stream_id, j) if entry else None
+        if due is not None and not reseed(due):
+            return
         worker.progress(task, j)
         slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)
         allocator = placed(fetch, slot)
@@ -221,9 +227,17 @@ def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed):
         try:
             encode(batch, slot, key, HEADER if isinstance(batch, FailedBatch) else allocator.offset)
         except TooLarge as e:
-            failed = (f"batch {j} collated to {e.needed} bytes, over its slot's {e.capacity} (learned from the "
-                      f"pass's first batches: twice their bytes per sample); batchd's slots do not grow yet: make "
-                      f"the first batches representative, or use torch.utils.data.DataLoader for this dataset")
+            failed = (f"the batch of {describe(entry[0])} collated to {e.needed} bytes, over its slot's "
+                      f"{e.capacity} (learned from the first pass's first batches); batchd's slots do not grow yet: "
+                      f"make the first batches representative, or use torch.utils.data.DataLoader for this dataset")
+            try:  # that batch's error, raised for it in the trainer as the dataset's exceptions are
+                raise RuntimeError(failed)
+            except RuntimeError:
+                try:
+                    encode(FailedBatch(wrap(f"writing the batch of {describe(entry[0])}")), slot, key, HEADER)
+                    failed = None
+                except Exception:  # noqa: BLE001 - not even that fits: the stream fails with the message
+                    pass
         except Exception as e:  # noqa: BLE001 - a leaf pickle refuses: the batch's error, as DataLoader's
             failed = f"batch {j} cannot be sent to the trainer: {type(e).__name__}: {e}"
         del slot, batch
