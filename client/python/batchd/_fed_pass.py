@@ -31,7 +31,6 @@ import collections
 import itertools
 
 import torch
-from torch.utils.data import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
 from torch.utils._pytree import tree_map
 
 from ._batch_codec import ALIGN, decode
@@ -44,56 +43,6 @@ _STREAM_BATCHES = 1 << 40  # tasks of a fed stream: more than any Loader reads (
 _MIN_SLOT = 64 << 10  # bytes: a FailedBatch's traceback fits
 _PASS_IDS = itertools.count(1)  # a pass's reseed is applied once per worker, whatever stream carries it
 _UNKNOWN_SLOT = 1 << 20  # bytes: a pass whose first batches all failed (its stream only; the next pass learns)
-
-
-def trainer_sampled(sampler, batch_sampler, generator):
-    """Whether the trainer must run the sampler: the daemon's sampler serves none of these (_dataloader_args.py)."""
-    if batch_sampler is not None or generator is not None:
-        return True
-    if sampler is None or type(sampler).__name__ in ("RASampler", "RepeatAugSampler"):
-        return False
-    if type(sampler) is RandomSampler:
-        return sampler.replacement or sampler._num_samples is not None or sampler.generator is not None
-    return type(sampler) not in (DistributedSampler, SequentialSampler)
-
-
-def dataloader_seeding(seeding, sampler, share, repeated_aug, rank, world_size, endless, on_error):
-    """Whether your own Dataset gets DataLoader's sampler and seeding (seeding="dataloader", the default), or
-    batchd's sampler with a seed per sample (seeding="per_sample"; taken too for batchd's options that need it:
-    share=, repeated_aug= or a repeated-augmentation sampler, rank=/world_size=, endless=True, on_error="skip": a
-    bad sample replaced)."""
-    if seeding not in ("dataloader", "per_sample"):
-        raise ValueError(f"batchd.Loader: seeding must be 'dataloader' (DataLoader's sampler and per-worker seeds) "
-                         f"or 'per_sample' (batchd's sampler; each sample's draws seeded by (seed, epoch, index)), "
-                         f"not {seeding!r}")
-    batchd_only = (share is not None or repeated_aug is not None or rank is not None or world_size is not None
-                   or endless or on_error == "skip" or type(sampler).__name__ in ("RASampler", "RepeatAugSampler"))
-    return seeding == "dataloader" and not batchd_only
-
-
-def check_fed(share, repeated_aug, rank, world_size, endless):
-    """ValueError for batchd's own options that need the daemon's sampler."""
-    given = [name for name, value in (("share", share), ("repeated_aug", repeated_aug), ("rank", rank),
-                                      ("world_size", world_size)) if value is not None] + (["endless"] if endless
-                                                                                           else [])
-    if given:
-        raise ValueError(f"batchd.Loader: {', '.join(given)}= need batchd's sampler, but this Loader runs yours "
-                         f"(batch_sampler=, generator=, or a sampler the daemon does not map): shard with a "
-                         f"DistributedSampler instead")
-
-
-def index_samplers(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, generator):
-    """(batch_size, sampler, batch_sampler, the sampler a pass iterates, auto_collation), as DataLoader.__init__
-    makes them: batch_size is None beside a batch_sampler given."""
-    if batch_sampler is not None:
-        batch_size = None  # as DataLoader sets it (drop_last is False: _dataloader_checks refuses it)
-    if batch_sampler is None:
-        if sampler is None:
-            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        if batch_size is not None:
-            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
-    return batch_size, sampler, batch_sampler, (batch_sampler if batch_sampler is not None else sampler), \
-        batch_sampler is not None
 
 
 def slot_bytes(sizes, counts, most):
@@ -118,6 +67,7 @@ class FedStream:
         self.depth = int(self.source.info.get("depth", 0) or 5)
         self.sent = self.received = self.floor = 0
         self.lists = {}  # j -> the sampler's element, sent and not yet received
+        self.timed = None  # source.next under the Loader's timeout (FedPass._receive)
         self._pool.attach_fed(self.id, layout, 0)
 
     def attach(self):
@@ -247,7 +197,9 @@ class FedPass:
         return stream
 
     def _receive(self, stream):
-        return self._loader._timed(stream.source.next)(self._loader.timeout or None)
+        if stream.timed is None:  # made once per stream: this is the per-batch path
+            stream.timed = self._loader._timed(stream.source.next)
+        return stream.timed(self._loader.timeout or None)
 
     def _feed(self, stream):
         """Sends the index lists up to depth + 2 batches past the one awaited."""

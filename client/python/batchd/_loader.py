@@ -11,7 +11,7 @@ from ._source import resolve_source
 from ._spec import pipeline_spec
 from ._dataloader_args import check_pin_memory, from_sampler, prefetch_depth, refuse_unmappable, resolve_device
 from ._dataloader_checks import check_arguments, check_worker_number
-from ._fed_pass import check_fed, dataloader_seeding, index_samplers, trainer_sampled
+from ._fed_args import index_samplers, runs_dataloaders_sampler, trainer_sampled
 from ._loader_plan import LoaderPlan
 from ._lm_args import lm_options
 from ._support import _rank_and_world_size
@@ -185,10 +185,9 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         if fed and not own:  # the daemon's datasets: its sampler's refusal
             from_sampler(sampler, shuffle, drop_last, seed, rank, world_size, repeated_aug)
         self.generator, self._auto_collation = generator, batch_size is not None
-        self._fed = own and (fed or dataloader_seeding(seeding, sampler, share, repeated_aug, rank, world_size,
-                                                        endless, on_error))
+        self._fed = own and runs_dataloaders_sampler(fed, seeding, sampler, share, repeated_aug, rank, world_size,
+                                                     endless, on_error)
         if self._fed:  # the pass's sampler, its stream and its slots' layout (_fed_pass.py)
-            check_fed(share, repeated_aug, rank, world_size, endless)
             batch_size, sampler, batch_sampler, self._index_sampler, self._auto_collation = index_samplers(
                 dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, generator)
         self._fed_pass = self._fed_stream = self._fed_layout = None
@@ -239,11 +238,11 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         if strategy is not None:
             self._options["strategy"] = strategy
         self._client = _batchd.Client(socket or "", request_timeout=request_timeout, expected_owner=expected_owner)
-        self._own = WorkerPool(dataset, num_workers, multiprocessing_context, worker_init_fn, sampler_fields["seed"],
-                               socket or "", {"request_timeout": request_timeout, "expected_owner": expected_owner},
-                               None if collate_fn is default_collate else collate_fn,
-                               (1 if self._auto_collation else None) if self._fed else batch_size, drop_last,
-                               fed=self._fed) if own else None  # your own Dataset's worker processes, started at the first pass
+        self._own = WorkerPool(  # your own Dataset's worker processes, started at the first pass
+            dataset, num_workers, multiprocessing_context, worker_init_fn, sampler_fields["seed"], socket or "",
+            {"request_timeout": request_timeout, "expected_owner": expected_owner}, None if collate_fn is
+            default_collate else collate_fn, (1 if self._auto_collation else None) if self._fed else batch_size,
+            drop_last, fed=self._fed) if own else None
         if self._client.daemon["warning"]:
             warnings.warn(f"batchd: {self._client.daemon['warning']}", RuntimeWarning, stacklevel=2)
         self._index_timeout = float(index_timeout)

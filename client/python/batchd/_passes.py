@@ -13,7 +13,7 @@ from . import _batchd
 from ._batchd import BatchdError
 from ._dataloader_args import pin_device
 from ._fed_pass import FedPass
-from ._support import _DeviceSource, _HostSource, _PinnedSource, _as_tuple
+from ._support import _DeviceSource, _HostSource, _PinnedSource, _as_tuple, timed_out
 from ._worker_pool import OwnSource
 
 
@@ -77,10 +77,7 @@ class StreamPasses:
             except BatchdError as e:
                 if e.code != "deadline exceeded":
                     raise
-                error = BatchdError(f"DataLoader timed out after {self.timeout:g} seconds (batchd.Loader's timeout=: "
-                                    f"no batch came in that time): {e}")
-                error.code = e.code
-                raise error from None
+                raise timed_out(self.timeout, e) from None
         return timed
 
     def _element(self, item, to_tensors):

@@ -3,6 +3,7 @@ _worker_feed.py): the first round of batches made over the pipes, the attachment
 lists and floor sent to every worker, kept until delivered so that a replacement worker gets them too. A mixin of
 WorkerPool (_worker_pool.py); it uses its _workers, _count, _await(), _key and _ensure_started()."""
 from ._batchd import BatchdError
+from ._support import timed_out
 from ._worker_feed import MADE
 
 
@@ -28,10 +29,7 @@ class PoolFeed:
             except BatchdError as e:
                 if timeout is None or "within" not in str(e):
                     raise
-                error = BatchdError(f"DataLoader timed out after {timeout:g} seconds (batchd.Loader's timeout=: "
-                                    f"no batch came in that time): {e}")
-                error.code = "deadline exceeded"
-                raise error from None
+                raise timed_out(timeout, e) from None
         return out
 
     def attach_fed(self, stream_id, layout, floor):

@@ -122,3 +122,12 @@ class _DeviceSource:
 
     def close(self):
         self._stream.close()
+
+
+def timed_out(timeout, error):
+    """The BatchdError a wait past the Loader's timeout raises (code "deadline exceeded"): DataLoader's words, "DataLoader
+    timed out after N seconds", then batchd's reason (`error`)."""
+    out = BatchdError(f"DataLoader timed out after {timeout:g} seconds (batchd.Loader's timeout=: no batch "
+                      f"came in that time): {error}")
+    out.code = "deadline exceeded"
+    return out
