@@ -211,9 +211,8 @@ class WorkerPool(PoolFeed):
                 pass
 
     def _check_message(self, worker_id, message):
-        if message[0] == ATTACH_FAILED and (message[1] != self._stream_id or (
-                self._size is None and "has ended or failed" in message[-1])):
-            return  # a stream closed (a fed one: made by the others) before this worker got to it: it waits
+        if message[0] == ATTACH_FAILED and message[1] != self._stream_id:
+            return  # a stream closed before this worker got to it: it waits for the next
         if message[0] in (ERROR, ATTACH_FAILED):
             self._fatal = (worker_id, message if message[0] == ERROR else (ERROR, message[-1]))
             _raise(*self._fatal)
