@@ -34,6 +34,7 @@ batchd::ExternalDataset external_from(const py::handle& external) {
     else if (k == "workers") e.workers = v.cast<uint32_t>();
     else if (k == "name") e.name = v.cast<std::string>();
     else if (k == "whole_batches") e.whole_batches = v.cast<bool>();
+    else if (k == "round_robin") e.round_robin = v.cast<bool>();
     else if (k == "fields") {
       for (auto f : v) {
         auto t = f.cast<py::tuple>();
@@ -42,7 +43,7 @@ batchd::ExternalDataset external_from(const py::handle& external) {
                             t[2].cast<std::vector<int64_t>>()});
       }
     } else {
-      throw py::type_error("external= has no key '" + k + "' (size, fields, workers, name, whole_batches)");
+      throw py::type_error("external= has no key '" + k + "' (size, fields, workers, name, whole_batches, round_robin)");
     }
   }
   return e;
@@ -65,13 +66,15 @@ void bind_worker(py::module_& m) {
 
   py::class_<PyWorker>(m, "AttachedWorker",
                        "A worker process of the trainer's own Dataset, attached to one of its streams (batchd/worker.h). "
-                       "AttachedWorker(socket, stream_id, parent_pid=0, request_timeout=None, expected_owner=None): "
+                       "AttachedWorker(socket, stream_id, parent_pid=0, request_timeout=None, expected_owner=None, worker=0) "
+                       "(worker: the Loader's worker id, which a round_robin stream routes by): "
                        "BatchdError if the daemon refuses (not this uid's stream, not external, "
                        "limits.max_attached_workers). The process exits (status 75) when the daemon detaches it past "
                        "a deadline, the daemon goes away, or its parent is no longer parent_pid.")
       .def(py::init([](const std::string& socket, uint64_t stream_id, int parent_pid, const py::object& timeout,
-                       const py::object& owner) {
+                       const py::object& owner, uint32_t worker) {
              batchd::AttachedWorker::Options options;
+             options.worker = worker;
              options.connect = connect_options(socket, timeout, owner);
              options.parent_pid = parent_pid;
              batchd::Result<std::unique_ptr<batchd::AttachedWorker>> attached = batchd::Error(batchd::ErrorCode::kInternal, "");
@@ -82,7 +85,7 @@ void bind_worker(py::module_& m) {
              return PyWorker{unwrap(std::move(attached))};
            }),
            py::arg("socket"), py::arg("stream_id"), py::arg("parent_pid") = 0, py::arg("request_timeout") = py::none(),
-           py::arg("expected_owner") = py::none())
+           py::arg("expected_owner") = py::none(), py::arg("worker") = 0)
       .def_property_readonly("fields",
                              [](const PyWorker& w) {
                                py::list out;

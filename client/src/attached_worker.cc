@@ -231,6 +231,7 @@ Result<std::unique_ptr<AttachedWorker>> AttachedWorker::attach(uint64_t stream_i
   if (!client.ok()) return client.error();
   wire::Request request;
   request.mutable_attach_worker()->set_stream_id(stream_id);
+  request.mutable_attach_worker()->set_worker(options.worker);
   auto attached = (*client)->call(request);
   if (!attached.ok()) return attached.error();
   if (!attached->reply.has_worker_attached() || !attached->fd.valid()) return detail::malformed("no segment");

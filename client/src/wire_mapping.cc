@@ -124,6 +124,7 @@ wire::Request open_request(const StreamOptions& o) {
     ext->set_workers(o.external.workers);
     ext->set_name(o.external.name);
     ext->set_whole_batches(o.external.whole_batches);
+    ext->set_round_robin(o.external.round_robin);
     for (const auto& f : o.external.fields) {
       auto* field = ext->add_fields();
       field->set_name(f.name);

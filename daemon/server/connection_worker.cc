@@ -24,7 +24,7 @@ void Connection::attach_worker(uint64_t rid, const wire::AttachWorker& attach) {
     return reply_error(rid, Error(ErrorCode::kInvalidArgument, "a connection with open streams cannot attach as a "
                                                                "worker: attach from a connection of its own"));
   }
-  auto attached = streams_.attach_worker(attach.stream_id(), peer_, this);
+  auto attached = streams_.attach_worker(attach.stream_id(), peer_, this, attach.worker());
   if (!attached.ok()) return reply_error(rid, attached.error());
   attached_stream_ = attach.stream_id();
   wire::Reply r;

@@ -47,6 +47,9 @@ Result<ExternalSource> plan_external(const wire::OpenStream& req, const Limits& 
                  "(limits.max_attached_workers = " + std::to_string(limits.max_attached_workers) +
                  "): use fewer, or ask the daemon's operator to raise the key");
   }
+  if (ext.round_robin() && !ext.whole_batches()) {
+    return invalid("external dataset: round_robin needs whole_batches (a worker named for batch j makes all of it)");
+  }
   if (ext.fields_size() == 0 && !req.dry_run()) {
     return invalid("external dataset: no fields; a sample must have at least one tensor (the layout of its first "
                    "sample)");

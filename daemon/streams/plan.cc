@@ -262,6 +262,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   planned.external = req.has_external();
   planned.external_workers = req.external().workers();
   planned.external_whole_batches = req.external().whole_batches();
+  planned.external_round_robin = req.external().round_robin();
   return planned;
 }
 

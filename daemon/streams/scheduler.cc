@@ -46,6 +46,11 @@ void Scheduler::pump_once() {
   for (uint64_t id : owned) {
     for (auto it = own_.find(id); it != own_.end(); it = own_.find(id)) {
       auto [stream, pool] = it->second;
+      if (pool->routes()) {  // each task waits for the worker it names (workers.h)
+        while (auto task = stream->next_task()) pool->queue(std::move(*task));
+        pool->run_queued();
+        break;
+      }
       auto w = pool->idle_worker();
       if (!w) break;
       auto task = stream->next_task();

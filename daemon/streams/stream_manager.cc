@@ -65,6 +65,7 @@ StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segm
   const bool external = planned.external;
   const uint32_t workers = external ? std::max(1u, planned.external_workers)
                                     : static_cast<uint32_t>(scheduler_.workers().size());
+  const bool round_robin = planned.external_round_robin;
   const ChunkPolicy chunks{workers, config_.min_chunk_us};
   auto stream = std::make_unique<Stream>(owner, std::move(planned), std::move(segment), chunks);
   const uint64_t id = stream->id();
@@ -81,7 +82,8 @@ StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segm
   if (external && io_ != nullptr) {
     const TaskTimeouts timeouts{std::chrono::seconds(config_.task_timeout_min_s),
                                 std::chrono::milliseconds(config_.per_sample_timeout_ms)};
-    attached = std::make_unique<AttachedWorkers>(*io_, id, config_.limits.max_attached_workers, timeouts, *this);
+    attached = std::make_unique<AttachedWorkers>(*io_, id, config_.limits.max_attached_workers, timeouts, *this,
+                                                 round_robin ? workers : 0);
   }
   if (!external) note_cache_point(id, stream->attach(), o.dataset_size());
   if (!external) attach_remote_reads(*stream);

@@ -94,7 +94,8 @@ class StreamManager final : public WorkerEvents {
     wire::WorkerAttached reply;
     wire::UniqueFd segment_fd, progress_fd;
   };
-  Result<WorkerAttachment> attach_worker(uint64_t stream_id, const Peer& peer, WorkerLink* link);
+  // worker: AttachWorker.worker (a round-robin stream's worker number; ignored by the others).
+  Result<WorkerAttachment> attach_worker(uint64_t stream_id, const Peer& peer, WorkerLink* link, uint32_t worker = 0);
   // The WorkerAttached reply and the progress page are sent: the new worker may get its first task now (a task
   // must follow them, and nothing else would give one to a stream's first workers).
   void after_worker_attached() { scheduler_.pump(); }

@@ -9,7 +9,7 @@
 namespace batchd::daemon {
 
 Result<StreamManager::WorkerAttachment> StreamManager::attach_worker(uint64_t stream_id, const Peer& peer,
-                                                                     WorkerLink* link) {
+                                                                     WorkerLink* link, uint32_t worker) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end() || it->second.stream->owner().uid != peer.uid) {
     // Another uid's stream gets the answer a missing one gets: nobody learns of another user's streams.
@@ -29,7 +29,7 @@ Result<StreamManager::WorkerAttachment> StreamManager::attach_worker(uint64_t st
   }
   auto fd = entry.stream->client_fd(/*writable=*/true);  // the worker writes its rows of the slots
   if (!fd.ok()) return fd.error();
-  auto attached = entry.attached->attach(link, peer.connection_id, peer.pid);
+  auto attached = entry.attached->attach(link, peer.connection_id, peer.pid, worker);
   if (!attached.ok()) return attached.error();
   WorkerAttachment out;
   *out.reply.mutable_attach() = entry.stream->attach();

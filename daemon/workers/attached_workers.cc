@@ -21,10 +21,11 @@ bool is_dataset_error(int code) {
 }  // namespace
 
 AttachedWorkers::AttachedWorkers(boost::asio::io_context& io, uint64_t stream_id, uint32_t max_workers,
-                                 TaskTimeouts timeouts, WorkerEvents& events)
-    : io_(io), stream_id_(stream_id), max_workers_(max_workers), timeouts_(timeouts), events_(events) {
+                                 TaskTimeouts timeouts, WorkerEvents& events, uint32_t route)
+    : io_(io), stream_id_(stream_id), max_workers_(max_workers), route_(route), timeouts_(timeouts), events_(events) {
   // Timers' handlers hold a slot's index, never a pointer: the vector may grow (up to max_workers).
   slots_.reserve(std::min<uint32_t>(max_workers, 64));
+  slots_.resize(route_);  // round robin: worker w is slot w
 }
 
 AttachedWorkers::~AttachedWorkers() { detach_stream(stream_id_); }
@@ -44,9 +45,26 @@ size_t AttachedWorkers::attached() const {
   return static_cast<size_t>(std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.link; }));
 }
 
-Result<AttachedWorkers::Attached> AttachedWorkers::attach(WorkerLink* link, uint64_t connection_id, int32_t pid) {
+Result<AttachedWorkers::Attached> AttachedWorkers::attach(WorkerLink* link, uint64_t connection_id, int32_t pid,
+                                                          uint32_t worker) {
   auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.link == nullptr; });
-  if (free == slots_.end()) {
+  if (route_ > 0) {
+    if (worker >= route_) {
+      return Error(ErrorCode::kInvalidArgument,
+                   "attach as worker " + std::to_string(worker) + " of stream " + std::to_string(stream_id_) +
+                       ", which has " + std::to_string(route_) + " (ExternalDataset.workers): a worker number is "
+                       "0 to workers - 1");
+    }
+    free = slots_.begin() + worker;
+    if (free->link != nullptr) {  // its replacement came before its connection's close: the old one goes now
+      spdlog::warn("stream {}: worker {} attached again (pid {}, was pid {}); ending the old attachment", stream_id_,
+                   worker, pid, free->pid);
+      ++detached_;
+      std::optional<Task> lost = end(*free, "replaced: another process attached as worker " + std::to_string(worker),
+                                     /*must_exit=*/true);
+      if (lost) events_.on_task_lost(worker, std::move(*lost), TaskLoss{-1, "replaced by a new attachment", false});
+    }
+  } else if (free == slots_.end()) {
     if (slots_.size() >= max_workers_) {
       return Error(ErrorCode::kResourceExhausted,
                    "stream " + std::to_string(stream_id_) + " already has " + std::to_string(max_workers_) +
@@ -205,8 +223,33 @@ void AttachedWorkers::assign(size_t w, Task task, const wire::WorkerAttach&, int
 
 void AttachedWorkers::detach_stream(uint64_t) {
   for (auto& slot : slots_) {
+    slot.queued.clear();
     if (slot.link != nullptr) end(slot, "closed", /*must_exit=*/false);
   }
+}
+
+void AttachedWorkers::queue(Task task) {
+  auto& queued = slots_[task.sequence() % route_].queued;
+  // A lost task comes back older than those queued after it: sequence order, whatever the arrival order.
+  auto at = std::upper_bound(queued.begin(), queued.end(), task.sequence(),
+                             [](uint64_t s, const Task& t) { return s < t.sequence(); });
+  queued.insert(at, std::move(task));
+}
+
+void AttachedWorkers::run_queued() {
+  for (size_t w = 0; w < slots_.size(); ++w) {
+    Slot& slot = slots_[w];
+    if (slot.link == nullptr || slot.task || slot.queued.empty()) continue;
+    Task task = std::move(slot.queued.front());
+    slot.queued.pop_front();
+    assign(w, std::move(task), wire::WorkerAttach{}, -1);
+  }
+}
+
+size_t AttachedWorkers::queued() const {
+  size_t n = 0;
+  for (const auto& slot : slots_) n += slot.queued.size();
+  return n;
 }
 
 std::vector<wire::WorkerInfo> AttachedWorkers::describe() const {

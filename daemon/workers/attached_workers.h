@@ -20,12 +20,19 @@
 // A worker's slot number (0, 1, ...: chunks_by_worker's index) is reused by the next worker to attach; its progress
 // page is not (each attachment gets a new one: a detached worker that still runs writes only its own).
 //
+// Round robin (ExternalDataset.round_robin, `route` workers): a worker attaches as number w < route (its Loader's
+// worker id; one attaching as a number already attached replaces it, whose task is redone), and the task of
+// sequence s is run by worker s % route alone, as DataLoader's in_order=True hands batch j to worker j % num_workers.
+// The pool queues every task the stream hands out (routes()); a worker's queue waits, in sequence order, while it is
+// busy, or not attached yet or again (a lost task goes back to the front of its worker's queue for the replacement).
+//
 // Not thread-safe: the daemon's io_context thread.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -50,16 +57,18 @@ class WorkerLink {
 
 class AttachedWorkers final : public Workers {
  public:
+  // route: 0, any idle worker takes the next task; else the round-robin worker count (see the header).
   AttachedWorkers(boost::asio::io_context& io, uint64_t stream_id, uint32_t max_workers, TaskTimeouts timeouts,
-                  WorkerEvents& events);
+                  WorkerEvents& events, uint32_t route = 0);
   ~AttachedWorkers() override;  // every link still attached is ended with reason "closed"
 
   struct Attached {
     uint32_t worker = 0;  // its slot number
     int progress_fd = -1; // its progress page (owned by the pool; dup it to send)
   };
-  // kResourceExhausted naming limits.max_attached_workers when full; kIo if its page cannot be made.
-  Result<Attached> attach(WorkerLink* link, uint64_t connection_id, int32_t pid);
+  // kResourceExhausted naming limits.max_attached_workers when full; kInvalidArgument for a round-robin `worker`
+  // out of range (ignored without round robin); kIo if its page cannot be made.
+  Result<Attached> attach(WorkerLink* link, uint64_t connection_id, int32_t pid, uint32_t worker = 0);
   // The worker on `connection_id` answered. A mismatch ends it (see the header) and returns the reason.
   Status done(uint64_t connection_id, const wire::WorkerDone& done);
   // The worker's connection closed: its task (if any) is lost. Unknown connections are ignored.
@@ -75,6 +84,10 @@ class AttachedWorkers final : public Workers {
   void detach_stream(uint64_t stream_id) override;  // ends every attachment ("closed")
   std::vector<wire::WorkerInfo> describe() const override;
   size_t size() const override { return slots_.size(); }
+  bool routes() const override { return route_ > 0; }
+  void queue(Task task) override;
+  void run_queued() override;
+  size_t queued() const;  // tasks waiting for their worker, all workers together
 
  private:
   struct Slot {
@@ -87,6 +100,7 @@ class AttachedWorkers final : public Workers {
     uint64_t assignments = 0, batches_done = 0;
     std::chrono::steady_clock::time_point started, task_started;
     std::chrono::steady_clock::duration busy{};
+    std::deque<Task> queued;  // round robin: this worker's tasks not yet run, in sequence order
   };
   Slot* find(uint64_t connection_id);
   const Slot* find(uint64_t connection_id) const;
@@ -100,6 +114,7 @@ class AttachedWorkers final : public Workers {
   boost::asio::io_context& io_;
   uint64_t stream_id_;
   uint32_t max_workers_;
+  uint32_t route_;
   TaskTimeouts timeouts_;
   WorkerEvents& events_;
   std::vector<Slot> slots_;

@@ -41,6 +41,13 @@ class Workers {
   virtual std::vector<wire::WorkerInfo> describe() const = 0;
   // The number of workers (W), busy, idle or being replaced.
   virtual size_t size() const = 0;
+
+  // A pool that routes (an ExternalDataset.round_robin stream's AttachedWorkers) takes every task its stream hands
+  // out (queue(), whatever its workers' state) and runs each on the worker the task's sequence names, in sequence
+  // order (run_queued(): the scheduler calls it after queueing). The others never see queue() nor run_queued().
+  virtual bool routes() const { return false; }
+  virtual void queue(Task) {}
+  virtual void run_queued() {}
 };
 
 class WorkerEvents {

@@ -163,9 +163,13 @@ def test_spawn_and_forkserver_contexts_with_a_dataset_from_a_module(socket_path,
         loader.close()
 
 
-def test_an_iterable_dataset_is_refused(socket_path):
-    with pytest.raises(TypeError, match="Stream is an IterableDataset: .* map-style datasets"):
-        batchd.Loader(Stream(), batch_size=2, num_workers=2, socket=socket_path)
+def test_an_iterable_dataset_is_served_each_worker_iterating_its_copy(socket_path):
+    """Once refused (TypeError); now DataLoader's batches (tests/python/test_own_iterable.py has the rest)."""
+    loader = batchd.Loader(Stream(), batch_size=2, num_workers=2, socket=socket_path)
+    try:
+        assert [b.tolist() for b in loader] == [[0, 1], [0, 1], [2, 3], [2, 3]]
+    finally:
+        loader.close()
 
 
 def test_a_dataset_without_len_is_refused(socket_path):

@@ -111,6 +111,9 @@ struct ExternalDataset {
   uint32_t workers = 0;         // worker processes you will attach (cuts batches into as many chunks)
   std::string name;             // shown in status, e.g. the Dataset's class name
   bool whole_batches = false;   // one task per batch, never cut (your workers collate whole batches themselves)
+  // Batch j to the worker attached as j % workers (AttachedWorker::Options::worker), as DataLoader's in_order=True
+  // round robin. Needs whole_batches.
+  bool round_robin = false;
   bool empty() const { return size == 0; }
 };
 

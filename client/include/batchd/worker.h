@@ -49,6 +49,9 @@ class AttachedWorker final {
     ConnectOptions connect;
     bool exit_on_detach = true;
     pid_t parent_pid = 0;  // > 0: exit when getppid() differs (checked every 200 ms)
+    // A round-robin stream's (ExternalDataset::round_robin) worker number, 0 .. workers - 1: it gets batches j with
+    // j % workers == worker. Ignored by other streams.
+    uint32_t worker = 0;
   };
   // One field of a sample: the batch tensor is [batch_size] + sample_shape of dtype, at `offset` in each slot.
   struct Field {

@@ -4,10 +4,13 @@ trainer (_fed_pass.py), by default and for every sampler argument batchd's own s
 DataLoader.__init__ does."""
 from torch.utils.data import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
 
+from ._iterable import is_iterable, iterable_samplers
 
-def trainer_sampled(sampler, batch_sampler, generator):
-    """Whether the trainer must run the sampler: the daemon's sampler serves none of these (_dataloader_args.py)."""
-    if batch_sampler is not None or generator is not None:
+
+def trainer_sampled(dataset, sampler, batch_sampler, generator):
+    """Whether the trainer must run the sampler: the daemon's sampler serves none of these (_dataloader_args.py),
+    nor an IterableDataset (_iterable.py)."""
+    if batch_sampler is not None or generator is not None or is_iterable(dataset):
         return True
     if sampler is None or type(sampler).__name__ in ("RASampler", "RepeatAugSampler"):
         return False
@@ -31,8 +34,13 @@ def runs_dataloaders_sampler(given, seeding, sampler, share, repeated_aug, rank,
         (["endless"] if endless else [])
     if given and needs_batchd:
         raise ValueError(f"batchd.Loader: {', '.join(needs_batchd)}= need batchd's sampler, but this Loader runs "
-                         f"yours (batch_sampler=, generator=, or a sampler the daemon does not map): shard with a "
-                         f"DistributedSampler instead")
+                         f"yours (batch_sampler=, generator=, a sampler the daemon does not map, or an "
+                         f"IterableDataset's own iteration): shard with a DistributedSampler, or in the "
+                         f"IterableDataset, instead")
+    if given and seeding == "per_sample":
+        raise ValueError("batchd.Loader: seeding='per_sample' needs batchd's sampler, but this Loader runs yours "
+                         "(batch_sampler=, generator=, a sampler the daemon does not map, or an IterableDataset): "
+                         "leave seeding= unset")
     return given or (seeding == "dataloader" and not needs_batchd and on_error != "skip"
                      and type(sampler).__name__ not in ("RASampler", "RepeatAugSampler"))
 
@@ -40,6 +48,8 @@ def runs_dataloaders_sampler(given, seeding, sampler, share, repeated_aug, rank,
 def index_samplers(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, generator):
     """(batch_size, sampler, batch_sampler, the sampler a pass iterates, auto_collation), as DataLoader.__init__
     makes them: batch_size is None beside a batch_sampler given."""
+    if is_iterable(dataset):
+        return iterable_samplers(batch_size, drop_last)
     if batch_sampler is not None:
         batch_size = None  # as DataLoader sets it (drop_last is False: _dataloader_checks refuses it)
     if batch_sampler is None:

@@ -24,8 +24,9 @@ process does, and the daemon carries the batches.
   - A batch whose dataset or collate_fn raises arrives as a FailedBatch: next() raises that exception (its own type,
     the worker's traceback) and the pass goes on with the next batch, as DataLoader's iterator does; with
     on_error="skip" the batch is left out.
-Which worker makes which batch past the first round is the daemon's choice (the first idle one), so random draws
-inside __getitem__ match DataLoader's with one worker (num_workers=0 or 1), not batch for batch with more.
+With in_order=True, worker k % num_workers makes the pass's batch k (FedStream), as DataLoader's round robin, so
+random draws inside __getitem__ and collate_fn match DataLoader's batch for batch, whatever num_workers; with
+in_order=False the first idle worker takes the next batch (delivered in the sampler's order all the same).
 """
 import collections
 import itertools
@@ -33,66 +34,17 @@ import itertools
 import torch
 from torch.utils._pytree import tree_map
 
-from ._batch_codec import ALIGN, decode
+from ._batch_codec import decode
 from ._batchd import BatchdError
 from ._worker_collate import CollatedLayout
+from ._fed_stream import FedStream, slot_bytes
+from ._iterable import past_length_warning
 from ._worker_feed import FailedBatch
-from ._worker_pool import reraise
+from ._worker_iterable import EndedBatch
+from ._worker_errors import reraise
 
-_STREAM_BATCHES = 1 << 40  # tasks of a fed stream: more than any Loader reads (the daemon never builds the order)
-_MIN_SLOT = 64 << 10  # bytes: a FailedBatch's traceback fits
 _PASS_IDS = itertools.count(1)  # a pass's reseed is applied once per worker, whatever stream carries it
 _UNKNOWN_SLOT = 1 << 20  # bytes: a pass whose first batches all failed (its stream only; the next pass learns)
-
-
-def slot_bytes(sizes, counts, most):
-    """The slot size for batches of up to `most` samples, from the first round's good batches (`sizes` bytes, of
-    `counts` samples each): their bytes per sample times `most`, plus 64 KiB, when two or more batches had the same
-    bytes per sample (fixed shapes); twice the largest otherwise; at least _MIN_SLOT, 64-byte aligned."""
-    per_sample = [size / c for size, c in zip(sizes, counts)]
-    fixed = len(per_sample) > 1 and max(per_sample) <= min(per_sample) * 1.01
-    need = max(per_sample) * most + _MIN_SLOT if fixed else 2 * max(per_sample) * most
-    need = max(_MIN_SLOT, int(need))
-    return -(-need // ALIGN) * ALIGN
-
-
-class FedStream:
-    """The Loader's one stream for fed passes: task j is global batch j; `sent` lists have gone to the workers,
-    `received` batches came back (fillers included); tasks below `floor` without a list are fillers."""
-
-    def __init__(self, loader, layout):
-        self.layout, self._pool = layout, loader._own
-        self.source = loader._open_fed(_STREAM_BATCHES, layout)
-        self.id = self.source.info["id"]
-        self.depth = int(self.source.info.get("depth", 0) or 5)
-        self.sent = self.received = self.floor = 0
-        self.lists = {}  # j -> the sampler's element, sent and not yet received
-        self.timed = None  # source.next under the Loader's timeout (FedPass._receive)
-        self._pool.attach_fed(self.id, layout, 0)
-
-    def attach(self):
-        """Workers started since (a new pass's) attach, and get the floor."""
-        self._pool.attach_fed(self.id, self.layout, self.floor)
-
-    def send(self, elements, pool):
-        pool.feed(self.id, self.sent, elements, self.received)
-        self.lists.update(enumerate(elements, self.sent))
-        self.sent += len(elements)
-
-    def end_pass(self):
-        """After a pass's last batch: every task the daemon may have claimed past it is a filler (the floor was
-        raised when the sampler ran out), and the next pass's lists start above them."""
-        self.raise_floor(self.received + self.depth)
-        self.sent = self.floor
-
-    def raise_floor(self, floor):
-        if floor > self.floor:
-            self.floor = floor
-            self._pool.feed_floor(self.id, floor)
-
-    def close(self):
-        self._pool.close_feed(self.id)
-        self.source.close()
 
 
 class FedPass:
@@ -103,7 +55,8 @@ class FedPass:
         self._loader, self._pool = loader, loader._own
         self._it = iter(loader._index_sampler)
         self._reseed = None  # the base seed each worker reseeds from before this pass (persistent_workers=False)
-        if loader.persistent_workers and self._pool.started:
+        started = self._pool.started
+        if loader.persistent_workers and started:
             base_seed = None  # DataLoader's persistent iterator draws its base seed once, at the first pass
         else:
             base_seed = torch.empty((), dtype=torch.int64).random_(generator=loader.generator).item()
@@ -113,6 +66,10 @@ class FedPass:
                 loader._fed_stream.attach()
         elif not loader.persistent_workers:
             self._reseed = base_seed
+        # Workers start this pass anew (feed_reset): reseeded, or an IterableDataset's iterator only.
+        self._new_pass = self._reseed is not None or (started and self._pool.iterable)
+        self._ended = set()  # an IterableDataset's workers whose iterator is exhausted in this pass
+        self._reported = getattr(loader, "_IterableDataset_len_called", None)  # for past_length_warning
         self._drawn = collections.deque()  # the sampler's elements drawn, not yet sent
         self._made = collections.deque()  # the first round's batches (decoded), in order
         self._layout_once = None  # this pass's slots when its first round learned no size (every batch failed)
@@ -123,10 +80,17 @@ class FedPass:
     def __iter__(self):
         return self
 
+    @property
+    def _workers(self):
+        """The worker processes (DataLoader's iterator attribute, which PyTorch's own tests read)."""
+        return [entry[0] for entry in self._pool._workers if entry is not None]
+
     def __next__(self):
         while True:
             batch = self._next()
             self._loader._state["batches_yielded"] += 1
+            if self._pool.iterable:
+                past_length_warning(self._loader, self._reported, self._loader._state["batches_yielded"])
             if not isinstance(batch, FailedBatch):
                 return batch
             if self._loader._options["on_error"] != "skip":
@@ -150,10 +114,15 @@ class FedPass:
         self._drawn.clear()
         if not lists:
             return
-        made = self._pool.make_first(lists, self._loader.timeout or None)
+        made = self._pool.make_first(lists, self._loader.timeout or None,
+                                     (self._reseed, self._pass_id) if self._new_pass else None)
         batches = [decode(torch.frombuffer(bytearray(m), dtype=torch.uint8), self._pool._key) for m in made]
         self._made.extend(batches)
-        good = [(len(m), self._count(e)) for m, e, b in zip(made, lists, batches) if not isinstance(b, FailedBatch)]
+        good = [(len(m), self._count(e)) for m, e, b in zip(made, lists, batches)
+                if not isinstance(b, (FailedBatch, EndedBatch))]
+        if len({b.worker for b in batches if isinstance(b, EndedBatch)}) == self._pool.size:
+            self._exhausted = True  # every worker's iterator is: this pass has no more batches, and needs no stream
+            return
         if not good:
             self._loader._fed_layout, self._layout_once = None, CollatedLayout(_UNKNOWN_SLOT)
             return
@@ -169,6 +138,8 @@ class FedPass:
         loader = self._loader
         if loader._fed_layout is None and not self._made:
             self._first_round()
+            if self._exhausted and not self._drawn:
+                return
         if loader._fed_stream is not None and loader._fed_layout is not None and \
                 loader._fed_stream.layout is not loader._fed_layout:  # sized by a pass that learned nothing
             stream, loader._fed_stream = loader._fed_stream, None
@@ -178,7 +149,7 @@ class FedPass:
             loader._fed_stream = FedStream(loader, layout)
         if loader._fed_stream is not None:
             stream = self._stream()
-            if self._reseed is not None:
+            if self._new_pass:
                 self._pool.feed_reset(stream.id, stream.sent, self._reseed, self._pass_id)
             self._feed(stream)
 
@@ -191,8 +162,9 @@ class FedPass:
                 if "are held by Batches" not in str(e):
                     raise
                 stream.close()  # the last pass's batches hold every slot: this pass takes a new stream
-                self._loader._fed_stream = stream = FedStream(self._loader, stream.layout)
-                break
+                floor = stream.floor % self._pool.size  # 0 between passes; a spill's residue (_spill)
+                self._loader._fed_stream = stream = FedStream(self._loader, stream.layout, floor)
+                continue
             stream.received += 1
         return stream
 
@@ -212,6 +184,18 @@ class FedPass:
             stream.raise_floor(stream.sent + stream.depth)  # the tasks past the pass's end: fillers now
 
     def _next(self):
+        """The pass's next batch (a FailedBatch too); an IterableDataset's EndedBatch counts its worker ended, and
+        once every worker has, the pass draws nothing more and ends after the batches already asked for."""
+        while True:
+            batch = self._take()
+            if not isinstance(batch, EndedBatch):
+                return batch
+            self._ended.add(batch.worker)
+            if len(self._ended) == self._pool.size:
+                self._exhausted = True
+                self._drawn.clear()
+
+    def _take(self):
         if self._done:
             raise StopIteration
         if not self._started:
@@ -250,10 +234,13 @@ class FedPass:
         pending = [stream.lists[j] for j in range(stream.received, stream.sent)]
         stream.close()
         self._drawn.extendleft(reversed(pending))
-        self._loader._fed_stream = FedStream(self._loader, stream.layout)
-        if self._reseed is not None:  # a worker that has not reseeded for this pass yet does so first
-            self._pool.feed_reset(self._loader._fed_stream.id, 0, self._reseed, self._pass_id)
-        return self._loader._fed_stream
+        # The first pending batch's task keeps its residue (FedStream): the fillers below it are dropped first.
+        floor = stream.received % self._pool.size
+        self._loader._fed_stream = FedStream(self._loader, stream.layout, floor)
+        stream = self._stream()
+        if self._new_pass:  # a worker that has not started this pass anew yet does so first
+            self._pool.feed_reset(stream.id, stream.sent, self._reseed, self._pass_id)
+        return stream
 
     def _finish_batch(self, batch):
         device = self._loader.device

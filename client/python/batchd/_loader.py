@@ -44,15 +44,16 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
             random, numpy and torch generators are seeded from (seed, epoch, index). With a collate_fn, or samples
             that fit no fixed layout (strings, nesting), the workers collate whole batches of any structure into
             the slots (tensors come back as zero-copy views). An exception in the dataset or collate_fn is raised
-            with its own type and the worker's traceback, as DataLoader raises it. An IterableDataset is refused
-            (TypeError). With device="cuda" its batches are host batches copied with .to(non_blocking=True).
+            with its own type and the worker's traceback, as DataLoader raises it. An IterableDataset is iterated
+            by each worker, as DataLoader's (docs/python.md). With device="cuda" its batches are host batches copied with .to(non_blocking=True).
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
         sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, in_order, and the
             others: as docs/python.md's table says (DistributedSampler, RandomSampler, SequentialSampler, RASampler
             and RepeatAugSampler mapped, a sampler's .epoch read at each pass; num_workers * prefetch_factor + 1
             slots (prefetch_factor None: 2; given with num_workers=0: DataLoader's ValueError), depth= wins;
-            in_order moot (batches always arrive in order); timeout > 0: BatchdError code "deadline exceeded", a
+            in_order=True: batch k of a pass made by worker k % num_workers, as DataLoader (False: by the first
+            idle worker; either way delivered in order); timeout > 0: BatchdError code "deadline exceeded", a
             RuntimeError, "DataLoader timed out after N seconds ..."; pin_memory=True: the tensors are page-locked where the workers wrote them (is_pinned(); without CUDA, a warning);
             persistent_workers ignored (workers persist); for your own Dataset, worker_init_fn runs once per worker
             and multiprocessing_context ("fork" by default, "spawn", "forkserver") starts them, otherwise both are
@@ -168,8 +169,8 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
         check_arguments(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, drop_last, timeout,
                         multiprocessing_context, prefetch_factor, persistent_workers)
         self.persistent_workers = bool(persistent_workers)  # the workers persist either way (docs/python.md)
-        self.in_order = bool(in_order)  # moot: batches always arrive in the sampler's order (in_order=True's promise)
-        fed = trainer_sampled(sampler, batch_sampler, generator)  # your own Dataset: the trainer runs the sampler
+        self.in_order = bool(in_order)  # your own Dataset: which worker makes a batch (_fed_stream.py)
+        fed = trainer_sampled(dataset, sampler, batch_sampler, generator)  # your own Dataset: the trainer runs the sampler
         sampler_fields = from_sampler(*((None,) * 2 if fed else (sampler, shuffle)), drop_last, seed,
                                       *((None,) * 3 if fed else (rank, world_size, repeated_aug)))
         depth = prefetch_depth(num_workers, prefetch_factor, depth)

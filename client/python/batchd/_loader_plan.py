@@ -3,6 +3,7 @@ the stream (len(), .spec), the epoch of the next pass, and DataLoader's attribut
 construction. A mixin of Loader (_loader.py); it uses the Loader's _options, _given_ranks, _ranks, _client,
 _plan_info, _index_timeout and _close_stream()."""
 from ._dataloader_checks import refuse_reassign
+from ._iterable import is_iterable, iterable_len
 from ._support import _rank_and_world_size, _while_indexing
 
 
@@ -41,9 +42,10 @@ class LoaderPlan:
 
     def __len__(self):
         """Batches per epoch for this rank, as len(DataLoader); with your sampler run here, len() of the batch
-        sampler (of the sampler without auto-collation), TypeError if it has none, as DataLoader."""
+        sampler (of the sampler without auto-collation), TypeError if it has none, as DataLoader; an IterableDataset's
+        from its len(), as DataLoader (_iterable.py)."""
         if self._fed:
-            return len(self._index_sampler)
+            return iterable_len(self) if is_iterable(self.dataset) else len(self._index_sampler)
         return self._plan()["batches_per_epoch"]
 
     def _stream_options(self):

@@ -15,7 +15,7 @@ def resolve_source(dataset, socket, private, num_workers, transform, pipeline):
     dataset: a str (a daemon dataset's name: {"dataset": name}) or an ImageFolder / DatasetFolder / Subset
     ({"folder": ..., "indices": ...}; its own .transform is the recipe unless transform= or pipeline= is given), or
     any other map-style Dataset ({"external": {"size", "workers", "name"}}: the trainer's own Dataset, made by
-    worker processes the Loader starts; transform=/pipeline= refused); an IterableDataset: TypeError. private: None =
+    worker processes the Loader starts; transform=/pipeline= refused), an IterableDataset too. private: None =
     a private daemon only for a dataset object when no daemon answers and no socket is given; True = always (a
     dataset object); False = never."""
     if isinstance(dataset, str):
@@ -23,15 +23,13 @@ def resolve_source(dataset, socket, private, num_workers, transform, pipeline):
             raise ValueError("batchd.Loader: private=True needs a dataset object (an ImageFolder): a daemon dataset "
                              "named by string is declared in a daemon's config")
         return {"dataset": dataset}, transform, socket
+    if isinstance(dataset, torch.utils.data.IterableDataset):  # iterated by the workers: your own, never the daemon's
+        return _own_source(dataset, socket, private, num_workers, transform, pipeline, "an IterableDataset")
     if not isinstance(dataset, torch.utils.data.Dataset) and not (hasattr(type(dataset), "__getitem__")
                                                                   and hasattr(type(dataset), "__len__")):
         raise TypeError(f"batchd.Loader: dataset must be a daemon dataset's name (str), a torch Dataset or an object "
                         f"with __getitem__ and __len__ (a list, a Tensor), as DataLoader takes; not "
                         f"{type(dataset).__name__}")
-    if isinstance(dataset, torch.utils.data.IterableDataset):
-        raise TypeError(f"batchd.Loader: {type(dataset).__name__} is an IterableDataset: batchd's sampler hands out "
-                        f"indices, so it serves map-style datasets (with __getitem__ and __len__) only for now; keep "
-                        f"this one on torch.utils.data.DataLoader")
     try:
         options, own_transform = folder_options(dataset)
     except (TypeError, ValueError) as native_refusal:  # a Dataset the daemon cannot reproduce: your own
@@ -54,7 +52,7 @@ def _own_source(dataset, socket, private, num_workers, transform, pipeline, nati
                          f"({native_refusal}), so its own __getitem__ makes each sample: transform= and pipeline= "
                          f"(the daemon's native ops) do not apply; apply your transforms in the Dataset")
     try:
-        size = len(dataset)
+        size = 1 if isinstance(dataset, torch.utils.data.IterableDataset) else len(dataset)  # an iterable's: unused
     except Exception as e:  # noqa: BLE001 (the dataset's own code)
         raise TypeError(f"batchd.Loader: len({type(dataset).__name__}) raised {type(e).__name__}: {e}; a map-style "
                         f"Dataset needs __len__") from e

@@ -4,15 +4,18 @@ index lists to the workers; a worker makes the batches it is given, collates the
 writes them into the stream's slots (_batch_codec.encode), DataLoader's per-worker seeding in force.
 
 Messages on the worker's pipe (besides _worker_main's commands):
-  ("lists", stream_id, first, [index lists], delivered)  lists of the stream's batches first, first + 1, ...;
-                                                         those before `delivered` are in the trainer: dropped
+  ("lists", stream_id, [(j, index list)], delivered)     lists of the stream's batches j (this worker's alone
+                                                         when the stream is routed); those before `delivered` are
+                                                         in the trainer: dropped
   ("floor", stream_id, f)                                 a task below f without a list is a filler between two
                                                          passes: it makes an empty batch (the trainer drops it)
   ("closed", stream_id)                                  the trainer closed the stream: make nothing more
-  ("reset", stream_id, first, base_seed)                 a pass without persistent workers starts at batch
-                                                         first: before it, reseed and run worker_init_fn again
-  ("make", b, indices)                                   make batch b now and send it back over the pipe:
-                                                         (MADE, b, its encoded bytes), the first round of a pass
+  ("reset", stream_id, first, base_seed, pass_id)        a pass starts at batch first: before it, reseed and run
+                                                         worker_init_fn again (no persistent workers; base_seed
+                                                         None: not), an IterableDataset's iterator starts anew
+  ("make", b, indices, key, reset)                       make batch b now and send it back over the pipe:
+                                                         (MADE, b, its encoded bytes), the first round of a pass;
+                                                         reset: (base_seed, pass_id) to apply first, or None
 
 The Inbox reads the pipe in a thread, so the trainer never blocks on a worker busy with a batch: the lists go to
 the Feed at once, every other command waits for the main loop (get()).
@@ -73,8 +76,9 @@ class Feed:
             self._reset = (stream_id, first, base_seed, pass_id)
 
     def reset_due(self, stream_id, j):
-        """The base seed of the newest reseeding pass if it starts at or before batch j of `stream_id` and this
-        worker has not applied it (marked applied now); else None."""
+        """(the base seed,) of the newest pass to start anew (None: no reseeding, an IterableDataset's new iterator
+        alone) if it starts at or before batch j of `stream_id` and this worker has not applied it (marked applied
+        now); else None."""
         with self._cond:
             if self._reset is None:
                 return None
@@ -82,14 +86,14 @@ class Feed:
             if stream != stream_id or first > j or pass_id == self.applied:
                 return None
             self.applied = pass_id
-            return base_seed
+            return (base_seed,)
 
-    def add(self, stream_id, first, lists, delivered):
+    def add(self, stream_id, entries, delivered):
         with self._cond:
             self._switch(stream_id)
             for j in [j for j in self._lists if j < delivered]:
                 del self._lists[j]
-            self._lists.update(enumerate(lists, first))
+            self._lists.update(entries)
             self._cond.notify_all()
 
     def floor(self, stream_id, floor):
@@ -201,8 +205,8 @@ def _tasks(worker, stopping):
 
 def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed):
     """Makes the tasks of the attached stream (task j: the batch of the Feed's list j) until it is closed or the
-    worker is stopped. reseed(base_seed) starts a new pass as DataLoader's new workers would (False if its
-    worker_init_fn raised: the trainer has been told, and this worker stops serving)."""
+    worker is stopped. reseed(base_seed) starts a new pass as DataLoader's new workers would, or only a new iterator
+    with base_seed None (False if worker_init_fn raised: the trainer has been told, and this worker stops serving)."""
     from ._support import torch_tensor
     feed = inbox.feed
     for task in _tasks(worker, inbox.stopping):
@@ -212,7 +216,7 @@ def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed):
         if entry is None:
             continue  # the stream is closed: the daemon drops this task with it
         due = feed.reset_due(stream_id, j) if entry else None
-        if due is not None and not reseed(due):
+        if due is not None and not reseed(due[0]):
             return
         worker.progress(task, j)
         slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)

@@ -9,13 +9,12 @@ Per sample: seed random/numpy/torch from (stream seed, epoch, index, copy) (_own
 sample on the progress page, call dataset[index] (or dataset.__getitems__(indices) once per task when the dataset
 defines it, seeded from the task's first sample), check it against the layout, copy its fields into the rows. An
 exception or a sample that does not fit is a per-sample error with the traceback's last line and the index (the
-stream's on_error decides). The process exits when the trainer goes (_follow_parent; while attached the client
+stream's on_error decides). The process exits when the trainer goes (follow_parent; while attached the client
 library watches the parent too) or when the daemon detaches it past a deadline (_batchd's exit status 75).
 """
 import os
 import pickle
 import signal
-import threading
 import time
 import traceback
 
@@ -27,6 +26,8 @@ from . import _batchd
 from ._own_dataset import check_field, sample_seed, seed_all
 from ._worker_collate import CollatedLayout, fetcher, is_collated, probe_batches, serve_collated, tasks
 from ._worker_feed import MADE, Inbox, describe, encoded, make, seed_as_dataloader, serve_fed
+from ._worker_iterable import IterableFetch
+from ._worker_process import follow_parent, set_worker_info
 
 READY, ERROR, LAYOUT, ATTACHED, DETACHED = "ready", "error", "layout", "attached", "detached"
 ATTACH_FAILED = "attach_failed"  # (ATTACH_FAILED, stream_id, message): fatal only for the trainer's current stream
@@ -52,36 +53,6 @@ def _wrapped(worker_id, what):
     # Pickled here, so that a class the trainer cannot import costs the exception's type, not the message
     # (_worker_pool.reraise).
     return pickle.dumps(wrapper), f"Caught {wrapper.exc_type.__name__} {wrapper.where}.\nOriginal {wrapper.exc_msg}"
-
-
-def _set_worker_info(worker_id, num_workers, seed, dataset):
-    """torch.utils.data.get_worker_info() inside this process, as DataLoader's workers set it."""
-    from torch.utils.data._utils import worker as torch_worker
-    torch_worker._worker_info = torch_worker.WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
-                                                        dataset=dataset)
-
-
-def _follow_parent(parent_pid, forked_by_main_thread):
-    """Ends this process when the trainer (`parent_pid`) goes, whatever it is doing: a daemon thread polls getppid()
-    every 0.2 s (as DataLoader's workers watch theirs) and exits with status 75 (as the client library does for a
-    lost parent). The pipe cannot tell: under fork this worker and its later siblings hold the trainer's ends too.
-    When the trainer's main thread forked it, also PR_SET_PDEATHSIG (SIGKILL at once, even while C code holds the
-    GIL); not otherwise, as the signal follows the forking thread: a worker forked by a thread that ends (a Loader
-    first iterated in a thread) would be killed while its trainer goes on."""
-    if forked_by_main_thread:
-        try:
-            import ctypes
-            import signal
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-        except (OSError, AttributeError):
-            pass
-
-    def watch():
-        while os.getppid() == parent_pid:
-            time.sleep(0.2)
-        os._exit(75)
-
-    threading.Thread(target=watch, name="batchd-parent-watch", daemon=True).start()
 
 
 class _Writer:
@@ -198,10 +169,15 @@ def _probe(conn, dataset, index, base_seed, worker_id):
                           f"the top level of a module (DataLoader's workers pickle their batches too)"))
 
 
-def _reseed(conn, dataset, worker_id, num_workers, worker_init_fn, base_seed):
-    """A new pass of a Loader without persistent workers: seeded and worker_init_fn run again, as DataLoader's new
-    workers (the process, and so the dataset's state, persists). False, the trainer told, if worker_init_fn raised."""
-    _set_worker_info(worker_id, num_workers, seed_as_dataloader(base_seed, worker_id), dataset)
+def _reseed(conn, dataset, worker_id, num_workers, worker_init_fn, base_seed, fetch):
+    """A new pass: an IterableDataset's iterator starts anew (DataLoader's _ResumeIteration); without persistent
+    workers (base_seed not None) seeded and worker_init_fn run again, as DataLoader's new workers (the process, and
+    so the dataset's state, persists). False, the trainer told, if worker_init_fn raised."""
+    if isinstance(fetch, IterableFetch):
+        fetch.restart()
+    if base_seed is None:
+        return True
+    set_worker_info(worker_id, num_workers, seed_as_dataloader(base_seed, worker_id), dataset)
     try:
         if worker_init_fn is not None:
             worker_init_fn(worker_id)
@@ -213,22 +189,26 @@ def _reseed(conn, dataset, worker_id, num_workers, worker_init_fn, base_seed):
 
 
 def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_fn, conn, parent_pid,
-                forked_by_main_thread, collate_fn=None, auto_collation=True, fed=False):
+                forked_by_main_thread, collate_fn=None, auto_collation=True, fed=False, iterable=False,
+                drop_last=False):
     """The worker process: see the module docstring. `conn` is its end of the trainer's pipe. parent_pid: the
     trainer's pid, or None under forkserver (the parent is then the server, which exits with the trainer). fed: the
-    trainer runs the sampler (_worker_feed.py): seeded once here as DataLoader seeds its workers, not per sample."""
+    trainer runs the sampler (_worker_feed.py): seeded once here as DataLoader seeds its workers, not per sample.
+    iterable: an IterableDataset, iterated here (_worker_iterable.py; fed, drop_last DataLoader's)."""
     if parent_pid is None:
         parent_pid = os.getppid()
     elif os.getppid() != parent_pid:
         return  # the trainer is gone already
-    _follow_parent(parent_pid, forked_by_main_thread)
+    follow_parent(parent_pid, forked_by_main_thread)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle; a worker dying on it would be
     # blamed on its sample
     torch.set_num_threads(1)  # as DataLoader's workers
     seed = seed_as_dataloader(base_seed, worker_id) if fed else base_seed + worker_id
-    _set_worker_info(worker_id, num_workers, seed, dataset)
+    set_worker_info(worker_id, num_workers, seed, dataset)
     use_getitems = callable(getattr(dataset, "__getitems__", None))
-    fetch = fetcher(dataset, collate_fn, auto_collation)  # the collated path's (_worker_collate.py)
+    fetch = IterableFetch(dataset, collate_fn, auto_collation, drop_last, worker_id) if iterable else \
+        fetcher(dataset, collate_fn, auto_collation)  # the collated path's (_worker_collate.py)
+    new_pass = lambda base: _reseed(conn, dataset, worker_id, num_workers, worker_init_fn, base, fetch)  # noqa: E731
     try:
         if worker_init_fn is not None:
             worker_init_fn(worker_id)
@@ -245,8 +225,12 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
             command = inbox.get()
         if command[0] in ("stop", "eof"):
             return  # asked to, or the trainer is gone
-        if command[0] == "make":  # (make, b, indices): batch b of a fed pass's first round, back over the pipe
+        if command[0] == "make":  # (make, b, indices, key, reset): a fed pass's first round, back over the pipe
             what = f"the batch of {describe(command[2])}"
+            if command[4] is not None and inbox.feed.applied != command[4][1]:
+                inbox.feed.applied = command[4][1]
+                if not new_pass(command[4][0]):
+                    continue
             batch = make(fetch, command[2], lambda w: _wrapped(worker_id, w), what)
             try:
                 conn.send((MADE, command[1], encoded(batch, command[3])))
@@ -276,7 +260,8 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
                                   f"while a Loader reads it"))
                 continue
             try:
-                worker = _batchd.AttachedWorker(socket, command[1], parent_pid=parent_pid, **command[3])
+                worker = _batchd.AttachedWorker(socket, command[1], parent_pid=parent_pid, worker=worker_id,
+                                                **command[3])
             except _batchd.BatchdError as e:  # fatal for the trainer only if that stream is still its current one
                 conn.send((ATTACH_FAILED, command[1], f"worker {worker_id} cannot attach to stream {command[1]}: {e}"))
                 continue
@@ -288,7 +273,7 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
                       if command[5] == "fail" else (lambda index, what: None))
             if command[4] is None:
                 serve_fed(worker, inbox, stream_id, fetch, layout.key, lambda what: _wrapped(worker_id, what),
-                          lambda base: _reseed(conn, dataset, worker_id, num_workers, worker_init_fn, base))
+                          new_pass)
             elif is_collated(layout):
                 serve_collated(worker, fetch, auto_collation, report, _last_line, layout.key)
             else:

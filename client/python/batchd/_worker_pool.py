@@ -15,38 +15,20 @@ when the daemon then fails the stream naming that sample (raise_sample_exception
 """
 import multiprocessing
 import os
-import pickle
 import re
 import threading
 import time
 import warnings
 
 from ._batchd import BatchdError
+from ._iterable import is_iterable
 from ._pool_feed import PoolFeed
+from ._worker_errors import lost_iteration, raise_worker_error, reraise
 from ._worker_main import (ATTACH_FAILED, ATTACHED, DETACHED, ERROR, EXCEPTION, LAYOUT, READY, UNBATCHABLE,
                            worker_main)
 
 _START_TIMEOUT = 120.0  # seconds a worker may take to start (import torch under spawn, worker_init_fn)
 _FAILED_SAMPLE = re.compile(r"\bsample (\d+) of dataset '")  # the daemon's words (daemon/streams/error_policy.cc)
-
-
-def reraise(wrapped):
-    """Raises the exception a worker sent ((torch's ExceptionWrapper pickled, its text): _worker_main._wrapped) with
-    its own type and the worker's traceback; RuntimeError with the same text if it cannot be unpickled here."""
-    blob, text = wrapped
-    try:
-        wrapper = pickle.loads(blob)
-    except Exception:  # noqa: BLE001 - its class is not importable in the trainer: keep the text
-        raise RuntimeError(text) from None
-    wrapper.reraise()
-
-
-def _raise(worker_id, message):
-    """Raises a worker's ERROR message: the exception it wraps, with its own type and the worker's traceback (as
-    DataLoader does), else BatchdError with the text."""
-    if len(message) > 2 and message[2] is not None:
-        reraise(message[2])
-    raise BatchdError(f"batchd.Loader: worker {worker_id}: {message[1]}")
 
 
 class WorkerPool(PoolFeed):
@@ -64,6 +46,7 @@ class WorkerPool(PoolFeed):
         self._collate_fn, self._batch_size, self._drop_last = collate_fn, batch_size, drop_last
         self._key = os.urandom(32)  # signs collated batches: the trainer's workers have it, the daemon never does
         self.fed = fed  # the trainer runs the sampler (_fed_pass.py): workers seeded as DataLoader's, at start
+        self.iterable = is_iterable(dataset)  # each worker iterates it (_worker_iterable.py): none is replaced
 
     @property
     def size(self):
@@ -83,7 +66,7 @@ class WorkerPool(PoolFeed):
             args=(self._dataset, self._socket, worker_id, self._count, self._base_seed, self._init, child_end,
                   None if forkserver else os.getpid(),
                   forkserver or threading.current_thread() is threading.main_thread(), self._collate_fn,
-                  self._batch_size is not None, self.fed))
+                  self._batch_size is not None, self.fed, self.iterable, self._drop_last))
         process.start()
         child_end.close()
         self._workers[worker_id] = (process, parent_end)
@@ -103,7 +86,7 @@ class WorkerPool(PoolFeed):
                 if message is not None and message[0] in kinds:
                     return message
                 if message is not None and message[0] == ERROR:
-                    _raise(worker_id, message)
+                    raise_worker_error(worker_id, message)
                 if message is not None:
                     self._bookkeep(message)
                     continue
@@ -215,14 +198,14 @@ class WorkerPool(PoolFeed):
             return  # a stream closed before this worker got to it: it waits for the next
         if message[0] in (ERROR, ATTACH_FAILED):
             self._fatal = (worker_id, message if message[0] == ERROR else (ERROR, message[-1]))
-            _raise(*self._fatal)
+            raise_worker_error(*self._fatal)
         assert message[0] in (ATTACHED, DETACHED, LAYOUT, READY, EXCEPTION), message
         self._bookkeep(message)
 
     def check(self):
         """Replaces dead workers (attached to the current stream); raises a worker's fatal error."""
         if self._fatal is not None:
-            _raise(*self._fatal)
+            raise_worker_error(*self._fatal)
         self._drain()
         for worker_id, entry in enumerate(self._workers):
             if entry is None:
@@ -234,12 +217,18 @@ class WorkerPool(PoolFeed):
             how = ("was ended by its client library (status 75: the daemon detached it, e.g. past its task's "
                    "deadline, or its connection to the daemon was lost)" if process.exitcode == 75
                    else f"exited (status {process.exitcode})")
-            warnings.warn(f"batchd.Loader: worker {worker_id} (pid {process.pid}) {how}; its task is redone by "
-                          f"another worker, and a replacement starts", RuntimeWarning)
+            if self.iterable:  # where its iterator stood is lost with it: this pass cannot go on
+                lost = lost_iteration(worker_id, process)
+                self._stream_id = None  # the replacement waits for the next pass's stream
+            else:
+                warnings.warn(f"batchd.Loader: worker {worker_id} (pid {process.pid}) {how}; its task is redone by "
+                              f"another worker, and a replacement starts", RuntimeWarning)
             conn.close()
             self._spawn(worker_id)
             self.replaced += 1
             self._await(worker_id, (READY,), _START_TIMEOUT, "start again")
+            if self.iterable:
+                raise lost
             if self._stream_id is not None:
                 self._workers[worker_id][1].send(self._attach_command())
                 self._resend_feed(worker_id)

@@ -221,5 +221,15 @@ TEST_F(PlanExternalTest, WorkersOverTheLimitAreRefusedNamingTheKey) {
   expect_error(r, ErrorCode::kResourceExhausted, "limits.max_attached_workers = 4");
 }
 
+TEST_F(PlanExternalTest, RoundRobinNeedsWholeBatches) {
+  wire::OpenStream r = request();
+  r.mutable_external()->set_round_robin(true);
+  expect_error(r, ErrorCode::kInvalidArgument, "round_robin needs whole_batches");
+  r.mutable_external()->set_whole_batches(true);
+  auto p = plan_of(r);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_TRUE(p->external_round_robin);
+}
+
 }  // namespace
 }  // namespace batchd::daemon

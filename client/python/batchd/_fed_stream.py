@@ -1,0 +1,66 @@
+"""The stream of batchd.Loader's fed passes (_fed_pass.py): one stream for the Loader's life whose task j is one whole
+batch (FedStream), and the size of its slots (slot_bytes)."""
+from ._batch_codec import ALIGN
+
+_STREAM_BATCHES = 1 << 40  # tasks of a fed stream: more than any Loader reads (the daemon never builds the order)
+_MIN_SLOT = 64 << 10  # bytes: a FailedBatch's traceback fits
+
+
+def slot_bytes(sizes, counts, most):
+    """The slot size for batches of up to `most` samples, from the first round's good batches (`sizes` bytes, of
+    `counts` samples each): their bytes per sample times `most`, plus 64 KiB, when two or more batches had the same
+    bytes per sample (fixed shapes); twice the largest otherwise; at least _MIN_SLOT, 64-byte aligned."""
+    per_sample = [size / c for size, c in zip(sizes, counts)]
+    fixed = len(per_sample) > 1 and max(per_sample) <= min(per_sample) * 1.01
+    need = max(per_sample) * most + _MIN_SLOT if fixed else 2 * max(per_sample) * most
+    need = max(_MIN_SLOT, int(need))
+    return -(-need // ALIGN) * ALIGN
+
+
+class FedStream:
+    """The Loader's one stream for fed passes: task j is global batch j; `sent` lists have gone to the workers,
+    `received` batches came back (fillers included); tasks below `floor` without a list are fillers.
+
+    With in_order=True (DataLoader's default) the stream is routed (ExternalDataset.round_robin): the daemon gives task
+    j to worker j % num_workers alone, and only that worker gets list j. A pass's batch k is then made by worker
+    k % num_workers, as DataLoader's round robin does (which starts each pass at worker 0), because every pass starts
+    at a task that is a multiple of num_workers: the first pass's stream at num_workers (its first round went over the
+    pipes), the next passes at a floor rounded up to a multiple, a spill's new stream at the floor that keeps the
+    task's residue."""
+
+    def __init__(self, loader, layout, floor=0):
+        self.layout, self._pool = layout, loader._own
+        self.routed = bool(loader.in_order)
+        self.source = loader._open_fed(_STREAM_BATCHES, layout)
+        self.id = self.source.info["id"]
+        self.depth = int(self.source.info.get("depth", 0) or 5)
+        self.received = 0
+        self.sent = self.floor = floor
+        self.lists = {}  # j -> the sampler's element, sent and not yet received
+        self.timed = None  # source.next under the Loader's timeout (FedPass._receive)
+        self._pool.attach_fed(self.id, layout, floor, self.routed)
+
+    def attach(self):
+        """Workers started since (a new pass's) attach, and get the floor."""
+        self._pool.attach_fed(self.id, self.layout, self.floor, self.routed)
+
+    def send(self, elements, pool):
+        pool.feed(self.id, self.sent, elements, self.received)
+        self.lists.update(enumerate(elements, self.sent))
+        self.sent += len(elements)
+
+    def end_pass(self):
+        """After a pass's last batch: every task the daemon may have claimed past it is a filler (the floor was
+        raised when the sampler ran out), and the next pass's lists start above them."""
+        self.raise_floor(self.received + self.depth)
+        self.sent = self.floor
+
+    def raise_floor(self, floor):
+        floor = -(-floor // self._pool.size) * self._pool.size  # the next pass starts at worker 0 (see above)
+        if floor > self.floor:
+            self.floor = floor
+            self._pool.feed_floor(self.id, floor)
+
+    def close(self):
+        self._pool.close_feed(self.id)
+        self.source.close()

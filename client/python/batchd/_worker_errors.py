@@ -1,0 +1,39 @@
+"""How a worker's failure reaches the trainer: an exception it sent (torch's ExceptionWrapper, pickled) raised with
+its own type and traceback, as DataLoader raises it, and the error that ends a pass of an IterableDataset whose
+worker died."""
+import pickle
+import signal
+
+from ._batchd import BatchdError
+
+
+def reraise(wrapped):
+    """Raises the exception a worker sent ((torch's ExceptionWrapper pickled, its text): _worker_main._wrapped) with
+    its own type and the worker's traceback; RuntimeError with the same text if it cannot be unpickled here."""
+    blob, text = wrapped
+    try:
+        wrapper = pickle.loads(blob)
+    except Exception:  # noqa: BLE001 - its class is not importable in the trainer: keep the text
+        raise RuntimeError(text) from None
+    wrapper.reraise()
+
+
+def raise_worker_error(worker_id, message):
+    """Raises a worker's ERROR message: the exception it wraps, with its own type and the worker's traceback (as
+    DataLoader does), else BatchdError with the text."""
+    if len(message) > 2 and message[2] is not None:
+        reraise(message[2])
+    raise BatchdError(f"batchd.Loader: worker {worker_id}: {message[1]}")
+
+
+def lost_iteration(worker_id, process):
+    """The error that ends a pass of an IterableDataset whose worker died (DataLoader raises RuntimeError too)."""
+    code = process.exitcode
+    try:
+        how = f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else \
+            f"exited with status {code}"
+    except ValueError:
+        how = f"was killed by signal {-code}"
+    return BatchdError(f"batchd.Loader: worker {worker_id} (pid {process.pid}) {how} while iterating your "
+                       f"IterableDataset: where its iterator stood is lost with it, so this pass ends here (a batch "
+                       f"made again would repeat samples); a replacement worker starts for the next pass")
