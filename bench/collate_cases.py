@@ -9,9 +9,12 @@ making it (the transport dominates: the case batchd must win at least 1.5x in, b
               by tuple(zip(*batch)) (torchvision's detection references)
   captions    8,192 (float32 3 x 64 x 64 image, str caption, index) samples with default_collate (the str makes
               them collated whole: no fixed layout)
+  iterable    an IterableDataset stream of 8,192 (float32 3 x 64 x 64 image, index) samples, each worker iterating
+              its own shard (get_worker_info(), as webdataset and streaming datasets split their shards), with
+              default_collate; not shuffled (DataLoader refuses shuffle= for an IterableDataset)
 """
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 
 class Tokens(Dataset):
@@ -57,8 +60,20 @@ class Captioned(Dataset):
         return torch.full((3, 64, 64), float(i)), f"a photograph, number {i}", i
 
 
+class Stream(IterableDataset):
+    def __len__(self):
+        return 8192
+
+    def __iter__(self):
+        info = get_worker_info()
+        w, n = (info.id, info.num_workers) if info is not None else (0, 1)
+        for i in range(w, 8192, n):
+            yield torch.full((3, 64, 64), float(i)), i
+
+
 CASES = {
     "padding": (Tokens, pad_collate, lambda batch: batch["labels"].tolist()),
     "detection": (Detection, detection_collate, lambda batch: [t["image_id"] for t in batch[1]]),
     "captions": (Captioned, None, lambda batch: batch[2].tolist()),
+    "iterable": (Stream, None, lambda batch: batch[1].tolist()),
 }

@@ -18,7 +18,8 @@ Cases (--cases, comma-separated; all by default):
       RandomHorizontalFlip, ToTensor, Normalize (ImageNet mean/std): images/s;
   padding, detection, captions:  batches that are not one stack of fixed-shape tensors (issue 40): a padding
       collate_fn, torchvision's detection collate over images of different sizes, (image, str) samples with
-      default_collate (bench/collate_cases.py); batchd's workers collate each batch into its slot.
+      default_collate, an IterableDataset stream sharded by its workers (bench/collate_cases.py); batchd's workers
+      collate each batch into its slot.
 Both loaders get the same arguments: batch_size=32, shuffle=True, num_workers=4, prefetch_factor=2; DataLoader also
 persistent_workers=True (batchd's workers persist anyway). --generator: both also get
 generator=torch.Generator().manual_seed(0) and persistent_workers=True, so batchd runs DataLoader's sampler in the
@@ -133,6 +134,7 @@ def trainer(args):
         delay, getitems = CASES[args.case]
         dataset = (BatchedSyntheticDataset if getitems else SyntheticDataset)(512, delay)
     n = len(dataset)
+    shuffle = not isinstance(dataset, torch.utils.data.IterableDataset)  # DataLoader refuses it for an iterable
     loader = None
     for epoch in range(args.epochs):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -140,11 +142,11 @@ def trainer(args):
             extra = dict(generator=torch.Generator().manual_seed(0), persistent_workers=True) if args.generator else {}
             if args.trainer == "batchd":
                 import batchd
-                loader = batchd.Loader(dataset, batch_size=BATCH, shuffle=True, num_workers=WORKERS,
+                loader = batchd.Loader(dataset, batch_size=BATCH, shuffle=shuffle, num_workers=WORKERS,
                                        prefetch_factor=PREFETCH, socket=args.socket, collate_fn=collate_fn, **extra)
             else:
                 extra["persistent_workers"] = True
-                loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=True, num_workers=WORKERS,
+                loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=shuffle, num_workers=WORKERS,
                                                      prefetch_factor=PREFETCH, collate_fn=collate_fn, **extra)
         seen = []
         for batch in loader:

@@ -288,27 +288,3 @@ def test_persistent_workers_draw_no_second_base_seed(sock):
     """DataLoader's persistent iterator draws its base seed once: pass 2's shuffle must not shift."""
     compare(Squares(20), sock, epochs=3, shuffle=True, batch_size=3, num_workers=2, persistent_workers=True,
             generator=torch.Generator().manual_seed(4))
-
-
-class OneLarge(Dataset):
-    """Sample 2 is 400 KiB; the others 4 bytes: batch 2 outgrows a slot sized by batch 0."""
-
-    def __len__(self):
-        return 6
-
-    def __getitem__(self, i):
-        return torch.ones(100_000 if i == 2 else 1)
-
-
-def test_a_batch_larger_than_its_slot_is_that_batchs_error(sock):
-    it = iter(batchd.Loader(OneLarge(), socket=sock, sampler=range(6), batch_size=1, num_workers=1))
-    got, errors = [], []
-    for _ in range(20):  # bounded: a stream that failed would raise at every next()
-        try:
-            got.append(next(it).shape[1])
-        except RuntimeError as e:
-            errors.append(str(e))
-        except StopIteration:
-            break
-    assert got == [1, 1, 1, 1, 1] and len(errors) == 1, (got, errors)
-    assert "slots do not grow yet" in errors[0] and "over its slot's" in errors[0], errors[0]

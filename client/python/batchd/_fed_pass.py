@@ -37,9 +37,9 @@ from torch.utils._pytree import tree_map
 from ._batch_codec import decode
 from ._batchd import BatchdError
 from ._worker_collate import CollatedLayout
-from ._fed_stream import FedStream, slot_bytes
+from ._fed_stream import FedStream, grown_slot, slot_bytes
 from ._iterable import past_length_warning
-from ._worker_feed import FailedBatch
+from ._worker_feed import FailedBatch, Grown
 from ._worker_iterable import EndedBatch
 from ._worker_errors import reraise
 
@@ -163,7 +163,8 @@ class FedPass:
                     raise
                 stream.close()  # the last pass's batches hold every slot: this pass takes a new stream
                 floor = stream.floor % self._pool.size  # 0 between passes; a spill's residue (_spill)
-                self._loader._fed_stream = stream = FedStream(self._loader, stream.layout, floor)
+                layout = self._loader._fed_layout or stream.layout
+                self._loader._fed_stream = stream = FedStream(self._loader, layout, floor)
                 continue
             stream.received += 1
         return stream
@@ -174,8 +175,9 @@ class FedPass:
         return stream.timed(self._loader.timeout or None)
 
     def _feed(self, stream):
-        """Sends the index lists up to depth + 2 batches past the one awaited."""
-        ahead = stream.received + stream.depth + 2 - stream.sent
+        """Sends the index lists up to depth + 2 batches past the one awaited; none to a stream whose slots are too
+        small now (_grown)."""
+        ahead = 0 if self._outdated(stream) else stream.received + stream.depth + 2 - stream.sent
         self._draw(ahead)
         count = min(len(self._drawn), ahead)
         if count > 0:
@@ -206,6 +208,10 @@ class FedPass:
         stream = self._loader._fed_stream
         while stream is not None:
             self._feed(stream)
+            if stream.received >= stream.sent and self._outdated(stream) and not (self._exhausted and not
+                                                                                   self._drawn):
+                stream = self._renew(stream)  # its slots are too small, its batches came: the next stream's fit
+                continue
             if stream.received >= stream.sent:  # the sampler is exhausted and every batch came
                 stream.end_pass()
                 self._complete = True
@@ -223,6 +229,8 @@ class FedPass:
             stream.received += 1
             batch = stream.layout.collate(stream.source.tensors(item[1]))
             del item
+            if isinstance(batch, Grown):
+                batch = self._grown(stream, stream.received - 1, batch)
             return self._finish_batch(batch)
         self.close()
         raise StopIteration
@@ -231,16 +239,35 @@ class FedPass:
         """The loop holds every slot (list(loader), batches kept in a list), as DataLoader allows: the stream is
         closed (the batches held keep its segment mapped) and the batches sent but not received go first in a new
         one, so holding more batches costs one segment of `depth` slots per `depth` batches held."""
-        pending = [stream.lists[j] for j in range(stream.received, stream.sent)]
+        self._drawn.extendleft(reversed([stream.lists[j] for j in range(stream.received, stream.sent)]))
+        return self._renew(stream)
+
+    def _renew(self, stream):
+        """Closes `stream` and goes on in a new one, with the Loader's slot size: its first task keeps the residue of
+        the first batch not received (FedStream), the fillers below it dropped first."""
         stream.close()
-        self._drawn.extendleft(reversed(pending))
-        # The first pending batch's task keeps its residue (FedStream): the fillers below it are dropped first.
         floor = stream.received % self._pool.size
-        self._loader._fed_stream = FedStream(self._loader, stream.layout, floor)
+        self._loader._fed_stream = FedStream(self._loader, self._loader._fed_layout or stream.layout, floor)
         stream = self._stream()
         if self._new_pass:  # a worker that has not started this pass anew yet does so first
             self._pool.feed_reset(stream.id, stream.sent, self._reseed, self._pass_id)
         return stream
+
+    def _outdated(self, stream):
+        layout = self._loader._fed_layout
+        return layout is not None and stream.layout is not layout
+
+    def _grown(self, stream, j, marker):
+        """Batch j outgrew its slot: it came over its worker's pipe (decoded here: one copy, this batch only), and the
+        Loader's slots grow to grown_slot() of it: the lists not yet sent go to a new stream of that size once this
+        one has delivered the batches it was sent (_renew), nothing lost, repeated or reordered."""
+        blob = self._pool.take_held(marker.worker, stream.id, j, self._loader.timeout or None)
+        size = grown_slot(marker.needed)
+        layout = self._loader._fed_layout
+        if layout is None or size > layout.bytes_per_sample:
+            self._loader._fed_layout = CollatedLayout(size)
+            self._pool.slot_growths += 1
+        return decode(torch.frombuffer(bytearray(blob), dtype=torch.uint8), self._pool._key)
 
     def _finish_batch(self, batch):
         device = self._loader.device

@@ -17,6 +17,11 @@ def slot_bytes(sizes, counts, most):
     return -(-need // ALIGN) * ALIGN
 
 
+def grown_slot(needed):
+    """The slot size after a batch of `needed` bytes (encoded) outgrew its slot: twice that, 64-byte aligned."""
+    return -(-2 * needed // ALIGN) * ALIGN
+
+
 class FedStream:
     """The Loader's one stream for fed passes: task j is global batch j; `sent` lists have gone to the workers,
     `received` batches came back (fillers included); tasks below `floor` without a list are fillers.

@@ -37,28 +37,26 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
             root, classes and sample list; it never opens a path the trainer names), its transform translated to
             ops; with no daemon answering and no socket given, a daemon private to this trainer is started for it
             (private=; docs/operations.md "A private daemon"). Any other map-style Dataset (subclasses, a custom
-            loader or is_valid_file, a target_transform, your own class) is your own Dataset (docs/operations.md,
-            "Your own Dataset"): num_workers processes the Loader starts under your uid (at least one) run its
-            __getitem__ (or __getitems__) and write each sample straight into the daemon's slots; batches are
-            structured as default_collate makes them (tensor, list for tuples, namedtuple, dict); each sample's
-            random, numpy and torch generators are seeded from (seed, epoch, index). With a collate_fn, or samples
-            that fit no fixed layout (strings, nesting), the workers collate whole batches of any structure into
-            the slots (tensors come back as zero-copy views). An exception in the dataset or collate_fn is raised
-            with its own type and the worker's traceback, as DataLoader raises it. An IterableDataset is iterated
-            by each worker, as DataLoader's (docs/python.md). With device="cuda" its batches are host batches copied with .to(non_blocking=True).
+            loader or is_valid_file, a target_transform, your own class), an IterableDataset too, is your own
+            Dataset (docs/python.md, "Your sampler, run in the trainer", "Your own IterableDataset"): num_workers
+            processes the Loader starts under your uid (at least one) make its batches as DataLoader's workers do
+            (DataLoader's sampler run here, its per-worker seeding, your collate_fn or default_collate) and write
+            them into the daemon's slots (tensors come back as zero-copy views). An exception in the dataset or
+            collate_fn is raised with its own type and the worker's traceback, as DataLoader raises it. With
+            device="cuda" its batches are host batches copied with .to(non_blocking=True).
         batch_size: samples per batch.
         shuffle: a permutation per (seed, epoch), the same on every rank (RandomSampler); default False.
         sampler, num_workers, prefetch_factor, pin_memory, pin_memory_device, drop_last, timeout, in_order, and the
-            others: as docs/python.md's table says (DistributedSampler, RandomSampler, SequentialSampler, RASampler
-            and RepeatAugSampler mapped, a sampler's .epoch read at each pass; num_workers * prefetch_factor + 1
-            slots (prefetch_factor None: 2; given with num_workers=0: DataLoader's ValueError), depth= wins;
-            in_order=True: batch k of a pass made by worker k % num_workers, as DataLoader (False: by the first
-            idle worker; either way delivered in order); timeout > 0: BatchdError code "deadline exceeded", a
-            RuntimeError, "DataLoader timed out after N seconds ..."; pin_memory=True: the tensors are page-locked where the workers wrote them (is_pinned(); without CUDA, a warning);
-            persistent_workers ignored (workers persist); for your own Dataset, worker_init_fn runs once per worker
-            and multiprocessing_context ("fork" by default, "spawn", "forkserver") starts them, otherwise both are
-            moot (worker_init_fn refused); collate_fn likewise taken for your own Dataset, refused otherwise;
-            batch_sampler, generator refused with ValueError saying what to do instead). DataLoader's own argument
+            others: as docs/python.md's table says (for the daemon's datasets DistributedSampler, RandomSampler,
+            SequentialSampler, RASampler and RepeatAugSampler mapped, a sampler's .epoch read at each pass, other
+            samplers, batch_sampler, generator, collate_fn and worker_init_fn refused with ValueError saying what to
+            do instead); num_workers * prefetch_factor + 1 slots (prefetch_factor None: 2; given with num_workers=0:
+            DataLoader's ValueError), depth= wins; in_order=True: batch k of a pass made by worker
+            k % num_workers, as DataLoader (False: by the first idle worker; either way delivered in order);
+            timeout > 0: BatchdError code "deadline exceeded", a RuntimeError, "DataLoader timed out after N
+            seconds ..."; pin_memory=True: the tensors are page-locked where the workers wrote them (is_pinned();
+            without CUDA, a warning); multiprocessing_context ("fork" by default, "spawn", "forkserver") starts
+            your own Dataset's workers. DataLoader's own argument
             checks run first, in its words; batch_size=None yields samples without a batch dimension.
 
     Args (batchd's, keyword only):

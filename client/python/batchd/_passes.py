@@ -27,6 +27,11 @@ class StreamPasses:
         self._fed_pass = weakref.ref(current)
         return current
 
+    @property
+    def slot_growths(self):
+        """How often your own Dataset's slots grew for a batch that outgrew them (docs/python.md); 0 otherwise."""
+        return self._own.slot_growths if self._own is not None else 0
+
     def _open_fed(self, size, layout):
         """A stream of `size` whole-batch tasks whose slots hold `layout` (a CollatedLayout), for a FedPass: one
         "sample" per batch, in order, one epoch; wrapped in an OwnSource (the workers checked while waiting)."""

@@ -5,7 +5,7 @@ that a replacement worker gets them too. A mixin of
 WorkerPool (_worker_pool.py); it uses its _workers, _count, _await(), _key and _ensure_started()."""
 from ._batchd import BatchdError
 from ._support import timed_out
-from ._worker_feed import MADE
+from ._worker_feed import HELD, MADE
 
 
 class PoolFeed:
@@ -33,6 +33,14 @@ class PoolFeed:
                     raise
                 raise timed_out(timeout, e) from None
         return out
+
+    def take_held(self, worker_id, stream_id, j, timeout=None):
+        """The bytes of batch j of the fed stream `stream_id`, which outgrew its slot: worker `worker_id` sent them
+        over its pipe (HELD) before it finished the task, so they are here or on their way."""
+        while (stream_id, j) not in self.held:
+            message = self._await(worker_id, (HELD,), timeout, f"send batch {j}, which outgrew its slot")
+            self.held[(message[1], message[2])] = message[3]
+        return self.held.pop((stream_id, j))
 
     def attach_fed(self, stream_id, layout, floor, routed):
         """Every worker attaches to the fed stream `stream_id`, whose slots hold `layout` (a CollatedLayout), tasks
@@ -81,6 +89,8 @@ class PoolFeed:
         """The trainer closed the fed stream: workers waiting for its lists make nothing more."""
         for worker_id in range(self._count):
             self._send(worker_id, ("closed", stream_id))
+        for key in [key for key in self.held if key[0] == stream_id]:
+            del self.held[key]
         if self._stream_id == stream_id:
             self._stream_id = None  # closed: a worker that could not attach to it in time is no failure
 

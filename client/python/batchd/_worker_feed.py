@@ -21,8 +21,9 @@ The Inbox reads the pipe in a thread, so the trainer never blocks on a worker bu
 the Feed at once, every other command waits for the main loop (get()).
 
 A batch whose dataset or collate_fn raises is written as a FailedBatch (torch's ExceptionWrapper, pickled): the
-trainer raises it from that batch's next() and goes on with the next batch, as DataLoader does. Only when even that
-does not fit the slot does the task fail the stream.
+trainer raises it from that batch's next() and goes on with the next batch, as DataLoader does. A batch that outgrows
+its slot goes to the trainer over the pipe (HELD, sent before the task is done) and a Grown takes its place in the
+slot: the trainer's next stream has slots that fit (_fed_pass.py).
 """
 import queue
 import threading
@@ -36,6 +37,15 @@ from ._batch_codec import HEADER, TooLarge, encode
 from ._worker_collate import placed, unplaced
 
 MADE = "made"  # (MADE, b, bytes): batch b of the first round, encoded under the Loader's key
+HELD = "held"  # (HELD, stream_id, j, bytes): batch j, which outgrew its slot, encoded under the Loader's key
+
+
+class Grown:
+    """What a slot holds in place of a batch that outgrew it (`needed` bytes encoded): the batch itself went to the
+    trainer over worker `worker`'s pipe (HELD), and the trainer's next streams get slots that fit (_fed_pass.py)."""
+
+    def __init__(self, needed, worker):
+        self.needed, self.worker = needed, worker
 
 
 class FailedBatch:
@@ -203,10 +213,11 @@ def _tasks(worker, stopping):
         yield task
 
 
-def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed):
+def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed, send):
     """Makes the tasks of the attached stream (task j: the batch of the Feed's list j) until it is closed or the
     worker is stopped. reseed(base_seed) starts a new pass as DataLoader's new workers would, or only a new iterator
-    with base_seed None (False if worker_init_fn raised: the trainer has been told, and this worker stops serving)."""
+    with base_seed None (False if worker_init_fn raised: the trainer has been told, and this worker stops serving).
+    send(message): to the trainer's pipe. A batch that outgrows its slot goes there (HELD), a Grown in its slot."""
     from ._support import torch_tensor
     feed = inbox.feed
     for task in _tasks(worker, inbox.stopping):
@@ -230,18 +241,13 @@ def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed):
         failed = None
         try:
             encode(batch, slot, key, HEADER if isinstance(batch, FailedBatch) else allocator.offset)
-        except TooLarge as e:
-            failed = (f"the batch of {describe(entry[0])} collated to {e.needed} bytes, over its slot's "
-                      f"{e.capacity} (learned from the first pass's first batches); batchd's slots do not grow yet: "
-                      f"make the first batches representative, or use torch.utils.data.DataLoader for this dataset")
-            try:  # that batch's error, raised for it in the trainer as the dataset's exceptions are
-                raise RuntimeError(failed)
-            except RuntimeError:
-                try:
-                    encode(FailedBatch(wrap(f"writing the batch of {describe(entry[0])}")), slot, key, HEADER)
-                    failed = None
-                except Exception:  # noqa: BLE001 - not even that fits: the stream fails with the message
-                    pass
+        except TooLarge as e:  # sent whole over the pipe (before the task is done), a Grown in its place
+            held = encoded(batch, key)
+            send((HELD, stream_id, j, held))
+            try:
+                encode(Grown(len(held), torch.utils.data.get_worker_info().id), slot, key, HEADER)
+            except Exception as e2:  # noqa: BLE001 - a slot under 64 KiB: the stream fails with the message
+                failed = f"batch {j} collated to {e.needed} bytes, over its slot's {e.capacity}: {e2}"
         except Exception as e:  # noqa: BLE001 - a leaf pickle refuses: the batch's error, as DataLoader's
             failed = f"batch {j} cannot be sent to the trainer: {type(e).__name__}: {e}"
         del slot, batch

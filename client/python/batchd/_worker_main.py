@@ -273,7 +273,7 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
                       if command[5] == "fail" else (lambda index, what: None))
             if command[4] is None:
                 serve_fed(worker, inbox, stream_id, fetch, layout.key, lambda what: _wrapped(worker_id, what),
-                          new_pass)
+                          new_pass, conn.send)
             elif is_collated(layout):
                 serve_collated(worker, fetch, auto_collation, report, _last_line, layout.key)
             else:

@@ -24,6 +24,7 @@ from ._batchd import BatchdError
 from ._iterable import is_iterable
 from ._pool_feed import PoolFeed
 from ._worker_errors import lost_iteration, raise_worker_error, reraise
+from ._worker_feed import HELD
 from ._worker_main import (ATTACH_FAILED, ATTACHED, DETACHED, ERROR, EXCEPTION, LAYOUT, READY, UNBATCHABLE,
                            worker_main)
 
@@ -42,6 +43,7 @@ class WorkerPool(PoolFeed):
         self._stream_id, self._layout, self._fatal = None, None, None
         self._on_error, self._exceptions = "fail", {}  # the current stream's: {sample index: ExceptionWrapper}
         self.replaced = 0  # workers started again after one was lost
+        self.slot_growths, self.held = 0, {}  # fed streams: times slots grew; {(stream, j): a batch's bytes} (HELD)
         # collate_fn None: default_collate (default_convert with batch_size None), on fixed rows when sample 0 fits
         self._collate_fn, self._batch_size, self._drop_last = collate_fn, batch_size, drop_last
         self._key = os.urandom(32)  # signs collated batches: the trainer's workers have it, the daemon never does
@@ -164,9 +166,12 @@ class WorkerPool(PoolFeed):
         return ("attach", self._stream_id, self._layout, self._connect, self._size, self._on_error)
 
     def _bookkeep(self, message):
-        """Keeps a sample's exception of the current stream, for raise_sample_exception()."""
+        """Keeps a sample's exception of the current stream, for raise_sample_exception(); a batch that outgrew
+        its slot, for take_held()."""
         if message[0] == EXCEPTION and message[1] == self._stream_id:
             self._exceptions[message[2]] = message[3]
+        elif message[0] == HELD:
+            self.held[(message[1], message[2])] = message[3]
 
     def raise_sample_exception(self, error):
         """If `error` (a BatchdError of the stream) is a sample's failure whose worker sent its exception, raises
@@ -199,7 +204,7 @@ class WorkerPool(PoolFeed):
         if message[0] in (ERROR, ATTACH_FAILED):
             self._fatal = (worker_id, message if message[0] == ERROR else (ERROR, message[-1]))
             raise_worker_error(*self._fatal)
-        assert message[0] in (ATTACHED, DETACHED, LAYOUT, READY, EXCEPTION), message
+        assert message[0] in (ATTACHED, DETACHED, LAYOUT, READY, EXCEPTION, HELD), message
         self._bookkeep(message)
 
     def check(self):
