@@ -49,6 +49,13 @@ def _run_daemon(tmp, extra_args=(), **popen):
 
 
 @pytest.fixture(scope="module")
+def sock():
+    """A daemon of this test module's own, without the sample cache (your own Dataset's tests)."""
+    with tempfile.TemporaryDirectory(prefix="batchd-py-own-") as tmp:
+        yield from _run_daemon(tmp, ["--cache-dir", ""])
+
+
+@pytest.fixture(scope="module")
 def socket_path():
     with tempfile.TemporaryDirectory(prefix="batchd-py-") as tmp:
         yield from _run_daemon(tmp)

@@ -2,7 +2,6 @@
 that fit no fixed layout, made by the Loader's workers into the stream's slots and rebuilt in the trainer, equal to
 DataLoader's batch for batch, against a real daemon. Cases from real training code (collate_datasets.py)."""
 import os
-import tempfile
 
 import numpy as np
 import pytest
@@ -14,13 +13,6 @@ from batchd import _batch_codec
 from own_datasets import Faulty
 from collate_datasets import (Captioned, Detection, Growing, Mixed, Tokens, detection_collate, list_collate,
                               mixed_collate, pad_collate, same)
-from conftest import _run_daemon
-
-
-@pytest.fixture(scope="module")
-def sock():
-    with tempfile.TemporaryDirectory(prefix="batchd-py-collate-") as tmp:
-        yield from _run_daemon(tmp, ["--cache-dir", ""])
 
 
 CASES = {  # name: (dataset, DataLoader keyword arguments)

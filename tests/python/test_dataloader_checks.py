@@ -3,7 +3,6 @@ in its words, its refusal to reassign attributes, Loader[T] in type hints, batch
 dataset's exception raised with its own type and the worker's traceback, worker_init_fn's too, and `timeout` in
 DataLoader's words. Each is checked against torch's DataLoader itself where it has the behaviour."""
 import multiprocessing
-import tempfile
 import typing
 
 import pytest
@@ -11,14 +10,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
 
 import batchd
-from conftest import _run_daemon
 from own_datasets import Faulty, Kinds, Squares, Stream
-
-
-@pytest.fixture(scope="module")
-def sock():
-    with tempfile.TemporaryDirectory(prefix="batchd-py-checks-") as tmp:
-        yield from _run_daemon(tmp, ["--cache-dir", ""])
 
 
 SQUARES = Squares(10)

@@ -13,14 +13,7 @@ from torch.utils.data import DataLoader
 
 import batchd
 from collate_datasets import same
-from conftest import _run_daemon
 from iterable_datasets import Counting, Draws, FailsIn, KillsItsWorker, Sharded
-
-
-@pytest.fixture(scope="module")
-def sock():
-    with tempfile.TemporaryDirectory(prefix="batchd-py-iterable-") as tmp:
-        yield from _run_daemon(tmp, ["--cache-dir", ""])
 
 
 def compare(dataset, sock, epochs=2, **kwargs):

@@ -15,14 +15,7 @@ from torch.utils.data import DataLoader, Dataset, SubsetRandomSampler, WeightedR
 
 import batchd
 from collate_datasets import Tokens, pad_collate, same
-from conftest import _run_daemon
 from own_datasets import Faulty, RandomAugment, Squares
-
-
-@pytest.fixture(scope="module")
-def sock():
-    with tempfile.TemporaryDirectory(prefix="batchd-py-sampler-") as tmp:
-        yield from _run_daemon(tmp, ["--cache-dir", ""])
 
 
 def compare(dataset, sock, epochs=2, **kwargs):

@@ -3,7 +3,6 @@ its slot comes to the trainer over its worker's pipe, and the Loader's next stre
 the current one has delivered what it was sent: nothing lost, repeated or reordered, and no batch made again, so the
 random draws stay DataLoader's. Against a real daemon, compared with torch's DataLoader."""
 import copy
-import tempfile
 
 import pytest
 import torch
@@ -11,15 +10,8 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_in
 
 import batchd
 from collate_datasets import same
-from conftest import _run_daemon
 
 pytestmark = pytest.mark.filterwarnings("ignore:This DataLoader will create")
-
-
-@pytest.fixture(scope="module")
-def sock():
-    with tempfile.TemporaryDirectory(prefix="batchd-py-growth-") as tmp:
-        yield from _run_daemon(tmp, ["--cache-dir", ""])
 
 
 def size_of(i):

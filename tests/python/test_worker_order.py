@@ -2,24 +2,16 @@
 the pass's batch k is made by worker k % num_workers, every pass starting at worker 0, so random draws inside
 __getitem__ are DataLoader's batch for batch whatever num_workers; in_order=False gives a batch to the first idle
 worker. Against a real daemon, compared with torch's DataLoader in the same process."""
-import tempfile
 
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 import batchd
-from conftest import _run_daemon
 from own_datasets import RandomAugment
 from test_own_sampler import compare
 
 pytestmark = pytest.mark.filterwarnings("ignore:This DataLoader will create")
-
-
-@pytest.fixture(scope="module")
-def sock():
-    with tempfile.TemporaryDirectory(prefix="batchd-py-order-") as tmp:
-        yield from _run_daemon(tmp, ["--cache-dir", ""])
 
 
 class WhoMakes(Dataset):
