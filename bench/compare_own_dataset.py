@@ -2,7 +2,7 @@
 """Your own Dataset (issue 26): batchd.Loader vs torch DataLoader on the same Python Dataset, same machine, one run.
 
     bench/compare_own_dataset.py [--epochs 10] [--repeats 3] [--images 1000] [--cases C,...] [--build DIR]
-                                 [--data DATA] [--generator] [--json]
+                                 [--data DATA] [--generator] [--workers 4] [--json]
 
 Cases (--cases, comma-separated; all by default):
   synthetic5, synthetic0:  the PyTorch data-loading tutorial's SyntheticDataset: 512 samples, each a
@@ -20,7 +20,7 @@ Cases (--cases, comma-separated; all by default):
       collate_fn, torchvision's detection collate over images of different sizes, (image, str) samples with
       default_collate, an IterableDataset stream sharded by its workers (bench/collate_cases.py); batchd's workers
       collate each batch into its slot.
-Both loaders get the same arguments: batch_size=32, shuffle=True, num_workers=4, prefetch_factor=2; DataLoader also
+Both loaders get the same arguments: batch_size=32, shuffle=True, num_workers=4 (--workers), prefetch_factor=2; DataLoader also
 persistent_workers=True (batchd's workers persist anyway). --generator: both also get
 generator=torch.Generator().manual_seed(0) and persistent_workers=True, so batchd runs DataLoader's sampler in the
 trainer (docs/python.md, "Your sampler, run in the trainer") instead of the daemon's. Each run is a child process (the trainer) that builds
@@ -28,7 +28,8 @@ one loader and iterates it for E epochs, taking each batch and reading its label
 wall time from iter() to the last batch (epoch 1 includes building the loader and starting its workers: reported
 apart as start-up; "epoch" = the median of epochs 2..E) and the trainer's CPU seconds (time.process_time of the
 trainer process alone: not its workers, not the daemon; median of epochs 2..E). After the run: its workers' CPU
-(RUSAGE_CHILDREN once they are joined) and the daemon's (/proc/PID/stat), per epoch over all E epochs.
+(RUSAGE_CHILDREN once they are joined) and the daemon's (/proc/PID/stat), per epoch over all E epochs; batchd's
+slot growths (loader.slot_growths: the most of any run).
 The daemon: one `batchd --socket TMP --workers 1` started by this script for the whole run (its start-up is in no
 figure; its one forked worker idles: an own Dataset's samples are made by the trainer's workers). Runs alternate
 (DataLoader then batchd, then batchd then DataLoader, ...) R times (--repeats); each figure is the median over the
@@ -72,7 +73,7 @@ CASES = {"synthetic5": (0.005, False), "synthetic5-getitems": (0.005, True), "sy
 GOALS = {"synthetic5": 1.0, "synthetic5-getitems": 1.0, "synthetic0": 2.0, "synthetic0-getitems": 2.0,
          "imagefolder": 1.0, **{c: 1.5 for c in COLLATED}}  # collated: the transport dominates (issue 40)
 SYSTEMS = ("DataLoader", "batchd")
-BATCH, WORKERS, PREFETCH = 32, 4, 2
+BATCH, PREFETCH = 32, 2
 
 
 class SyntheticDataset(Dataset):
@@ -142,11 +143,11 @@ def trainer(args):
             extra = dict(generator=torch.Generator().manual_seed(0), persistent_workers=True) if args.generator else {}
             if args.trainer == "batchd":
                 import batchd
-                loader = batchd.Loader(dataset, batch_size=BATCH, shuffle=shuffle, num_workers=WORKERS,
+                loader = batchd.Loader(dataset, batch_size=BATCH, shuffle=shuffle, num_workers=args.workers,
                                        prefetch_factor=PREFETCH, socket=args.socket, collate_fn=collate_fn, **extra)
             else:
                 extra["persistent_workers"] = True
-                loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=shuffle, num_workers=WORKERS,
+                loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=shuffle, num_workers=args.workers,
                                                      prefetch_factor=PREFETCH, collate_fn=collate_fn, **extra)
         seen = []
         for batch in loader:
@@ -156,12 +157,13 @@ def trainer(args):
         ok = len(seen) == n and (args.case == "imagefolder" or sorted(seen) == list(range(n)))
         print(json.dumps({"epoch": epoch, "seconds": wall, "trainer_cpu_s": cpu, "samples": len(seen), "ok": ok}),
               flush=True)
+    growths = loader.slot_growths if args.trainer == "batchd" else 0
     if args.trainer == "batchd":
         loader.close()
     del loader  # DataLoader: its iterator's __del__ joins the persistent workers
     gc.collect()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(json.dumps({"workers_cpu_s": children.ru_utime + children.ru_stime}), flush=True)
+    print(json.dumps({"workers_cpu_s": children.ru_utime + children.ru_stime, "slot_growths": growths}), flush=True)
     return 0
 
 
@@ -175,7 +177,7 @@ def cpu_seconds(pid):
 def run(args, system, case, sock, daemon, env):
     """One trainer child; its summary: epoch-1 and median epoch seconds, trainer / workers / daemon CPU per epoch."""
     cmd = [PY, os.path.abspath(__file__), "--trainer", system, "--case", case, "--epochs", str(args.epochs),
-           "--socket", sock, "--root", args.root] + (["--generator"] if args.generator else [])
+           "--socket", sock, "--root", args.root, "--workers", str(args.workers)] + (["--generator"] if args.generator else [])
     before = cpu_seconds(daemon.pid)
     out = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env)
     daemon_cpu = cpu_seconds(daemon.pid) - before
@@ -192,7 +194,8 @@ def run(args, system, case, sock, daemon, env):
             "samples_per_s": epochs[0]["samples"] / seconds,
             "trainer_cpu_s": statistics.median(r["trainer_cpu_s"] for r in steady),
             "workers_cpu_s": rows[-1]["workers_cpu_s"] / args.epochs,
-            "daemon_cpu_s": daemon_cpu / args.epochs if system == "batchd" else 0.0}
+            "daemon_cpu_s": daemon_cpu / args.epochs if system == "batchd" else 0.0,
+            "slot_growths": rows[-1]["slot_growths"]}
 
 
 def compare(args, sock, daemon, env):
@@ -216,18 +219,20 @@ def compare(args, sock, daemon, env):
 
 def print_table(args, report):
     sampler = ", generator= (batchd runs DataLoader's sampler in the trainer)" if args.generator else ""
-    print(f"batch {BATCH}, num_workers {WORKERS}, prefetch_factor {PREFETCH}, shuffle{sampler}; {args.epochs} epochs per run, "
+    print(f"batch {BATCH}, num_workers {args.workers}, prefetch_factor {PREFETCH}, shuffle{sampler}; {args.epochs} epochs per run, "
           f"epoch = median of epochs 2..{args.epochs}; median of {args.repeats} alternating runs per system\n")
     print("| case | system | epoch 1 (start-up) s | epoch s | samples/s | trainer CPU s/epoch | workers CPU s/epoch "
-          "| daemon CPU s/epoch | DataLoader / batchd epoch time: median (min-max) | goal |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| daemon CPU s/epoch | slot growths | DataLoader / batchd epoch time: median (min-max) | goal |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for case, e in report.items():
         for s in SYSTEMS:
             r = e[s]
             ratio = f"**{e['ratio']:.2f}** ({e['ratio_min']:.2f}-{e['ratio_max']:.2f})" if s == "batchd" else ""
             goal = f">= {e['goal']:.1f}: {'met' if e['met'] else 'NOT met'}" if s == "batchd" else ""
+            growths = f"{max(x['slot_growths'] for x in e['runs'][s])}" if s == "batchd" else ""
             print(f"| {case} | {s} | {r['epoch1_s']:.2f} | {r['epoch_s']:.3f} | {r['samples_per_s']:,.0f} | "
-                  f"{r['trainer_cpu_s']:.3f} | {r['workers_cpu_s']:.2f} | {r['daemon_cpu_s']:.3f} | {ratio} | {goal} |")
+                  f"{r['trainer_cpu_s']:.3f} | {r['workers_cpu_s']:.2f} | {r['daemon_cpu_s']:.3f} | {growths} | "
+                  f"{ratio} | {goal} |")
 
 
 def main():
@@ -240,6 +245,7 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "build", "bench-data"),
                     help="where the imagefolder case's tree is made once (DATA/imagefolder-N)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    ap.add_argument("--workers", type=int, default=4, help="num_workers of both loaders")
     ap.add_argument("--generator", action="store_true",
                     help="both loaders get a generator: batchd runs DataLoader's sampler in the trainer")
     ap.add_argument("--trainer", choices=SYSTEMS, help=argparse.SUPPRESS)
@@ -275,7 +281,7 @@ def main():
     machine = machine_info(torch.__version__)
     if args.json:
         print(json.dumps({"benchmark": "compare_own_dataset", "generator": args.generator, "batch_size": BATCH,
-                          "workers": WORKERS,
+                          "workers": args.workers,
                           "prefetch_factor": PREFETCH, "epochs": args.epochs, "repeats": args.repeats,
                           "images": args.images, "machine": machine, "cases": report}, indent=2))
         return 0
