@@ -47,6 +47,8 @@ void Scheduler::pump_once() {
     for (auto it = own_.find(id); it != own_.end(); it = own_.find(id)) {
       auto [stream, pool] = it->second;
       if (pool->routes()) {  // each task waits for the worker it names (workers.h)
+        // A stream that failed or stopped runs nothing more: its queued tasks wait for its close (which drops them).
+        if (!stream->running()) break;
         while (auto task = stream->next_task()) pool->queue(std::move(*task));
         pool->run_queued();
         break;

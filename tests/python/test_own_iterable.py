@@ -105,9 +105,12 @@ def test_a_killed_worker_ends_the_pass_naming_it_and_the_next_pass_runs(sock):
     with tempfile.TemporaryDirectory() as marks:
         loader = batchd.Loader(KillsItsWorker(marks), socket=sock, num_workers=2, batch_size=None)
         try:
+            it = iter(loader)
             with pytest.raises(batchd.BatchdError, match=r"worker 1 \(pid \d+\) was killed by signal SIGKILL while "
                                                          r"iterating your IterableDataset"):
-                list(loader)
+                list(it)
+            with pytest.raises(batchd.BatchdError, match="was killed by signal SIGKILL"):
+                next(it)  # again, as DataLoader's iterator: the pass is over
             assert sorted(loader) == sorted(w * 100 + k for w in (0, 1) for k in range(10))
         finally:
             loader.close()

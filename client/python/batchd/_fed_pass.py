@@ -1,32 +1,19 @@
-"""batchd.Loader over your own map-style Dataset with DataLoader's sampler (issue 40, items 3, 5 and 6): the default
-(seeding="dataloader"), and whatever seeding= says for `batch_sampler=`, `generator=`, any Sampler or iterable of
-indices as `sampler=`, RandomSampler with replacement or num_samples. The trainer then does what DataLoader's main
-process does, and the daemon carries the batches.
+"""batchd.Loader over your own Dataset with DataLoader's sampler (issue 40; docs/python.md, "Your sampler, run in the
+trainer" and "Your own IterableDataset", says what a user sees): the default (seeding="dataloader"), and the only
+way for batch_sampler=, generator=, a sampler the daemon does not map, and an IterableDataset. The trainer does
+what DataLoader's main process does, and the daemon carries the batches.
 
-  - The samplers are DataLoader's own objects (index_samplers: RandomSampler(generator=) for shuffle=True,
-    BatchSampler(sampler, batch_size, drop_last)); each pass calls iter() on them, then draws the workers' base
-    seed from `generator` (as torch's _BaseDataLoaderIter, in that order), so the main process's random state
-    moves as DataLoader's does. len(loader) is len() of the batch sampler (TypeError if it has none).
-  - Workers are seeded as DataLoader seeds its workers (base_seed + worker id for random and torch; numpy from
-    torch's _generate_state), then worker_init_fn runs. persistent_workers=True: once, at the first pass, as
-    DataLoader's. False: DataLoader starts new workers every pass; here the processes persist, and before a pass's
-    first batch each one reseeds from that pass's base seed and runs worker_init_fn again (the dataset object keeps
-    whatever state the worker gave it: DataLoader's new workers would copy the trainer's again).
-  - First round (the first pass only): batch b < num_workers is made by worker b over its pipe, as DataLoader hands
-    out its first batches; all of them at once, so a dataset whose workers wait for each other (a Barrier) runs.
-    Their sizes size the slots (slot_bytes).
-  - The rest go through one stream for the Loader's life (FedStream): its task j is one whole batch, and the worker
-    that takes it reads its index list from what the trainer sends every worker, up to depth + 2 batches ahead of
-    the one awaited (_pool_feed.py). Batches arrive in the sampler's order. Between two passes, the tasks the daemon
-    may already have claimed past the pass's end (at most depth) are made empty ("fillers", below the floor) and
-    dropped when the next pass starts. A loop that keeps every slot's batch (list(loader)) gets the rest through a
-    new stream: the old one's segment stays mapped while its batches live (_spill).
-  - A batch whose dataset or collate_fn raises arrives as a FailedBatch: next() raises that exception (its own type,
-    the worker's traceback) and the pass goes on with the next batch, as DataLoader's iterator does; with
-    on_error="skip" the batch is left out.
-With in_order=True, worker k % num_workers makes the pass's batch k (FedStream), as DataLoader's round robin, so
-random draws inside __getitem__ and collate_fn match DataLoader's batch for batch, whatever num_workers; with
-in_order=False the first idle worker takes the next batch (delivered in the sampler's order all the same).
+  - The samplers are DataLoader's own objects (_fed_args.index_samplers); each pass calls iter() on them, then draws
+    the workers' base seed from `generator`, in torch's order. Workers are seeded as DataLoader's; without
+    persistent_workers each pass reseeds them and reruns worker_init_fn ("reset", before the pass's first batch).
+  - First round (first pass): batch b < num_workers is made by worker b over its pipe, all at once (a Barrier
+    dataset runs); their sizes size the slots (slot_bytes). The rest go through one stream for the Loader's life
+    (FedStream: task j is one whole batch; worker k % num_workers makes batch k with in_order=True), the lists sent
+    up to depth + 2 batches ahead. Between passes the tasks past a pass's end are fillers, dropped unread.
+  - A loop that keeps every slot's batch gets the rest through a new stream (_spill); a batch that outgrows its slot
+    comes over its worker's pipe and the next stream's slots fit (_grown, _renew).
+  - A FailedBatch is raised by next() with its own type and traceback, and the pass goes on; an IterableDataset's
+    EndedBatch counts its worker ended; a dead worker of an IterableDataset ends the pass (lost_iteration).
 """
 import collections
 import itertools
@@ -70,6 +57,7 @@ class FedPass:
         self._new_pass = self._reseed is not None or (started and self._pool.iterable)
         self._ended = set()  # an IterableDataset's workers whose iterator is exhausted in this pass
         self._reported = getattr(loader, "_IterableDataset_len_called", None)  # for past_length_warning
+        self._yielded, self._lost = 0, None  # batches returned (not raised); the error that ended the pass
         self._drawn = collections.deque()  # the sampler's elements drawn, not yet sent
         self._made = collections.deque()  # the first round's batches (decoded), in order
         self._layout_once = None  # this pass's slots when its first round learned no size (every batch failed)
@@ -87,11 +75,18 @@ class FedPass:
 
     def __next__(self):
         while True:
-            batch = self._next()
+            try:
+                batch = self._next()
+            except BatchdError as e:
+                if getattr(e, "lost_iteration", False):  # an IterableDataset's worker died: the pass ends here,
+                    self._lost = e  # and every later next() raises it again, as DataLoader's
+                    self.close()
+                raise
             self._loader._state["batches_yielded"] += 1
-            if self._pool.iterable:
-                past_length_warning(self._loader, self._reported, self._loader._state["batches_yielded"])
             if not isinstance(batch, FailedBatch):
+                self._yielded += 1
+                if self._pool.iterable:
+                    past_length_warning(self._loader, self._reported, self._yielded)
                 return batch
             if self._loader._options["on_error"] != "skip":
                 reraise(batch.wrapped)
@@ -114,8 +109,12 @@ class FedPass:
         self._drawn.clear()
         if not lists:
             return
-        made = self._pool.make_first(lists, self._loader.timeout or None,
-                                     (self._reseed, self._pass_id) if self._new_pass else None)
+        try:
+            made = self._pool.make_first(lists, self._loader.timeout or None,
+                                         (self._reseed, self._pass_id) if self._new_pass else None)
+        except BatchdError:
+            self._drawn.extendleft(reversed(lists))  # a next() after a timeout asks for them again
+            raise
         batches = [decode(torch.frombuffer(bytearray(m), dtype=torch.uint8), self._pool._key) for m in made]
         self._made.extend(batches)
         good = [(len(m), self._count(e)) for m, e, b in zip(made, lists, batches)
@@ -136,14 +135,18 @@ class FedPass:
         and the index lists the stream's first tasks wait for (sent before any batch is returned: a task waiting
         for its list runs on the daemon's task deadline)."""
         loader = self._loader
+        if self._pool.iterable:  # a worker that died between passes is replaced quietly first
+            self._pool.check()
+            self._pool.iterating = set(range(self._pool.size))
+        stream = loader._fed_stream
+        if stream is not None and (loader._fed_layout is None or stream.layout is not loader._fed_layout or
+                                   stream.routed != bool(loader.in_order)):
+            loader._fed_stream = None  # sized by a pass that learned nothing, or in_order changed: closed
+            stream.close()  # before a first round, whose workers must not be serving it
         if loader._fed_layout is None and not self._made:
             self._first_round()
             if self._exhausted and not self._drawn:
                 return
-        if loader._fed_stream is not None and loader._fed_layout is not None and \
-                loader._fed_stream.layout is not loader._fed_layout:  # sized by a pass that learned nothing
-            stream, loader._fed_stream = loader._fed_stream, None
-            stream.close()
         layout = loader._fed_layout or self._layout_once
         if loader._fed_stream is None and layout is not None:
             loader._fed_stream = FedStream(loader, layout)
@@ -193,11 +196,14 @@ class FedPass:
             if not isinstance(batch, EndedBatch):
                 return batch
             self._ended.add(batch.worker)
+            self._pool.iterating.discard(batch.worker)
             if len(self._ended) == self._pool.size:
                 self._exhausted = True
                 self._drawn.clear()
 
     def _take(self):
+        if self._lost is not None:
+            raise self._lost
         if self._done:
             raise StopIteration
         if not self._started:
@@ -280,6 +286,7 @@ class FedPass:
         if self._done:
             return
         self._done = True
+        self._pool.iterating = set()
         stream = self._loader._fed_stream
         if stream is not None and not self._complete:
             self._loader._fed_stream = None

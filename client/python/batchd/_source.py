@@ -47,12 +47,14 @@ def resolve_source(dataset, socket, private, num_workers, transform, pipeline):
 
 def _own_source(dataset, socket, private, num_workers, transform, pipeline, native_refusal):
     """A Dataset batchd does not serve natively: the trainer's own (see resolve_source)."""
+    iterable = isinstance(dataset, torch.utils.data.IterableDataset)
     if transform is not None or pipeline is not None:
         raise ValueError(f"batchd.Loader: {type(dataset).__name__} is served as your own Dataset "
-                         f"({native_refusal}), so its own __getitem__ makes each sample: transform= and pipeline= "
-                         f"(the daemon's native ops) do not apply; apply your transforms in the Dataset")
+                         f"({native_refusal}), so its own {'__iter__' if iterable else '__getitem__'} makes each "
+                         f"sample: transform= and pipeline= (the daemon's native ops) do not apply; apply your "
+                         f"transforms in the Dataset")
     try:
-        size = 1 if isinstance(dataset, torch.utils.data.IterableDataset) else len(dataset)  # an iterable's: unused
+        size = 1 if iterable else len(dataset)  # an iterable's: unused (its passes are fed: _fed_pass.py)
     except Exception as e:  # noqa: BLE001 (the dataset's own code)
         raise TypeError(f"batchd.Loader: len({type(dataset).__name__}) raised {type(e).__name__}: {e}; a map-style "
                         f"Dataset needs __len__") from e

@@ -26,14 +26,21 @@ def raise_worker_error(worker_id, message):
     raise BatchdError(f"batchd.Loader: worker {worker_id}: {message[1]}")
 
 
-def lost_iteration(worker_id, process):
-    """The error that ends a pass of an IterableDataset whose worker died (DataLoader raises RuntimeError too)."""
-    code = process.exitcode
-    try:
-        how = f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else \
-            f"exited with status {code}"
-    except ValueError:
-        how = f"was killed by signal {-code}"
-    return BatchdError(f"batchd.Loader: worker {worker_id} (pid {process.pid}) {how} while iterating your "
-                       f"IterableDataset: where its iterator stood is lost with it, so this pass ends here (a batch "
-                       f"made again would repeat samples); a replacement worker starts for the next pass")
+def lost_iteration(lost):
+    """The error that ends a pass of an IterableDataset whose workers died, `lost` [(worker id, its process)]
+    (DataLoader raises RuntimeError too). Marked .lost_iteration: the pass stops there."""
+    def how(code):
+        if code == 75:
+            return ("was ended by its client library (status 75: the daemon detached it past its task's deadline, "
+                    "daemon.task_timeout_min_s, or its connection to the daemon was lost)")
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else \
+                f"exited with status {code}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    workers = "; ".join(f"worker {w} (pid {p.pid}) {how(p.exitcode)}" for w, p in lost)
+    error = BatchdError(f"batchd.Loader: {workers} while iterating your IterableDataset: where an iterator stood is "
+                        f"lost with its worker, so this pass ends here (a batch made again would repeat samples); "
+                        f"replacement workers start for the next pass")
+    error.lost_iteration = True
+    return error

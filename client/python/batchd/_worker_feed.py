@@ -175,7 +175,10 @@ class Inbox:
 
 
 def describe(index):
-    """A batch's indices (or its one index, without auto-collation) for a message: at most four of them."""
+    """A batch's indices (or its one index, without auto-collation) for a message: at most four of them; an
+    IterableDataset's (Nones: DataLoader's _InfiniteConstantSampler) as its iterator's next items."""
+    if index is None or (isinstance(index, (list, tuple)) and index and index[0] is None):
+        return "its iterator's next items"
     if isinstance(index, (list, tuple)):
         return f"samples {list(index[:4])}{'...' if len(index) > 4 else ''}"
     return f"sample {index!r}"

@@ -24,7 +24,7 @@ from ._batchd import BatchdError
 from ._iterable import is_iterable
 from ._pool_feed import PoolFeed
 from ._worker_errors import lost_iteration, raise_worker_error, reraise
-from ._worker_feed import HELD
+from ._worker_feed import HELD, MADE
 from ._worker_main import (ATTACH_FAILED, ATTACHED, DETACHED, ERROR, EXCEPTION, LAYOUT, READY, UNBATCHABLE,
                            worker_main)
 
@@ -48,7 +48,8 @@ class WorkerPool(PoolFeed):
         self._collate_fn, self._batch_size, self._drop_last = collate_fn, batch_size, drop_last
         self._key = os.urandom(32)  # signs collated batches: the trainer's workers have it, the daemon never does
         self.fed = fed  # the trainer runs the sampler (_fed_pass.py): workers seeded as DataLoader's, at start
-        self.iterable = is_iterable(dataset)  # each worker iterates it (_worker_iterable.py): none is replaced
+        self.iterable = is_iterable(dataset)  # each worker iterates it (_worker_iterable.py)
+        self.iterating = set()  # an IterableDataset's workers whose iterator the current pass is reading
 
     @property
     def size(self):
@@ -204,39 +205,41 @@ class WorkerPool(PoolFeed):
         if message[0] in (ERROR, ATTACH_FAILED):
             self._fatal = (worker_id, message if message[0] == ERROR else (ERROR, message[-1]))
             raise_worker_error(*self._fatal)
-        assert message[0] in (ATTACHED, DETACHED, LAYOUT, READY, EXCEPTION, HELD), message
-        self._bookkeep(message)
+        assert message[0] in (ATTACHED, DETACHED, LAYOUT, READY, EXCEPTION, HELD, MADE), message
+        self._bookkeep(message)  # MADE: a first-round batch that came after its round timed out, dropped
 
     def check(self):
-        """Replaces dead workers (attached to the current stream); raises a worker's fatal error."""
+        """Replaces dead workers (attached to the current stream); raises a worker's fatal error. An IterableDataset's
+        worker that died while its iterator was in use (in `iterating`) ends the pass: one error naming every such
+        worker, their replacements left for the next pass's stream; one that died between passes or after its
+        iterator ended is replaced quietly."""
         if self._fatal is not None:
             raise_worker_error(*self._fatal)
         self._drain()
+        lost = []
         for worker_id, entry in enumerate(self._workers):
-            if entry is None:
+            if entry is None or entry[0].is_alive():
                 continue
             process, conn = entry
-            if process.is_alive():
-                continue
             process.join(0)
-            how = ("was ended by its client library (status 75: the daemon detached it, e.g. past its task's "
-                   "deadline, or its connection to the daemon was lost)" if process.exitcode == 75
-                   else f"exited (status {process.exitcode})")
-            if self.iterable:  # where its iterator stood is lost with it: this pass cannot go on
-                lost = lost_iteration(worker_id, process)
-                self._stream_id = None  # the replacement waits for the next pass's stream
-            else:
+            if self.iterable and worker_id in self.iterating:  # where its iterator stood is lost with it
+                lost.append((worker_id, process))
+            elif not self.iterable:
+                how = ("was ended by its client library (status 75: the daemon detached it, e.g. past its task's "
+                       "deadline, or its connection to the daemon was lost)" if process.exitcode == 75
+                       else f"exited (status {process.exitcode})")
                 warnings.warn(f"batchd.Loader: worker {worker_id} (pid {process.pid}) {how}; its task is redone by "
-                              f"another worker, and a replacement starts", RuntimeWarning)
+                              f"its replacement (by another worker with in_order=False)", RuntimeWarning)
             conn.close()
             self._spawn(worker_id)
             self.replaced += 1
             self._await(worker_id, (READY,), _START_TIMEOUT, "start again")
-            if self.iterable:
-                raise lost
-            if self._stream_id is not None:
+            if self._stream_id is not None and not lost:
                 self._workers[worker_id][1].send(self._attach_command())
                 self._resend_feed(worker_id)
+        if lost:
+            self.iterating, self._stream_id = set(), None  # the replacements wait for the next pass's stream
+            raise lost_iteration(lost)
 
     def close(self):
         """Stops every worker (they also exit by themselves when the trainer goes)."""

@@ -1,13 +1,15 @@
 // Scheduler with a fake pool: round-robin fairness across streams, a redo in its stream's turn, removal, a stream
-// with its own pool.
+// with its own pool, a routing pool (a round_robin stream's attached workers).
 #include "streams/scheduler.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <vector>
 
+#include "../workers/attached_workers_support.h"
 #include "fake_workers.h"
 #include "streams/plan.h"
 #include "streams/segment_pool.h"
@@ -187,6 +189,37 @@ TEST_F(SchedulerShareTest, WhileTwoUidsStreamEachHoldsAtMostHalfTheWorkers) {
   EXPECT_EQ(of_2000, 1u);
   EXPECT_EQ(of_1000, 2u) << "ceil(4 / 2): the fourth worker stays free for the other uid";
   EXPECT_EQ(busy(), 3u);
+}
+
+// A routing pool gets every task its stream hands out, each run on the worker its sequence names (s % 2); once the
+// stream has failed, nothing it queued runs.
+TEST_F(SchedulerTest, ARoutingPoolRunsEachTaskOnItsWorkerAndNothingOnceItsStreamFailed) {
+  boost::asio::io_context io;
+  testing::RecordingEvents events;
+  std::deque<testing::RecordingLink> links(2);
+  AttachedWorkers pool(io, 0, 8, TaskTimeouts{}, events, /*route=*/2);
+  for (uint32_t w = 0; w < 2; ++w) ASSERT_TRUE(pool.attach(&links[w], 10 + w, 100 + w, w).ok());
+  Stream* mine = add_stream(4, &pool);
+  sut_.pump();
+  ASSERT_EQ(links[0].tasks.size(), 1u);
+  ASSERT_EQ(links[1].tasks.size(), 1u);
+  EXPECT_EQ(links[0].tasks[0].sequence(), 0u);
+  EXPECT_EQ(links[1].tasks[0].sequence(), 1u);
+  EXPECT_GT(pool.queued(), 0u) << "the stream's other claimed batches wait for their workers";
+  Task first;
+  first.work = links[0].tasks[0];
+  ASSERT_TRUE(pool.done(10, testing::done_for(first)).ok());
+  sut_.pump();
+  ASSERT_EQ(links[0].tasks.size(), 2u);
+  EXPECT_EQ(links[0].tasks[1].sequence(), 2u) << "worker 0's next task, never worker 1's";
+  mine->mark_failed();
+  Task second;
+  second.work = links[0].tasks[1];
+  ASSERT_TRUE(pool.done(10, testing::done_for(second)).ok());
+  sut_.pump();
+  EXPECT_EQ(links[0].tasks.size(), 2u) << "a failed stream runs nothing it queued";
+  sut_.remove(mine->id());
+  EXPECT_EQ(pool.queued(), 0u);
 }
 
 }  // namespace
