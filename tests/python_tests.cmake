@@ -42,9 +42,35 @@ add_test(NAME python_loader_tests
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_faults.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_dataset_lifecycle.py
-                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_shared_daemon_costs.py)
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_shared_daemon_costs.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_sampler.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_worker_order.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_iterable.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_slot_growth.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_fed_faults.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_collate.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_dataloader_checks.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_timm_loader.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_lightning_ddp.py)
 # test_spec_streams.py reads the generated image folder (the make_testdata fixture).
 set_tests_properties(python_loader_tests PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "testdata;python_env"
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd;BATCHD_TESTDATA=${CMAKE_BINARY_DIR}/testdata")
+
+# Your own Dataset as DataLoader gives it (issue 40): DataLoader's sampler in the trainer, round robin, IterableDataset,
+# slot growth, their faults, batches of any structure, DataLoader's argument checks, and the public scripts (timm's
+# create_loader over a generated image folder, Lightning's DDP over 2 CPU processes). About 3 minutes on 2 cores.
+add_test(NAME python_dataloader_parity_tests
+         COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_own_sampler.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_worker_order.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_own_iterable.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_slot_growth.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_fed_faults.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_collate.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_dataloader_checks.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_timm_loader.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_lightning_ddp.py)
+set_tests_properties(python_dataloader_parity_tests PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "testdata;python_env"
                      ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;BATCHD_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/batchd;BATCHD_TESTDATA=${CMAKE_BINARY_DIR}/testdata")
 
 # Your own Dataset (issue 26): a trainer's Python Dataset made by the Loader's worker processes, against real daemons

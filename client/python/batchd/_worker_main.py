@@ -202,6 +202,8 @@ def worker_main(dataset, socket, worker_id, num_workers, base_seed, worker_init_
     follow_parent(parent_pid, forked_by_main_thread)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle; a worker dying on it would be
     # blamed on its sample
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a handler forked from the trainer (Lightning logs SIGTERM and
+    # goes on) would keep the worker alive when the trainer's exit terminates its children: it would wait forever
     torch.set_num_threads(1)  # as DataLoader's workers
     seed = seed_as_dataloader(base_seed, worker_id) if fed else base_seed + worker_id
     set_worker_info(worker_id, num_workers, seed, dataset)
