@@ -24,6 +24,7 @@ long as it lives.
 import hashlib
 import hmac
 import io
+import math
 import pickle
 import struct
 
@@ -144,10 +145,10 @@ class _Reader(pickle.Unpickler):
     def _view(self, offset, dtype, shape, kind):
         if kind == "numpy":
             dt = np.dtype(dtype)
-            count = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            count = math.prod(shape) * dt.itemsize
             return self.slot[offset:offset + count].numpy().view(dt).reshape(shape)
         dt = getattr(torch, dtype)
-        count = int(np.prod(shape, dtype=np.int64)) * torch.empty((), dtype=dt).element_size()
+        count = math.prod(shape) * dt.itemsize  # Python ints: no overflow (the shape is the signed skeleton's)
         return self.slot[offset:offset + count].view(dt).view(shape)
 
 

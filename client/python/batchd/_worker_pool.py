@@ -270,16 +270,20 @@ class OwnSource:
     workers every 0.5 s (check(): replacements, a fatal error) and keep the Loader's timeout (0: none) overall."""
 
     _POLL = 0.5
+    _CHECK_EVERY = 0.05  # seconds: the workers are checked at most this often while batches flow
 
     def __init__(self, source, pool, timeout):
         self._source, self._pool, self._timeout = source, pool, timeout or None
         self.info, self.tensors, self.close = source.info, source.tensors, source.close
+        self._checked = 0.0
 
     def next(self, timeout=None):
         timeout = timeout or self._timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            self._pool.check()
+            if time.monotonic() - self._checked >= self._CHECK_EVERY:
+                self._pool.check()
+                self._checked = time.monotonic()
             wait = self._POLL if deadline is None else max(0.001, min(self._POLL, deadline - time.monotonic()))
             try:
                 return self._source.next(wait)
