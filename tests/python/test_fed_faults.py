@@ -103,3 +103,18 @@ def test_an_iterable_datasets_worker_dead_between_passes_is_replaced_quietly(soc
         assert [b.tolist() for b in loader] == first
     finally:
         loader.close()
+
+
+def test_a_worker_too_late_for_a_stream_that_failed_is_no_failure_of_the_loader(sock):
+    """A stream can fail (a bad sample) before its last worker attaches: that worker's attach error is not the
+    Loader's (the stream's own failure says why), where one for a stream that is still open is (it raised in CI as
+    "worker 2 cannot attach to stream 6: stream 6 has ended or failed" instead of the sample's ValueError)."""
+    from batchd._worker_main import ATTACH_FAILED
+    from batchd._worker_pool import WorkerPool
+    pool = WorkerPool(FirstBatchesRaise(), 3, None, None, 0, sock, {})
+    pool._stream_id = 6
+    pool._check_message(2, (ATTACH_FAILED, 6, "worker 2 cannot attach to stream 6: stream 6 has ended or failed"))
+    pool._check_message(2, (ATTACH_FAILED, 5, "worker 2 cannot attach to stream 5: no stream 5 of uid 0"))
+    with pytest.raises(batchd.BatchdError, match="already has 64 attached workers"):
+        pool._check_message(2, (ATTACH_FAILED, 6, "worker 2 cannot attach to stream 6: stream 6 already has 64 "
+                                                  "attached workers (limits.max_attached_workers)"))

@@ -81,7 +81,7 @@ class StreamPasses:
             try:
                 return next_item(timeout)
             except BatchdError as e:
-                if e.code != "deadline exceeded":
+                if getattr(e, "code", None) != "deadline exceeded":
                     raise
                 raise timed_out(self.timeout, e) from None
         return timed
@@ -204,7 +204,7 @@ class StreamPasses:
                     self._device_path = True
                     return source
                 except BatchdError as e:
-                    if e.code != "unavailable":
+                    if getattr(e, "code", None) != "unavailable":
                         raise
                     reason = str(e)
             warnings.warn(f"batchd: batches for {self.device} are copied with .to(non_blocking=True), not through "

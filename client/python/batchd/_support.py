@@ -37,7 +37,8 @@ def _while_indexing(call, timeout):
         try:
             return call()
         except BatchdError as e:
-            if e.code != "unavailable" or " is indexing (" not in str(e) or time.monotonic() >= deadline:
+            indexing = getattr(e, "code", None) == "unavailable" and " is indexing (" in str(e)
+            if not indexing or time.monotonic() >= deadline:
                 raise
         time.sleep(0.1)
 

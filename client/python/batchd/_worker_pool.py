@@ -200,8 +200,8 @@ class WorkerPool(PoolFeed):
                 pass
 
     def _check_message(self, worker_id, message):
-        if message[0] == ATTACH_FAILED and message[1] != self._stream_id:
-            return  # a stream closed before this worker got to it: it waits for the next
+        if message[0] == ATTACH_FAILED and (message[1] != self._stream_id or "has ended or failed" in message[-1]):
+            return  # a stream closed, ended or failed before this worker got to it (the stream says why): it waits
         if message[0] in (ERROR, ATTACH_FAILED):
             self._fatal = (worker_id, message if message[0] == ERROR else (ERROR, message[-1]))
             raise_worker_error(*self._fatal)
@@ -288,7 +288,7 @@ class OwnSource:
             try:
                 return self._source.next(wait)
             except BatchdError as e:
-                if e.code != "deadline exceeded":
+                if getattr(e, "code", None) != "deadline exceeded":
                     self._pool.raise_sample_exception(e)
                     raise
                 if deadline is not None and time.monotonic() >= deadline:
