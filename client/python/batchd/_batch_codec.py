@@ -165,3 +165,9 @@ def decode(slot, key=b""):
         raise ValueError("batchd.Loader: a collated batch's signature does not check: something other than this "
                          "Loader's workers (the daemon's uid, or root) wrote its slot; it was not unpickled")
     return _Reader(io.BytesIO(skeleton), slot).load()
+
+
+def decode_bytes(blob, key=b""):
+    """decode() of a batch that came as bytes (over a worker's pipe: a first round's, or one that outgrew its slot):
+    its tensors are views of a copy of those bytes."""
+    return decode(torch.frombuffer(bytearray(blob), dtype=torch.uint8), key)

@@ -21,7 +21,7 @@ import itertools
 import torch
 from torch.utils._pytree import tree_map
 
-from ._batch_codec import decode
+from ._batch_codec import decode_bytes
 from ._batchd import BatchdError
 from ._worker_collate import CollatedLayout
 from ._fed_stream import FedStream, grown_slot, slot_bytes
@@ -69,8 +69,7 @@ class FedPass:
         return self
 
     @property
-    def _workers(self):
-        """The worker processes (DataLoader's iterator attribute, which PyTorch's own tests read)."""
+    def _workers(self):  # the worker processes: DataLoader's iterator attribute, which PyTorch's own tests read
         return [entry[0] for entry in self._pool._workers if entry is not None]
 
     def __next__(self):
@@ -115,7 +114,7 @@ class FedPass:
         except BatchdError:
             self._drawn.extendleft(reversed(lists))  # a next() after a timeout asks for them again
             raise
-        batches = [decode(torch.frombuffer(bytearray(m), dtype=torch.uint8), self._pool._key) for m in made]
+        batches = [decode_bytes(m, self._pool._key) for m in made]
         self._made.extend(batches)
         good = [(len(m), self._count(e)) for m, e, b in zip(made, lists, batches)
                 if not isinstance(b, (FailedBatch, EndedBatch))]
@@ -164,10 +163,7 @@ class FedPass:
             except BatchdError as e:
                 if "are held by Batches" not in str(e):
                     raise
-                stream.close()  # the last pass's batches hold every slot: this pass takes a new stream
-                floor = stream.floor % self._pool.size  # 0 between passes; a spill's residue (_spill)
-                layout = self._loader._fed_layout or stream.layout
-                self._loader._fed_stream = stream = FedStream(self._loader, layout, floor)
+                stream = self._replace(stream, stream.floor % self._pool.size)  # held slots: a new stream
                 continue
             stream.received += 1
         return stream
@@ -251,13 +247,17 @@ class FedPass:
     def _renew(self, stream):
         """Closes `stream` and goes on in a new one, with the Loader's slot size: its first task keeps the residue of
         the first batch not received (FedStream), the fillers below it dropped first."""
-        stream.close()
-        floor = stream.received % self._pool.size
-        self._loader._fed_stream = FedStream(self._loader, self._loader._fed_layout or stream.layout, floor)
+        self._replace(stream, stream.received % self._pool.size)
         stream = self._stream()
         if self._new_pass:  # a worker that has not started this pass anew yet does so first
             self._pool.feed_reset(stream.id, stream.sent, self._reseed, self._pass_id)
         return stream
+
+    def _replace(self, stream, floor):
+        """Closes `stream` (held batches keep its segment mapped); the Loader's next one, its slot size, at `floor`."""
+        stream.close()
+        self._loader._fed_stream = FedStream(self._loader, self._loader._fed_layout or stream.layout, floor)
+        return self._loader._fed_stream
 
     def _outdated(self, stream):
         layout = self._loader._fed_layout
@@ -273,7 +273,7 @@ class FedPass:
         if layout is None or size > layout.bytes_per_sample:
             self._loader._fed_layout = CollatedLayout(size)
             self._pool.slot_growths += 1
-        return decode(torch.frombuffer(bytearray(blob), dtype=torch.uint8), self._pool._key)
+        return decode_bytes(blob, self._pool._key)
 
     def _finish_batch(self, batch):
         device = self._loader.device
