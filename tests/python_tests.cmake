@@ -45,6 +45,7 @@ add_test(NAME python_loader_tests
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_shared_daemon_costs.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_sampler.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_worker_order.py
+                 --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_completion_order.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_own_iterable.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_slot_growth.py
                  --ignore=${PROJECT_SOURCE_DIR}/tests/python/test_fed_faults.py
@@ -63,6 +64,7 @@ add_test(NAME python_dataloader_parity_tests
          COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
                  ${PROJECT_SOURCE_DIR}/tests/python/test_own_sampler.py
                  ${PROJECT_SOURCE_DIR}/tests/python/test_worker_order.py
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_completion_order.py
                  ${PROJECT_SOURCE_DIR}/tests/python/test_own_iterable.py
                  ${PROJECT_SOURCE_DIR}/tests/python/test_slot_growth.py
                  ${PROJECT_SOURCE_DIR}/tests/python/test_fed_faults.py

@@ -35,6 +35,7 @@ batchd::ExternalDataset external_from(const py::handle& external) {
     else if (k == "name") e.name = v.cast<std::string>();
     else if (k == "whole_batches") e.whole_batches = v.cast<bool>();
     else if (k == "round_robin") e.round_robin = v.cast<bool>();
+    else if (k == "completion_order") e.completion_order = v.cast<bool>();
     else if (k == "fields") {
       for (auto f : v) {
         auto t = f.cast<py::tuple>();
@@ -43,7 +44,8 @@ batchd::ExternalDataset external_from(const py::handle& external) {
                             t[2].cast<std::vector<int64_t>>()});
       }
     } else {
-      throw py::type_error("external= has no key '" + k + "' (size, fields, workers, name, whole_batches, round_robin)");
+      throw py::type_error("external= has no key '" + k + "' (size, fields, workers, name, whole_batches, round_robin, "
+                         "completion_order)");
     }
   }
   return e;
@@ -138,18 +140,22 @@ void bind_worker(py::module_& m) {
       .def("progress", [](PyWorker& w, const Task& task, int64_t sample) { w.worker->set_progress(task, sample); })
       .def(
           "done",
-          [](PyWorker& w, const Task& task, int64_t nanos, int64_t dataset_nanos, int64_t collate_nanos) {
+          [](PyWorker& w, const Task& task, int64_t nanos, int64_t dataset_nanos, int64_t collate_nanos,
+             std::vector<uint64_t> field_bytes) {
             batchd::Status st = batchd::ok_status();
             {
               py::gil_scoped_release release;
               st = w.worker->done(task, std::chrono::nanoseconds(nanos), std::chrono::nanoseconds(dataset_nanos),
-                                  std::chrono::nanoseconds(collate_nanos));
+                                  std::chrono::nanoseconds(collate_nanos), field_bytes);
             }
             if (!st.ok()) raise(st.error());
           },
           py::arg("task"), py::arg("nanos") = 0, py::arg("dataset_nanos") = 0, py::arg("collate_nanos") = 0,
+          py::arg("field_bytes") = std::vector<uint64_t>{},
           "Writes the task's index rows and answers it; nanos: the task's time, dataset_nanos: in the dataset's code "
-          "(the stream's read stage), collate_nanos: writing rows (its normalize stage)")
+          "(the stream's read stage), collate_nanos: writing rows (its normalize stage); field_bytes: per field, the "
+          "bytes written from the task's first row (a collated batch's encoded size; default: all its rows), "
+          "reported to the daemon, which checks them against the slot (BatchdError over the rows)")
       .def("fail", [](PyWorker& w, const Task& task, int64_t sample, const std::string& message) {
         batchd::Status st = batchd::ok_status();
         {

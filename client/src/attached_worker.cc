@@ -120,10 +120,20 @@ class AttachedWorkerCore final {
   }
 
   Status done(const AttachedWorker::Task& task, std::chrono::nanoseconds spent, std::chrono::nanoseconds dataset,
-              std::chrono::nanoseconds collate) {
+              std::chrono::nanoseconds collate, const std::vector<uint64_t>& field_bytes) {
     if (task.slot >= attach_.slot_count() || task.indices.empty() ||
         task.begin + task.indices.size() > attach_.batch_size()) {
       return Error(ErrorCode::kInvalidArgument, "done() of a task this worker was not given");
+    }
+    if (!field_bytes.empty() && field_bytes.size() != fields_.size()) {
+      return Error(ErrorCode::kInvalidArgument, "done(): field_bytes has " + std::to_string(field_bytes.size()) +
+                                                    " entries for " + std::to_string(fields_.size()) + " fields");
+    }
+    for (size_t i = 0; i < field_bytes.size(); ++i) {
+      if (field_bytes[i] > task.indices.size() * fields_[i].sample_bytes) {
+        return Error(ErrorCode::kInvalidArgument, "done(): " + std::to_string(field_bytes[i]) + " bytes of field '" +
+                                                      fields_[i].name + "' written, more than the task's rows hold");
+      }
     }
     const auto& index = attach_.tensors(attach_.tensors_size() - 1);
     char* s = slot(task.slot);
@@ -136,6 +146,18 @@ class AttachedWorkerCore final {
     wire::Request request;
     auto* d = request.mutable_worker_done();
     answer(task, d);
+    // What was written (the daemon checks it against the task: daemon/workers/slot_extents.h).
+    auto written = [&](uint64_t offset, uint64_t bytes) {
+      auto* e = d->add_written();
+      e->set_offset(offset);
+      e->set_bytes(bytes);
+    };
+    written(0, sizeof(header));
+    written(index.offset() + uint64_t{task.begin} * sizeof(int64_t), task.indices.size() * sizeof(int64_t));
+    for (size_t i = 0; i < fields_.size(); ++i) {
+      const uint64_t bytes = field_bytes.empty() ? task.indices.size() * fields_[i].sample_bytes : field_bytes[i];
+      if (bytes > 0) written(attach_.tensors(static_cast<int>(i)).offset() + task.begin * fields_[i].sample_bytes, bytes);
+    }
     d->set_nanos(static_cast<uint64_t>(spent.count()));
     d->mutable_stages()->set_samples(task.indices.size() - task.made);
     d->mutable_stages()->set_read(static_cast<uint64_t>(std::max<int64_t>(0, dataset.count())));
@@ -271,8 +293,8 @@ void* AttachedWorker::row(const Task& task, size_t field, uint32_t position) con
 }
 void AttachedWorker::set_progress(const Task& task, int64_t sample) { core_->set_progress(task, sample); }
 Status AttachedWorker::done(const Task& task, std::chrono::nanoseconds spent, std::chrono::nanoseconds dataset,
-                            std::chrono::nanoseconds collate) {
-  return core_->done(task, spent, dataset, collate);
+                            std::chrono::nanoseconds collate, const std::vector<uint64_t>& field_bytes) {
+  return core_->done(task, spent, dataset, collate, field_bytes);
 }
 Status AttachedWorker::fail_sample(const Task& task, int64_t sample, const std::string& message) {
   return core_->fail_sample(task, sample, message);

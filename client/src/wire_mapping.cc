@@ -125,6 +125,7 @@ wire::Request open_request(const StreamOptions& o) {
     ext->set_name(o.external.name);
     ext->set_whole_batches(o.external.whole_batches);
     ext->set_round_robin(o.external.round_robin);
+    ext->set_completion_order(o.external.completion_order);
     for (const auto& f : o.external.fields) {
       auto* field = ext->add_fields();
       field->set_name(f.name);

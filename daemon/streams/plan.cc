@@ -263,6 +263,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   planned.external_workers = req.external().workers();
   planned.external_whole_batches = req.external().whole_batches();
   planned.external_round_robin = req.external().round_robin();
+  planned.completion_order = req.external().completion_order();
   return planned;
 }
 

@@ -46,6 +46,7 @@ struct StreamPlan {
   uint32_t external_workers = 0;
   bool external_whole_batches = false;  // ExternalDataset.whole_batches: the trainer's workers collate batches
   bool external_round_robin = false;    // ExternalDataset.round_robin: batch j to attached worker j % workers
+  bool completion_order = false;        // ExternalDataset.completion_order: batches delivered as they are made
   // Batch ops (mixup, cutmix), and attached workers that collate, need the whole batch in one task: the stream is
   // not cut into chunks.
   bool whole_batches() const { return attach.spec().batch_ops_size() > 0 || external_whole_batches; }

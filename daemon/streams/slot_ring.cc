@@ -1,5 +1,6 @@
 #include "streams/slot_ring.h"
 
+#include <algorithm>
 #include <string>
 
 namespace batchd::daemon {
@@ -8,7 +9,7 @@ std::optional<SlotRing::Claim> SlotRing::claim(uint64_t limit, const std::vector
   if (next_claim_ >= total_ || next_claim_ >= limit) return std::nullopt;
   for (uint32_t s = 0; s < slots_.size(); ++s) {
     if (slots_[s].state != State::kFree) continue;
-    slots_[s] = {State::kWorking, next_claim_, 0, {chunk_begins.begin(), chunk_begins.end()}, {}};
+    slots_[s] = {State::kWorking, next_claim_, 0, 0, {chunk_begins.begin(), chunk_begins.end()}, {}};
     return Claim{next_claim_++, s};
   }
   return std::nullopt;
@@ -26,7 +27,18 @@ void SlotRing::finish(uint64_t sequence, uint32_t slot, uint32_t begin) {
   if (slot >= slots_.size()) return;
   Slot& s = slots_[slot];
   if (s.state != State::kWorking || s.sequence != sequence || s.pending.erase(begin) == 0) return;
-  if (s.pending.empty()) s.state = State::kReady;
+  if (s.pending.empty()) {
+    s.state = State::kReady;
+    s.ready_at = ++readied_;
+  }
+}
+
+SlotRing::Ready SlotRing::lease(uint32_t s) {
+  uint32_t skipped = 0;
+  for (const auto& [begin, n] : slots_[s].skipped) skipped += n;
+  slots_[s].state = State::kLeased;
+  slots_[s].holders = 1;
+  return {slots_[s].sequence, s, skipped};
 }
 
 std::vector<SlotRing::Ready> SlotRing::take_in_order(uint64_t limit) {
@@ -35,13 +47,28 @@ std::vector<SlotRing::Ready> SlotRing::take_in_order(uint64_t limit) {
     progress = false;
     for (uint32_t s = 0; s < slots_.size() && next_deliver_ < limit; ++s) {
       if (slots_[s].state != State::kReady || slots_[s].sequence != next_deliver_) continue;
-      uint32_t skipped = 0;
-      for (const auto& [begin, n] : slots_[s].skipped) skipped += n;
-      out.push_back({next_deliver_++, s, skipped});
-      slots_[s].state = State::kLeased;
-      slots_[s].holders = 1;
+      out.push_back(lease(s));
+      ++next_deliver_;
       progress = true;
     }
+  }
+  return out;
+}
+
+std::vector<SlotRing::Ready> SlotRing::take_completed(uint64_t limit) {
+  std::vector<uint32_t> ready;
+  for (uint32_t s = 0; s < slots_.size(); ++s) {
+    if (slots_[s].state == State::kReady && slots_[s].sequence < limit) ready.push_back(s);
+  }
+  std::sort(ready.begin(), ready.end(), [&](uint32_t a, uint32_t b) { return slots_[a].ready_at < slots_[b].ready_at; });
+  std::vector<Ready> out;
+  for (uint32_t s : ready) {
+    out.push_back(lease(s));
+    delivered_ahead_.insert(slots_[s].sequence);
+  }
+  while (!delivered_ahead_.empty() && *delivered_ahead_.begin() == next_deliver_) {
+    delivered_ahead_.erase(delivered_ahead_.begin());
+    ++next_deliver_;
   }
   return out;
 }

@@ -8,7 +8,9 @@
 // Batches are numbered by `sequence` (0, 1, ... across all the stream's epochs, `total` in all). claim() hands out
 // sequences in order, at most one per slot, so at most `slots` batches are working, ready or leased at once
 // (back-pressure). take_in_order() hands ready batches over strictly in sequence order, even when workers finish
-// out of order. A slot is reused only after its lease is released.
+// out of order; take_completed() (a stream with ExternalDataset.completion_order, DataLoader's in_order=False) in
+// the order they became ready. Either way each sequence is handed over once. A slot is reused only after its lease
+// is released.
 //
 // Plain value type; not thread-safe (the daemon's io_context thread).
 #pragma once
@@ -49,6 +51,8 @@ class SlotRing final {
   void finish(uint64_t sequence, uint32_t slot, uint32_t begin);
   // Ready batches from next_deliver() on, in order, stopping before sequence `limit`; their slots become leased.
   std::vector<Ready> take_in_order(uint64_t limit);
+  // Every ready batch below sequence `limit`, in the order they became ready; their slots become leased.
+  std::vector<Ready> take_completed(uint64_t limit);
   // Ends one holder's lease of `sequence` (the slot is free after the last); kInvalidArgument if it is not leased
   // (released twice?).
   Status release(uint64_t sequence);
@@ -61,7 +65,9 @@ class SlotRing final {
   void set_skipped(uint32_t slot, uint32_t begin, uint32_t skipped);
 
   uint64_t next_claim() const { return next_claim_; }
+  // The lowest sequence not handed over yet (with take_completed, some above it may have been).
   uint64_t next_deliver() const { return next_deliver_; }
+  uint64_t delivered() const { return next_deliver_ + delivered_ahead_.size(); }  // batches handed over
   uint64_t total() const { return total_; }
   uint32_t size() const { return static_cast<uint32_t>(slots_.size()); }
   // Slots per state, indexed by State.
@@ -74,6 +80,7 @@ class SlotRing final {
     State state = State::kFree;
     uint64_t sequence = 0;
     uint32_t holders = 0;                    // leased: releases still to come
+    uint64_t ready_at = 0;                   // ready: when (a count of finish() calls that made a slot ready)
     std::set<uint32_t> pending;              // begins of the chunks not finished yet
     std::map<uint32_t, uint32_t> skipped;    // begin -> samples of that chunk replaced under on_error = skip
   };
@@ -81,6 +88,9 @@ class SlotRing final {
   uint64_t total_;
   uint64_t next_claim_ = 0;
   uint64_t next_deliver_ = 0;
+  std::set<uint64_t> delivered_ahead_;  // take_completed: sequences above next_deliver_ handed over already
+  uint64_t readied_ = 0;
+  Ready lease(uint32_t s);  // the ready batch in slot s, leased to one holder
 };
 
 }  // namespace batchd::daemon

@@ -178,7 +178,8 @@ std::vector<wire::BatchReady> Stream::take_deliverable() {
   observe();
   std::vector<wire::BatchReady> out;
   if (state_ == State::kFailed) return out;
-  for (const auto& r : ring_.take_in_order(policy_.failing_sequence())) {
+  const uint64_t limit = policy_.failing_sequence();
+  for (const auto& r : plan_.completion_order ? ring_.take_completed(limit) : ring_.take_in_order(limit)) {
     const BatchOrder::Item item = order_.at(r.sequence);
     const auto [begin, end] = plan_.sampler.batch_range(item.batch);
     wire::BatchReady ready;
@@ -224,7 +225,7 @@ wire::StreamInfo Stream::info() const {
   info.set_pipeline(plan_.attach.pipeline());
   info.set_batch_size(plan_.opened.batch_size());
   info.set_client_pid(owner_.pid);
-  info.set_batches_delivered(ring_.next_deliver());
+  info.set_batches_delivered(ring_.delivered());
   info.set_batches_total(ring_.total());
   info.set_state(state_ == State::kRunning ? "running" : state_ == State::kEnded ? "ended" : "failed");
   info.set_worker_deaths(policy_.worker_deaths());

@@ -84,6 +84,7 @@ StreamManager::Entry& StreamManager::add_stream(StreamPlan planned, Segment segm
                                 std::chrono::milliseconds(config_.per_sample_timeout_ms)};
     attached = std::make_unique<AttachedWorkers>(*io_, id, config_.limits.max_attached_workers, timeouts, *this,
                                                  round_robin ? workers : 0);
+    attached->set_slot_layout(stream->attach());
   }
   if (!external) note_cache_point(id, stream->attach(), o.dataset_size());
   if (!external) attach_remote_reads(*stream);

@@ -134,6 +134,8 @@ Status AttachedWorkers::done(uint64_t connection_id, const wire::WorkerDone& don
     if (std::find(indices.begin(), indices.end(), done.failed_sample()) == indices.end()) {
       mismatch = "its failed sample is not one of its task's";
     }
+  } else if (!done.has_error()) {
+    mismatch = extents_.check(done, slot->task->begin(), slot->task->end());
   }
   if (!mismatch.empty()) {
     const std::string why = "worker_done rejected: " + mismatch + " (a worker must answer its own task)";

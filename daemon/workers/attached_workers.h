@@ -12,7 +12,8 @@
 //     must_exit (the worker's client library exits on it, and the trainer's Loader starts a replacement), the
 //     connection closed, the task lost with timed_out;
 //   - a WorkerDone that does not answer the worker's task (another stream, sequence or begin; a failed sample
-//     outside the task) is a protocol error: the worker is detached and its task redone;
+//     outside the task; bytes written outside the task's part of the slot, slot_extents.h) is a protocol error: the
+//     worker is detached and its task redone;
 //   - a WorkerDone's error is the worker's claim: a code that means something else to the trainer's client
 //     (DEADLINE_EXCEEDED, UNAVAILABLE, RESOURCE_EXHAUSTED, PROTOCOL, PERMISSION_DENIED, unspecified, undeclared —
 //     though the connection closes on an undeclared one first: connection.h) goes on as DATA_ERROR, with at most
@@ -40,6 +41,7 @@
 #include "batchd.pb.h"
 #include "batchd/result.h"
 #include "streams/task.h"
+#include "workers/slot_extents.h"
 #include "workers/worker_progress.h"
 #include "workers/workers.h"
 
@@ -61,6 +63,9 @@ class AttachedWorkers final : public Workers {
   AttachedWorkers(boost::asio::io_context& io, uint64_t stream_id, uint32_t max_workers, TaskTimeouts timeouts,
                   WorkerEvents& events, uint32_t route = 0);
   ~AttachedWorkers() override;  // every link still attached is ended with reason "closed"
+  // The stream's slot layout (its WorkerAttach: slot_stride, tensors), against which a done's written bytes are
+  // checked (slot_extents.h); set once, before the first task.
+  void set_slot_layout(const wire::WorkerAttach& attach) { extents_ = SlotExtents(attach); }
 
   struct Attached {
     uint32_t worker = 0;  // its slot number
@@ -119,6 +124,7 @@ class AttachedWorkers final : public Workers {
   WorkerEvents& events_;
   std::vector<Slot> slots_;
   uint64_t detached_ = 0;
+  SlotExtents extents_;  // set_slot_layout(): until then no done without error is accepted
   // Expires with the pool: a watchdog wait that completed before the destruction (and so runs, cancelled or not)
   // sees it and does nothing.
   std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);

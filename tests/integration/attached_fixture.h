@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "batchd/wire/segment_layout.h"
 #include "batchd/wire/worker_progress.h"
 #include "batchd/worker.h"
 #include "daemon_fixture.h"
@@ -113,6 +114,9 @@ inline wire::Request done_for(const wire::WorkerTask& task) {
   d->set_sequence(task.sequence());
   d->set_slot(task.slot());
   d->set_begin(task.begin());
+  auto* header = d->add_written();  // what it wrote (WorkerDone.written): the slot header
+  header->set_offset(0);
+  header->set_bytes(sizeof(wire::SlotHeader));
   return r;
 }
 

@@ -42,6 +42,12 @@ TEST_F(AttachedRecovery, AnAnswerToAnotherTaskDetachesTheWorkerAndTheBatchIsMade
          d->set_sample_failed(true);
          d->set_failed_sample(outside(t));
        }},
+      {"bytes written past its slot",
+       [](wire::WorkerDone* d, const wire::WorkerTask&) {
+         auto* past = d->add_written();
+         past->set_offset(uint64_t{1} << 40);
+         past->set_bytes(16);
+       }},
   };
   for (const auto& [what, lie] : lies) {
     SCOPED_TRACE(what);

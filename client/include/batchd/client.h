@@ -114,6 +114,9 @@ struct ExternalDataset {
   // Batch j to the worker attached as j % workers (AttachedWorker::Options::worker), as DataLoader's in_order=True
   // round robin. Needs whole_batches.
   bool round_robin = false;
+  // Each batch delivered as soon as it is made (DataLoader's in_order=False), not in task order: Batch::sequence()
+  // says which; every batch still comes once.
+  bool completion_order = false;
   bool empty() const { return size == 0; }
 };
 

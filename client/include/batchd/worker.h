@@ -94,9 +94,12 @@ class AttachedWorker final {
   void set_progress(const Task& task, int64_t sample);
   // Writes the task's "index" rows and reports it done. spent: the whole task's time; dataset: of it, the time in
   // the dataset's own code (shown as the stream's "read" stage); collate: writing the rows (its "normalize" stage,
-  // which is the collate for the daemon's own pipelines too).
+  // which is the collate for the daemon's own pipelines too). The done lists the bytes written (WorkerDone.written,
+  // checked by the daemon): the slot header, the index rows, and each field's rows, or with field_bytes (one entry
+  // per field) only the first field_bytes[i] bytes of field i from the task's first row (a collated batch's size).
+  // kInvalidArgument: a task not this worker's, or field_bytes of the wrong length or over the task's rows.
   Status done(const Task& task, std::chrono::nanoseconds spent = {}, std::chrono::nanoseconds dataset = {},
-              std::chrono::nanoseconds collate = {});
+              std::chrono::nanoseconds collate = {}, const std::vector<uint64_t>& field_bytes = {});
   // Sample `sample` of the task could not be made: `message` (e.g. a Python exception's last line) reaches the
   // trainer (on_error=fail) or the sample is replaced and the task comes again (on_error=skip).
   Status fail_sample(const Task& task, int64_t sample, const std::string& message);

@@ -6,8 +6,10 @@ what DataLoader's main process does, and the daemon carries the batches.
   - The samplers are DataLoader's own objects (_fed_args.index_samplers); each pass calls iter() on them, then draws
     the workers' base seed from `generator`, in torch's order. Workers are seeded as DataLoader's; without
     persistent_workers each pass reseeds them and reruns worker_init_fn ("reset", before the pass's first batch).
-  - First round (first pass): batch b < num_workers is made by worker b over its pipe, all at once (a Barrier
-    dataset runs); their sizes size the slots (slot_bytes). The rest go through one stream for the Loader's life
+  - First round (first pass, in_order=True): batch b < num_workers is made by worker b over its pipe, all at once (a
+    Barrier dataset runs); their sizes size the slots (slot_bytes). With in_order=False batches come as they are made
+    (ExternalDataset.completion_order; the task number is the batch's "index"), so a slow batch holds back none
+    after it: there is no first round, and the slots start at 1 MiB and grow. The rest go through one stream for the Loader's life
     (FedStream: task j is one whole batch; worker k % num_workers makes batch k with in_order=True), the lists sent
     up to depth + 2 batches ahead. Between passes the tasks past a pass's end are fillers, dropped unread.
   - A loop that keeps every slot's batch gets the rest through a new stream (_spill); a batch that outgrows its slot
@@ -24,7 +26,7 @@ from torch.utils._pytree import tree_map
 from ._batch_codec import decode_bytes
 from ._batchd import BatchdError
 from ._worker_collate import CollatedLayout
-from ._fed_stream import FedStream, grown_slot, slot_bytes
+from ._fed_stream import FedStream, first_layout, grown_slot
 from ._iterable import past_length_warning
 from ._worker_feed import FailedBatch, Grown
 from ._worker_iterable import EndedBatch
@@ -97,9 +99,6 @@ class FedPass:
             except StopIteration:
                 self._exhausted = True
 
-    def _count(self, element):
-        return len(element) if self._loader._auto_collation else 1
-
     def _first_round(self):
         """The first pass's first batches, over the pipes (decoded into self._made); the slots are sized by those
         that did not fail (a pass whose every first batch failed sizes nothing: the next pass tries again)."""
@@ -116,18 +115,12 @@ class FedPass:
             raise
         batches = [decode_bytes(m, self._pool._key) for m in made]
         self._made.extend(batches)
-        good = [(len(m), self._count(e)) for m, e, b in zip(made, lists, batches)
-                if not isinstance(b, (FailedBatch, EndedBatch))]
         if len({b.worker for b in batches if isinstance(b, EndedBatch)}) == self._pool.size:
             self._exhausted = True  # every worker's iterator is: this pass has no more batches, and needs no stream
             return
-        if not good:
-            self._loader._fed_layout, self._layout_once = None, CollatedLayout(_UNKNOWN_SLOT)
-            return
-        most = max(self._count(e) for e in lists)
-        if self._loader._auto_collation:
-            most = max(most, getattr(self._loader.batch_sampler, "batch_size", None) or 0)
-        self._loader._fed_layout = CollatedLayout(slot_bytes([g[0] for g in good], [g[1] for g in good], most))
+        self._loader._fed_layout = first_layout(self._loader, lists, made, batches, (FailedBatch, EndedBatch))
+        if self._loader._fed_layout is None:
+            self._layout_once = CollatedLayout(_UNKNOWN_SLOT)
 
     def _setup(self):
         """The pass's first round (the first pass only), its stream (the last pass's fillers dropped), its reseed,
@@ -142,6 +135,10 @@ class FedPass:
                                    stream.routed != bool(loader.in_order)):
             loader._fed_stream = None  # sized by a pass that learned nothing, or in_order changed: closed
             stream.close()  # before a first round, whose workers must not be serving it
+        if loader._fed_layout is None and not self._made and not loader.in_order:
+            # in_order=False: no first round (it waits for every worker's first batch, a slow one included); the
+            # slots start at _UNKNOWN_SLOT and grow with the first batch that outgrows them (_grown).
+            loader._fed_layout = CollatedLayout(_UNKNOWN_SLOT)
         if loader._fed_layout is None and not self._made:
             self._first_round()
             if self._exhausted and not self._drawn:
@@ -210,11 +207,10 @@ class FedPass:
         stream = self._loader._fed_stream
         while stream is not None:
             self._feed(stream)
-            if stream.received >= stream.sent and self._outdated(stream) and not (self._exhausted and not
-                                                                                   self._drawn):
+            if not stream.lists and self._outdated(stream) and not (self._exhausted and not self._drawn):
                 stream = self._renew(stream)  # its slots are too small, its batches came: the next stream's fit
                 continue
-            if stream.received >= stream.sent:  # the sampler is exhausted and every batch came
+            if not stream.lists:  # the sampler is exhausted and every batch came
                 stream.end_pass()
                 self._complete = True
                 break
@@ -227,12 +223,15 @@ class FedPass:
                 continue
             if item is None:
                 raise BatchdError(f"batchd.Loader: the stream ended after {stream.received} batches")
-            stream.lists.pop(stream.received, None)
             stream.received += 1
+            j = int(item[1]["index"][0])  # task j (in task order: received - 1; in_order=False: any sent)
+            if stream.lists.pop(j, None) is None:
+                del item  # its slot goes back before the next wait
+                continue  # in_order=False: a filler past the pass's end, made before the pass's last batches
             batch = stream.layout.collate(stream.source.tensors(item[1]))
             del item
             if isinstance(batch, Grown):
-                batch = self._grown(stream, stream.received - 1, batch)
+                batch = self._grown(stream, j, batch)
             return self._finish_batch(batch)
         self.close()
         raise StopIteration
@@ -241,7 +240,7 @@ class FedPass:
         """The loop holds every slot (list(loader), batches kept in a list), as DataLoader allows: the stream is
         closed (the batches held keep its segment mapped) and the batches sent but not received go first in a new
         one, so holding more batches costs one segment of `depth` slots per `depth` batches held."""
-        self._drawn.extendleft(reversed([stream.lists[j] for j in range(stream.received, stream.sent)]))
+        self._drawn.extendleft(reversed([stream.lists[j] for j in sorted(stream.lists)]))
         return self._renew(stream)
 
     def _renew(self, stream):

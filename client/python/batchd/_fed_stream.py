@@ -17,6 +17,20 @@ def slot_bytes(sizes, counts, most):
     return -(-need // ALIGN) * ALIGN
 
 
+def first_layout(loader, lists, made, batches, skip):
+    """The slots' CollatedLayout from the first round: the sampler's `lists`, their batches' encoded bytes `made` and
+    decoded `batches`, those of a class in `skip` (failed, ended) left out; None if every one is."""
+    from ._worker_collate import CollatedLayout
+    count = len if loader._auto_collation else (lambda element: 1)
+    good = [(len(m), count(e)) for m, e, b in zip(made, lists, batches) if not isinstance(b, skip)]
+    if not good:
+        return None
+    most = max(count(e) for e in lists)
+    if loader._auto_collation:
+        most = max(most, getattr(loader.batch_sampler, "batch_size", None) or 0)
+    return CollatedLayout(slot_bytes([g[0] for g in good], [g[1] for g in good], most))
+
+
 def grown_slot(needed):
     """The slot size after a batch of `needed` bytes (encoded) outgrew its slot: twice that, 64-byte aligned."""
     return -(-2 * needed // ALIGN) * ALIGN
@@ -50,7 +64,9 @@ class FedStream:
         self._pool.attach_fed(self.id, self.layout, self.floor, self.routed)
 
     def send(self, elements, pool):
-        pool.feed(self.id, self.sent, elements, self.received)
+        # Every task below the lowest list not received came (in task order that is `received`; with completion
+        # order a later one may come first): the workers drop the lists below it, and only those.
+        pool.feed(self.id, self.sent, elements, min(self.lists, default=self.sent))
         self.lists.update(enumerate(elements, self.sent))
         self.sent += len(elements)
 

@@ -37,6 +37,7 @@ class StreamPasses:
         "sample" per batch, in order, one epoch; wrapped in an OwnSource (the workers checked while waiting)."""
         external = dict(self._options["external"], size=size, **layout.external_options())
         external["round_robin"] = self.in_order  # batch j to worker j % num_workers, as DataLoader's in_order
+        external["completion_order"] = not self.in_order  # in_order=False: each batch as soon as it is made
         kw = dict(self._options, external=external, batch_size=1, shuffle=False, drop_last=False,
                   drop_last_batch=False, on_error="fail", seed=0, rank=0, world_size=1, epoch=0, start_batch=0,
                   num_epochs=1)

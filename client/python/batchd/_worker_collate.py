@@ -107,7 +107,7 @@ def serve_collated(worker, fetch, auto_collation, report, last_line, key):
         indices, copies = list(task.indices), task.copies
         seed_all(sample_seed(seed, task.epoch, indices[0], copies[0] if copies else 0))
         worker.progress(task, indices[0])
-        failed, batch = None, None
+        failed, batch, used = None, None, 0
         slot = torch_tensor(worker.arrays(task)[0]).reshape(-1)
         allocator = placed(fetch, slot)
         try:
@@ -123,7 +123,7 @@ def serve_collated(worker, fetch, auto_collation, report, last_line, key):
         in_dataset = time.perf_counter_ns() - start
         if failed is None:
             try:
-                encode(batch, slot, key, allocator.offset)
+                used = encode(batch, slot, key, allocator.offset)
             except TooLarge as e:
                 failed = (indices[0], f"the batch of samples {indices[0]}..{indices[-1]} collated to {e.needed} bytes, "
                                       f"over its slot's {e.capacity} (learned from the first batch: twice its bytes "
@@ -138,7 +138,7 @@ def serve_collated(worker, fetch, auto_collation, report, last_line, key):
                 worker.fail(task, failed[0], failed[1])
             else:
                 total = time.perf_counter_ns() - start
-                worker.done(task, total, in_dataset, total - in_dataset)
+                worker.done(task, total, in_dataset, total - in_dataset, [used])  # bytes written (daemon-checked)
         except _batchd.BatchdError:
             return  # the stream was closed while this task was made: the daemon has dropped it
 

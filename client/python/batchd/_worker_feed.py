@@ -241,14 +241,14 @@ def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed, send):
             batch = None  # a filler: the trainer drops it
         unplaced(fetch)
         made = time.perf_counter_ns() - start
-        failed = None
+        failed, used = None, 0
         try:
-            encode(batch, slot, key, HEADER if isinstance(batch, FailedBatch) else allocator.offset)
+            used = encode(batch, slot, key, HEADER if isinstance(batch, FailedBatch) else allocator.offset)
         except TooLarge as e:  # sent whole over the pipe (before the task is done), a Grown in its place
             held = encoded(batch, key)
             send((HELD, stream_id, j, held))
             try:
-                encode(Grown(len(held), torch.utils.data.get_worker_info().id), slot, key, HEADER)
+                used = encode(Grown(len(held), torch.utils.data.get_worker_info().id), slot, key, HEADER)
             except Exception as e2:  # noqa: BLE001 - a slot under 64 KiB: the stream fails with the message
                 failed = f"batch {j} collated to {e.needed} bytes, over its slot's {e.capacity}: {e2}"
         except Exception as e:  # noqa: BLE001 - a leaf pickle refuses: the batch's error, as DataLoader's
@@ -259,6 +259,6 @@ def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed, send):
                 worker.fail(task, j, failed)
             else:
                 total = time.perf_counter_ns() - start
-                worker.done(task, total, made, total - made)
+                worker.done(task, total, made, total - made, [used])  # the bytes written: the daemon checks them
         except _batchd.BatchdError:
             return  # the stream was closed while this task was made

@@ -76,14 +76,34 @@ struct RecordingLink final : WorkerLink {
   std::vector<wire::WorkerDetach> detaches;
 };
 
-// The WorkerDone a worker sends for `task` when it succeeds.
+// The WorkerDone a worker sends for `task` when it succeeds: it wrote the slot header (WorkerDone.written).
 inline wire::WorkerDone done_for(const Task& task) {
   wire::WorkerDone done;
   done.set_stream_id(task.stream_id());
   done.set_sequence(task.sequence());
   done.set_slot(task.work.slot());
   done.set_begin(task.begin());
+  auto* header = done.add_written();
+  header->set_offset(0);
+  header->set_bytes(48);  // sizeof(wire::SlotHeader)
   return done;
+}
+
+// A stream's slot layout for AttachedWorkers::assign: slots of 64 KiB, batches of 8, an "image" field of 784
+// bytes per sample at 256, then "index" at 6656 (256 + 8 x 784, 256-aligned).
+inline wire::WorkerAttach slot_layout() {
+  wire::WorkerAttach attach;
+  attach.set_slot_stride(64 << 10);
+  attach.set_batch_size(8);
+  auto* image = attach.add_tensors();
+  image->set_name("image");
+  image->set_offset(256);
+  image->set_sample_bytes(784);
+  auto* index = attach.add_tensors();
+  index->set_name("index");
+  index->set_offset(6656);
+  index->set_sample_bytes(8);
+  return attach;
 }
 
 // OpenStream of dataset "fmnist" (fmnist_registry()) through pipeline fmnist_u8.

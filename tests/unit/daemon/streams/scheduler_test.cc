@@ -200,6 +200,7 @@ TEST_F(SchedulerTest, ARoutingPoolRunsEachTaskOnItsWorkerAndNothingOnceItsStream
   AttachedWorkers pool(io, 0, 8, TaskTimeouts{}, events, /*route=*/2);
   for (uint32_t w = 0; w < 2; ++w) ASSERT_TRUE(pool.attach(&links[w], 10 + w, 100 + w, w).ok());
   Stream* mine = add_stream(4, &pool);
+  pool.set_slot_layout(mine->attach());
   sut_.pump();
   ASSERT_EQ(links[0].tasks.size(), 1u);
   ASSERT_EQ(links[1].tasks.size(), 1u);
@@ -208,7 +209,8 @@ TEST_F(SchedulerTest, ARoutingPoolRunsEachTaskOnItsWorkerAndNothingOnceItsStream
   EXPECT_GT(pool.queued(), 0u) << "the stream's other claimed batches wait for their workers";
   Task first;
   first.work = links[0].tasks[0];
-  ASSERT_TRUE(pool.done(10, testing::done_for(first)).ok());
+  const Status done_first = pool.done(10, testing::done_for(first));
+  ASSERT_TRUE(done_first.ok()) << done_first.error().message();
   sut_.pump();
   ASSERT_EQ(links[0].tasks.size(), 2u);
   EXPECT_EQ(links[0].tasks[1].sequence(), 2u) << "worker 0's next task, never worker 1's";

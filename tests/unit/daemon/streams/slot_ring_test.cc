@@ -86,3 +86,44 @@ TEST(SlotRingTest, OldestLeasedIsTheLowestSequenceInALeasedSlot) {
 
 }  // namespace
 }  // namespace batchd::daemon
+
+namespace batchd::daemon {
+namespace {
+
+// Completion order (ExternalDataset.completion_order, DataLoader's in_order=False): a batch made late holds back
+// none after it; each is handed over once, in the order they became ready; next_deliver() is the lowest not yet.
+TEST(SlotRingTest, CompletionOrderHandsOverEachBatchOnceAsItBecomesReady) {
+  SlotRing sut(3, 10);
+  auto a = sut.claim(UINT64_MAX, {0});
+  auto b = sut.claim(UINT64_MAX, {0});
+  auto c = sut.claim(UINT64_MAX, {0});
+  ASSERT_TRUE(a && b && c);
+  sut.finish(c->sequence, c->slot, 0);
+  sut.finish(b->sequence, b->slot, 0);
+  EXPECT_TRUE(sut.take_in_order(UINT64_MAX).empty()) << "in task order, 0 holds back 1 and 2";
+  const auto first = sut.take_completed(UINT64_MAX);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].sequence, 2u) << "2 was ready first";
+  EXPECT_EQ(first[1].sequence, 1u);
+  EXPECT_EQ(sut.next_deliver(), 0u);
+  EXPECT_EQ(sut.delivered(), 2u);
+  EXPECT_TRUE(sut.take_completed(UINT64_MAX).empty()) << "nothing handed over twice";
+  ASSERT_TRUE(sut.release(2).ok());
+  auto d = sut.claim(UINT64_MAX, {0});  // the freed slot takes sequence 3
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->sequence, 3u);
+  sut.finish(d->sequence, d->slot, 0);
+  sut.finish(a->sequence, a->slot, 0);
+  const auto second = sut.take_completed(/*limit=*/3);
+  ASSERT_EQ(second.size(), 1u) << "3 is at the limit (a failing sequence): held";
+  EXPECT_EQ(second[0].sequence, 0u);
+  EXPECT_EQ(sut.next_deliver(), 3u) << "0, 1 and 2 are all handed over";
+  const auto third = sut.take_completed(UINT64_MAX);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(third[0].sequence, 3u);
+  EXPECT_EQ(sut.next_deliver(), 4u);
+  EXPECT_EQ(sut.delivered(), 4u);
+}
+
+}  // namespace
+}  // namespace batchd::daemon

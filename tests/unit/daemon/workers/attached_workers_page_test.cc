@@ -104,6 +104,7 @@ TEST(AttachedWorkersWatchdogTest, AWorkerPastItsDeadlineIsToldToExitAndItsTaskIs
   RecordingLink slow, quick;
   const TaskTimeouts tiny{std::chrono::milliseconds(30), std::chrono::milliseconds(1)};  // 30 ms a task of 4
   AttachedWorkers sut(io, kStream, 2, tiny, events);
+  sut.set_slot_layout(testing::slot_layout());
   const auto s = sut.attach(&slow, 1, 101);
   const auto q = sut.attach(&quick, 2, 102);
   ASSERT_TRUE(s.ok() && q.ok());

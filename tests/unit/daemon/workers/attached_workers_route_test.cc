@@ -22,6 +22,7 @@ using testing::task_of;
 
 class RoundRobinTest : public ::testing::Test {
  protected:
+  RoundRobinTest() { sut_.set_slot_layout(testing::slot_layout()); }
   void attach(uint32_t worker, uint64_t connection) {
     auto a = sut_.attach(&links_[connection], connection, 2000 + static_cast<int32_t>(connection), worker);
     ASSERT_TRUE(a.ok()) << a.error().message();

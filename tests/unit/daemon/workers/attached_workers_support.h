@@ -74,6 +74,7 @@ class WorkerPage final {
 
 class AttachedWorkersTest : public ::testing::Test {
  protected:
+  AttachedWorkersTest() { sut_.set_slot_layout(slot_layout()); }
   AttachedWorkers::Attached attach(RecordingLink* link, uint64_t connection) {
     auto a = sut_.attach(link, connection, static_cast<int32_t>(1000 + connection));
     EXPECT_TRUE(a.ok()) << a.error().message();
@@ -90,6 +91,7 @@ class AttachedWorkersTest : public ::testing::Test {
   RecordingEvents events_;
   std::deque<RecordingLink> links_{8};  // outlive sut_, which ends the attachments still open when destroyed
   AttachedWorkers sut_{io_, kStream, /*max_workers=*/2, TaskTimeouts{}, events_};
+
 };
 
 }  // namespace batchd::daemon::testing

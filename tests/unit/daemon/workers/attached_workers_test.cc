@@ -87,6 +87,12 @@ TEST_F(AttachedWorkersTest, AnAnswerThatIsNotToItsTaskDetachesTheWorkerAndItsTas
          d->set_sample_failed(true);
          d->set_failed_sample(7);  // another stream's or batch's index
        }},
+      {"bytes written in another task's rows", [](wire::WorkerDone* d) {
+         auto* rows = d->add_written();  // rows 0..3 of "image": the task has rows 4..7
+         rows->set_offset(256);
+         rows->set_bytes(4 * 784);
+       }},
+      {"no bytes written listed", [](wire::WorkerDone* d) { d->clear_written(); }},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].first);
@@ -180,6 +186,7 @@ TEST_F(AttachedWorkersTest, EndingTheStreamEndsEveryAttachmentAsClosed) {
   RecordingLink link;
   {
     AttachedWorkers pool(io_, kStream, 1, TaskTimeouts{}, events_);
+    pool.set_slot_layout(testing::slot_layout());
     ASSERT_TRUE(pool.attach(&link, 12, 1012).ok());
   }
   ASSERT_EQ(link.detaches.size(), 1u) << "destroying the pool ends its attachments";
