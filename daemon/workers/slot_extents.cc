@@ -20,8 +20,9 @@ std::vector<SlotExtents::Range> SlotExtents::allowed(uint32_t begin, uint32_t en
 
 std::string SlotExtents::check(const wire::WorkerDone& done, uint32_t begin, uint32_t end) const {
   if (done.written_size() == 0) return "it lists no bytes written (WorkerDone.written)";
-  if (done.written_size() > kMaxExtents) {
-    return fmt::format("it lists {} ranges written, over {}", done.written_size(), kMaxExtents);
+  if (static_cast<size_t>(done.written_size()) > tensors_.size() + 1) {
+    return fmt::format("it lists {} ranges written, over the {} its task has (the header and one per tensor)",
+                       done.written_size(), tensors_.size() + 1);
   }
   const std::vector<Range> ranges = allowed(begin, end);
   for (const auto& e : done.written()) {

@@ -8,9 +8,11 @@
 //     [t.offset + begin * t.sample_bytes, t.offset + end * t.sample_bytes).
 // A whole-batch task (a collated batch of any structure: ExternalDataset.whole_batches) has every row of its one uint8
 // field, and says how many of those bytes its batch took. A done without error must list at least one range, at most
-// kMaxExtents, each non-empty and inside one of the task's ranges; anything else is a worker that does not know its
-// task (a bug in its writer, or a write that may have reached another task's rows): AttachedWorkers detaches it
-// and redoes the task, as for a done that answers another task.
+// one per tensor and one for the header, each non-empty and inside one of the task's ranges; anything else is a
+// worker that does not know its task (a bug in its writer, or a write that may have reached another task's rows):
+// AttachedWorkers detaches it and redoes the task, as for a done that answers another task.
+// It checks a claim, not the bytes: a worker that writes elsewhere and says otherwise is not caught (the daemon reads
+// no segment; the trainer checks each batch's slot header, and a collated batch's signature: _batch_codec.py).
 //
 // Plain value type, built once per stream from its WorkerAttach.
 #pragma once
@@ -25,8 +27,6 @@ namespace batchd::daemon {
 
 class SlotExtents final {
  public:
-  static constexpr int kMaxExtents = 64;
-
   SlotExtents() = default;
   explicit SlotExtents(const wire::WorkerAttach& attach);
 

@@ -71,7 +71,7 @@ def test_a_slow_batch_holds_back_none_after_it(sock):
 
 def test_an_iterable_datasets_fast_worker_comes_first(sock):
     """PyTorch's test_out_of_order_iterable_ds: worker 0's items (0..4) before worker 1's slow ones, but the first."""
-    ours = batchd.Loader(SlowSecondHalf(10, seconds=0.5), socket=sock, num_workers=2, in_order=False)
+    ours = batchd.Loader(SlowSecondHalf(10, seconds=1.0), socket=sock, num_workers=2, in_order=False)
     try:
         got = [b.item() for b in ours]
         assert sorted(got) == list(range(10))
@@ -92,5 +92,20 @@ def test_slots_grow_and_every_batch_comes_once_each_pass(sock, workers):
             got = sorted(([b["i"].tolist(), b["x"].sum().item(), list(b["x"].shape)] for b in ours))
             assert got == sorted([b["i"].tolist(), b["x"].sum().item(), list(b["x"].shape)] for b in theirs)
         assert ours.slot_growths >= 1
+    finally:
+        ours.close()
+
+
+def test_a_batch_that_outgrew_the_slot_of_a_pass_left_early_is_not_kept(sock):
+    """Batches sent over the pipes for a stream the trainer closed (a pass left after one batch) are dropped, not
+    kept for a take that never comes (2 MiB each)."""
+    ours = batchd.Loader(Big(), socket=sock, batch_size=8, num_workers=2, in_order=False)
+    try:
+        it = iter(ours)
+        next(it)
+        del it  # the pass is left: its stream closed while the other worker's batch may be on its way
+        time.sleep(0.5)
+        assert sorted(b["i"][0].item() for b in ours) == [0, 8, 16]
+        assert ours._own.held == {}, f"kept: {sorted(ours._own.held)}"
     finally:
         ours.close()

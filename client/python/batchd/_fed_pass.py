@@ -7,11 +7,11 @@ what DataLoader's main process does, and the daemon carries the batches.
     the workers' base seed from `generator`, in torch's order. Workers are seeded as DataLoader's; without
     persistent_workers each pass reseeds them and reruns worker_init_fn ("reset", before the pass's first batch).
   - First round (first pass, in_order=True): batch b < num_workers is made by worker b over its pipe, all at once (a
-    Barrier dataset runs); their sizes size the slots (slot_bytes). With in_order=False batches come as they are made
-    (ExternalDataset.completion_order; the task number is the batch's "index"), so a slow batch holds back none
-    after it: there is no first round, and the slots start at 1 MiB and grow. The rest go through one stream for the Loader's life
-    (FedStream: task j is one whole batch; worker k % num_workers makes batch k with in_order=True), the lists sent
-    up to depth + 2 batches ahead. Between passes the tasks past a pass's end are fillers, dropped unread.
+    Barrier dataset runs); their sizes size the slots (slot_bytes). in_order=False has none (batches come as made,
+    ExternalDataset.completion_order, task j by its "index"): slots start at 1 MiB and grow. The rest go through one
+    stream for the Loader's life (FedStream: task j is one whole batch; worker k % num_workers makes batch k with
+    in_order=True), the lists sent up to depth + 2 batches ahead. Between passes the tasks past a pass's end are
+    fillers, dropped unread.
   - A loop that keeps every slot's batch gets the rest through a new stream (_spill); a batch that outgrows its slot
     comes over its worker's pipe and the next stream's slots fit (_grown, _renew).
   - A FailedBatch is raised by next() with its own type and traceback, and the pass goes on; an IterableDataset's
@@ -33,6 +33,7 @@ from ._worker_iterable import EndedBatch
 from ._worker_errors import reraise
 
 _PASS_IDS = itertools.count(1)  # a pass's reseed is applied once per worker, whatever stream carries it
+_NOT_SENT = object()
 _UNKNOWN_SLOT = 1 << 20  # bytes: a pass whose first batches all failed (its stream only; the next pass learns)
 
 
@@ -225,14 +226,14 @@ class FedPass:
                 raise BatchdError(f"batchd.Loader: the stream ended after {stream.received} batches")
             stream.received += 1
             j = int(item[1]["index"][0])  # task j (in task order: received - 1; in_order=False: any sent)
-            if stream.lists.pop(j, None) is None:
+            if stream.lists.pop(j, _NOT_SENT) is _NOT_SENT:  # (a list may be None: an IterableDataset's)
+                if j >= stream.floor:  # not a filler: the stream's bytes are not what this Loader's workers wrote
+                    raise BatchdError(f"batchd.Loader: stream {stream.id} delivered task {j}, which it was not sent")
                 del item  # its slot goes back before the next wait
                 continue  # in_order=False: a filler past the pass's end, made before the pass's last batches
             batch = stream.layout.collate(stream.source.tensors(item[1]))
             del item
-            if isinstance(batch, Grown):
-                batch = self._grown(stream, j, batch)
-            return self._finish_batch(batch)
+            return self._finish_batch(self._grown(stream, j, batch) if isinstance(batch, Grown) else batch)
         self.close()
         raise StopIteration
 

@@ -52,7 +52,7 @@ class Loader(LoaderPlan, StreamPasses, typing.Generic[T_co]):
             samplers, batch_sampler, generator, collate_fn and worker_init_fn refused with ValueError saying what to
             do instead); num_workers * prefetch_factor + 1 slots (prefetch_factor None: 2; given with num_workers=0:
             DataLoader's ValueError), depth= wins; in_order=True: batch k of a pass made by worker
-            k % num_workers, as DataLoader (False: by the first idle worker; either way delivered in order);
+            k % num_workers, as DataLoader (False: by the first idle worker, delivered as made);
             timeout > 0: BatchdError code "deadline exceeded", a RuntimeError, "DataLoader timed out after N
             seconds ..."; pin_memory=True: the tensors are page-locked where the workers wrote them (is_pinned();
             without CUDA, a warning); multiprocessing_context ("fork" by default, "spawn", "forkserver") starts

@@ -138,7 +138,7 @@ def serve_collated(worker, fetch, auto_collation, report, last_line, key):
                 worker.fail(task, failed[0], failed[1])
             else:
                 total = time.perf_counter_ns() - start
-                worker.done(task, total, in_dataset, total - in_dataset, [used])  # bytes written (daemon-checked)
+                worker.done(task, total, in_dataset, total - in_dataset, [max(used, allocator.offset)])  # bytes written
         except _batchd.BatchdError:
             return  # the stream was closed while this task was made: the daemon has dropped it
 

@@ -259,6 +259,7 @@ def serve_fed(worker, inbox, stream_id, fetch, key, wrap, reseed, send):
                 worker.fail(task, j, failed)
             else:
                 total = time.perf_counter_ns() - start
-                worker.done(task, total, made, total - made, [used])  # the bytes written: the daemon checks them
+                # The bytes written (the daemon checks them): tensors placed while collating, or the encoded batch.
+                worker.done(task, total, made, total - made, [max(used, allocator.offset)])
         except _batchd.BatchdError:
             return  # the stream was closed while this task was made

@@ -171,7 +171,7 @@ class WorkerPool(PoolFeed):
         its slot, for take_held()."""
         if message[0] == EXCEPTION and message[1] == self._stream_id:
             self._exceptions[message[2]] = message[3]
-        elif message[0] == HELD:
+        elif message[0] == HELD and message[1] == self._stream_id:  # a closed stream's: nobody will take it
             self.held[(message[1], message[2])] = message[3]
 
     def raise_sample_exception(self, error):
