@@ -125,15 +125,12 @@ class AttachedWorkerCore final {
         task.begin + task.indices.size() > attach_.batch_size()) {
       return Error(ErrorCode::kInvalidArgument, "done() of a task this worker was not given");
     }
-    if (!field_bytes.empty() && field_bytes.size() != fields_.size()) {
-      return Error(ErrorCode::kInvalidArgument, "done(): field_bytes has " + std::to_string(field_bytes.size()) +
-                                                    " entries for " + std::to_string(fields_.size()) + " fields");
-    }
-    for (size_t i = 0; i < field_bytes.size(); ++i) {
-      if (field_bytes[i] > task.indices.size() * fields_[i].sample_bytes) {
-        return Error(ErrorCode::kInvalidArgument, "done(): " + std::to_string(field_bytes[i]) + " bytes of field '" +
-                                                      fields_[i].name + "' written, more than the task's rows hold");
-      }
+    const uint64_t rows = task.indices.size();
+    bool fits = field_bytes.empty() || field_bytes.size() == fields_.size();
+    for (size_t i = 0; fits && i < field_bytes.size(); ++i) fits = field_bytes[i] <= rows * fields_[i].sample_bytes;
+    if (!fits) {
+      return Error(ErrorCode::kInvalidArgument, "done(): field_bytes needs one entry per field (" +
+                                                    std::to_string(fields_.size()) + "), each within the task's rows");
     }
     const auto& index = attach_.tensors(attach_.tensors_size() - 1);
     char* s = slot(task.slot);
@@ -146,17 +143,17 @@ class AttachedWorkerCore final {
     wire::Request request;
     auto* d = request.mutable_worker_done();
     answer(task, d);
-    // What was written (the daemon checks it against the task: daemon/workers/slot_extents.h).
-    auto written = [&](uint64_t offset, uint64_t bytes) {
+    auto written = [d](uint64_t offset, uint64_t bytes) {  // checked by the daemon: daemon/workers/slot_extents.h
       auto* e = d->add_written();
       e->set_offset(offset);
       e->set_bytes(bytes);
     };
     written(0, sizeof(header));
-    written(index.offset() + uint64_t{task.begin} * sizeof(int64_t), task.indices.size() * sizeof(int64_t));
+    written(index.offset() + uint64_t{task.begin} * sizeof(int64_t), rows * sizeof(int64_t));
     for (size_t i = 0; i < fields_.size(); ++i) {
-      const uint64_t bytes = field_bytes.empty() ? task.indices.size() * fields_[i].sample_bytes : field_bytes[i];
-      if (bytes > 0) written(attach_.tensors(static_cast<int>(i)).offset() + task.begin * fields_[i].sample_bytes, bytes);
+      const uint64_t bytes = field_bytes.empty() ? rows * fields_[i].sample_bytes : field_bytes[i];
+      const uint64_t first = attach_.tensors(static_cast<int>(i)).offset() + task.begin * fields_[i].sample_bytes;
+      if (bytes > 0) written(first, bytes);
     }
     d->set_nanos(static_cast<uint64_t>(spent.count()));
     d->mutable_stages()->set_samples(task.indices.size() - task.made);

@@ -60,7 +60,8 @@ std::vector<SlotRing::Ready> SlotRing::take_completed(uint64_t limit) {
   for (uint32_t s = 0; s < slots_.size(); ++s) {
     if (slots_[s].state == State::kReady && slots_[s].sequence < limit) ready.push_back(s);
   }
-  std::sort(ready.begin(), ready.end(), [&](uint32_t a, uint32_t b) { return slots_[a].ready_at < slots_[b].ready_at; });
+  std::sort(ready.begin(), ready.end(),
+            [&](uint32_t a, uint32_t b) { return slots_[a].ready_at < slots_[b].ready_at; });
   std::vector<Ready> out;
   for (uint32_t s : ready) {
     out.push_back(lease(s));
