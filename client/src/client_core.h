@@ -114,4 +114,9 @@ class ClientCore final {
   bool told_why_ GUARDED_BY(mu_) = false;  // broken_ is the daemon's Error frame (it refused the connection)
 };
 
+// "2.5 s": a timeout as the errors write it (client_connect.cc).
+std::string seconds_text(std::chrono::milliseconds timeout);
+// What to do about a daemon that does not answer in time: the text every timeout's error ends with.
+std::string timeout_fix();
+
 }  // namespace batchd::detail

@@ -76,7 +76,7 @@ class Connection final : public EventSink, public WorkerLink, public std::enable
   // Dispatches the buffered complete frames until none is left or the reply queue is over its cap; then reads on.
   void process();
   void handle(const std::string& payload);
-  void dispatch(const wire::Request& request);
+  void dispatch(const wire::Request& request);  // the request router (connection_dispatch.cc)
   // AttachWorker, WorkerDone, and any request of an attached worker (connection_worker.cc).
   void dispatch_worker(const wire::Request& request);
   void attach_worker(uint64_t request_id, const wire::AttachWorker& attach);
