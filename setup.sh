@@ -8,7 +8,7 @@
 #                        - the project's venv .venv/ (git-ignored) with tests/requirements.txt from PyPI, pinned:
 #                          torch, torchvision, numpy 2, Pillow, pybind11, pytest, moto[server] (the S3 test server);
 #                        - every test binary and the Python module built against that venv's Python (build/python);
-#                        - the fuzz targets (build-fuzz/) and clang's thread-safety check of the client (build-tsa/);
+#                        - the fuzz targets (build-fuzz/) and clang's thread-safety check of the locks (build-tsa/);
 #                        - PyTorch's own test/test_dataloader.py from Debian's pytorch source package, into
 #                          build/conformance/ (tests/conformance/fetch_pytorch_tests.sh; not committed).
 #   ./setup.sh --bench-peers  --tests, and the loaders bench/compare_peers.py runs beside batchd (issue 42): the venv
@@ -105,13 +105,14 @@ if ! cmake --build build-fuzz -j "$jobs" --target fuzz_control fuzz_decode fuzz_
   echo "setup.sh: the fuzz targets failed to build (log above and in build-fuzz/build.log)" >&2
   exit 1
 fi
-# The client's lock annotations (client/src/mutex.h), checked by clang in its own tree: -Wthread-safety -Werror on
-# batchd_client (and batchd_cuda where the toolkit is found), so a lock that does not guard what it says fails here.
+# The lock annotations (proto/include/batchd/mutex.h), checked by clang in its own tree: -Wthread-safety -Werror on
+# batchd_client (and batchd_cuda where the toolkit is found) and on the daemon's files whose state a Mutex guards
+# (daemon_thread_safety), so a lock that does not guard what it says fails here.
 cmake -S . -B build-tsa -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DBATCHD_THREAD_SAFETY=ON \
   -DBATCHD_BUILD_TESTS=OFF -DBATCHD_PYTHON=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
 if ! cmake --build build-tsa -j "$jobs" --target thread_safety >build-tsa/build.log 2>&1; then
   cat build-tsa/build.log
-  echo "setup.sh: clang's thread-safety analysis of the client failed (log above and in build-tsa/build.log)" >&2
+  echo "setup.sh: clang's thread-safety analysis failed (log above and in build-tsa/build.log)" >&2
   exit 1
 fi
 if ((peers)); then
@@ -119,4 +120,4 @@ if ((peers)); then
   echo "setup.sh: made .venv-peers/ for bench/compare_peers.py"
 fi
 echo "setup.sh: built build/ with its tests and the Python module for $venv/bin/python; build-fuzz/bin/fuzz_{control," \
-  "decode,shards,spec}; build-tsa/ checked the client's locks"
+  "decode,shards,spec}; build-tsa/ checked the locks"

@@ -16,12 +16,12 @@
 
 #include "batchd/cuda.h"
 #include "cuda_util.h"
-#include "mutex.h"
+#include "batchd/mutex.h"
 
 namespace batchd::cuda::detail {
 
-using batchd::detail::Mutex;
-using batchd::detail::MutexLock;
+using batchd::Mutex;
+using batchd::MutexLock;
 
 class LeaseQueue final {
  public:

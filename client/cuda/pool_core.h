@@ -14,13 +14,13 @@
 #include "batchd/wire/segment_layout.h"
 #include "cuda_util.h"
 #include "lease_queue.h"
-#include "mutex.h"
+#include "batchd/mutex.h"
 
 namespace batchd::cuda {
 namespace detail {
 
-using batchd::detail::Mutex;
-using batchd::detail::MutexLock;
+using batchd::Mutex;
+using batchd::MutexLock;
 
 // Shared by the DevicePool handle and every DeviceBatch from it, so buffers outlive whichever goes last.
 class PoolCore final : public std::enable_shared_from_this<PoolCore> {

@@ -32,7 +32,7 @@
 #include "batchd/wire/framing.h"
 #include "batchd/wire/unique_fd.h"
 #include "deadline.h"
-#include "mutex.h"
+#include "batchd/mutex.h"
 
 namespace batchd::detail {
 

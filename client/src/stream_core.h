@@ -14,7 +14,7 @@
 #include "batchd/client.h"
 #include "batchd/wire/shared_memory.h"
 #include "client_core.h"
-#include "mutex.h"
+#include "batchd/mutex.h"
 
 namespace batchd::detail {
 

@@ -19,7 +19,7 @@ void DatasetLoader::load(std::vector<LoadJob> jobs) {
   if (jobs.empty()) return;
   for (const LoadJob& job : jobs) spdlog::info("dataset {}: indexing in the background", job.config.name);
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     for (auto& job : jobs) queue_.push_back(std::move(job));
   }
   wake_.notify_all();  // one thread per job: with notify_one, a second job of the same call waited for a free thread
@@ -28,7 +28,7 @@ void DatasetLoader::load(std::vector<LoadJob> jobs) {
 void DatasetLoader::fingerprint(std::vector<FingerprintJob> jobs) {
   if (jobs.empty()) return;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     for (auto& job : jobs) fingerprints_.push_back(std::move(job));
   }
   wake_.notify_all();
@@ -37,7 +37,7 @@ void DatasetLoader::fingerprint(std::vector<FingerprintJob> jobs) {
 void DatasetLoader::cancel() {
   cancelled_ = true;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
     for (auto& job : queue_) job.progress->cancel = true;
     queue_.clear();
@@ -78,8 +78,8 @@ void DatasetLoader::run() {
     std::optional<LoadJob> open;
     std::optional<FingerprintJob> print;
     {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !fingerprints_.empty(); });
+      MutexLock lock(&mutex_);
+      while (!stopping_ && queue_.empty() && fingerprints_.empty()) wake_.wait(mutex_);
       if (stopping_) return;
       if (!fingerprints_.empty()) {
         print = std::move(fingerprints_.front());
@@ -105,7 +105,7 @@ void DatasetLoader::run() {
       }
     }
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       running_.erase(progress);
       if (stopping_) return;  // the loop may be gone: drop the result
     }

@@ -22,7 +22,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -30,6 +29,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "batchd/mutex.h"
 #include "data/dataset.h"
 
 namespace batchd::daemon {
@@ -69,12 +69,12 @@ class DatasetLoader final {
   const std::string cache_dir_;
   std::shared_ptr<remote::ShardStore> shard_store_;
   std::function<void(const std::string&)> on_installed_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<LoadJob> queue_;      // guarded by mutex_
-  std::deque<FingerprintJob> fingerprints_;  // guarded by mutex_; run before queue_
-  std::set<std::shared_ptr<LoadProgress>> running_;  // guarded by mutex_: the progress of the jobs under way
-  bool stopping_ = false;          // guarded by mutex_
+  Mutex mutex_;
+  std::condition_variable_any wake_;
+  std::deque<LoadJob> queue_ GUARDED_BY(mutex_);
+  std::deque<FingerprintJob> fingerprints_ GUARDED_BY(mutex_);  // run before queue_
+  std::set<std::shared_ptr<LoadProgress>> running_ GUARDED_BY(mutex_);  // the progress of the jobs under way
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // posted results check it: the loader may be gone
   bool cancelled_ = false;  // event loop only: results posted before cancel() are dropped too
   std::vector<std::thread> threads_;

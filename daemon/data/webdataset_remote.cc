@@ -7,10 +7,10 @@
 #include <xxhash.h>
 
 #include <atomic>
-#include <mutex>
 #include <optional>
 #include <thread>
 
+#include "batchd/mutex.h"
 #include "batchd/wire/printable.h"
 #include "data/index_cache.h"
 #include "data/shard_spec.h"
@@ -93,7 +93,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
   // there, remote.fetch_concurrency at once; each pinned from its fetch until it is read, so no other fetch evicts it
   // meanwhile (a fetch waits for room while others are pinned). A
   // shard replaced on the server since it was listed is listed again and fetched anew (twice at most).
-  std::mutex mu;
+  Mutex mu;  // guards failed, shards[], ds->remote_id_ and all[] among the threads
   std::optional<std::pair<size_t, Error>> failed;  // the first shard (in order) that failed
   std::atomic<size_t> next{0};
   auto index_one = [&](size_t i, std::optional<remote::ObjectStore>& lister) -> Result<ShardIndex> {
@@ -104,7 +104,7 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
         if (!lister) lister.emplace(ctx.shard_store->http(), *settings);
         auto again = lister->stat(shards[i].url);
         if (!again.ok()) return again.error();
-        std::lock_guard lock(mu);
+        MutexLock lock(&mu);
         shards[i] = std::move(again).value();
         ds->remote_id_[i] = ctx.shard_store->add(shards[i], settings, c.name);
         continue;
@@ -122,11 +122,11 @@ Result<std::shared_ptr<WebDatasetDataset>> WebDatasetDataset::open_remote(const 
     for (size_t k; (k = next++) < to_index.size();) {
       const size_t i = to_index[k];
       {
-        std::lock_guard lock(mu);
+        MutexLock lock(&mu);
         if (failed) return;
       }
       auto indexed = index_one(i, lister);
-      std::lock_guard lock(mu);
+      MutexLock lock(&mu);
       if (!indexed.ok()) {
         if (!failed || i < failed->first) failed.emplace(i, indexed.error());
         return;

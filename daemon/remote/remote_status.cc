@@ -49,7 +49,7 @@ namespace batchd::daemon::remote {
 
 // The store's counters (shard_store.h), read here with the rest of the status.
 ShardStoreStatus ShardStore::status() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ShardStoreStatus st;
   st.dir = options_.dir;
   st.max_bytes = max_bytes_;
@@ -62,7 +62,7 @@ ShardStoreStatus ShardStore::status() const {
 }
 
 ShardStore::DatasetView ShardStore::dataset_view(const std::string& dataset, const std::vector<uint32_t>& ids) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   DatasetView v;
   for (uint32_t id : ids) {
     const Shard& s = shards_.at(id);

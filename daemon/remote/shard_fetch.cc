@@ -34,6 +34,7 @@ Result<std::shared_ptr<ShardStore>> ShardStore::open(ShardStoreOptions options) 
   // The directory is made at the first download (a daemon without remote shards leaves no trace in cache_dir).
   std::shared_ptr<ShardStore> store(new ShardStore(std::move(options)));
   uint64_t cached = 0;
+  std::map<std::string, uint64_t> orphans;
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) return posix_error("cannot stat " + dir, errno);
@@ -56,12 +57,16 @@ Result<std::shared_ptr<ShardStore>> ShardStore::open(ShardStoreOptions options) 
         if (S_ISREG(fst.st_mode) || S_ISLNK(fst.st_mode)) ::unlink(path.c_str());
         continue;
       }
-      store->orphans_[name] = static_cast<uint64_t>(fst.st_size);
+      orphans[name] = static_cast<uint64_t>(fst.st_size);
       cached += static_cast<uint64_t>(fst.st_size);
     }
     ::closedir(d);
   }
-  store->bytes_ = cached;
+  {
+    MutexLock lock(&store->mu_);  // no other thread has the store yet: for the analysis, which cannot know that
+    store->orphans_ = std::move(orphans);
+    store->bytes_ = cached;
+  }
   if (store->options_.max_bytes >= 0) {
     store->max_bytes_ = static_cast<uint64_t>(store->options_.max_bytes);
   } else {
@@ -89,7 +94,7 @@ ShardStore::~ShardStore() { stop(); }
 void ShardStore::stop() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     cancel_.store(true);
     on_change_ = nullptr;
@@ -102,7 +107,7 @@ void ShardStore::stop() {
 void ShardStore::notify() {
   std::function<void()> f;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     f = on_change_;
   }
   if (f) f();
@@ -174,9 +179,9 @@ void ShardStore::finish_locked(uint32_t id, const Status& result, bool ahead) {
 void ShardStore::fetch_thread() {
   // One ObjectStore per signing identity (datasets may use different credentials): connections reused within each.
   std::map<const AwsSettings*, std::pair<std::shared_ptr<const AwsSettings>, ObjectStore>> stores;
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
-    wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+    while (!stopping_ && jobs_.empty()) wake_.wait(lock);
     if (stopping_) return;
     const auto [id, ahead] = jobs_.front();
     jobs_.erase(jobs_.begin());
@@ -199,8 +204,7 @@ void ShardStore::fetch_thread() {
   }
 }
 
-Status ShardStore::fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t id, const std::atomic<bool>* cancel,
-                                  bool pin) {
+std::optional<Status> ShardStore::fetch_now_wait(uint32_t id, const std::atomic<bool>* cancel, bool pin) {
   while (true) {
     Shard& s = shards_.at(id);
     if (s.state == State::kHere) {
@@ -209,18 +213,18 @@ Status ShardStore::fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t i
       return ok_status();
     }
     if (s.state == State::kFailed) return Error(ErrorCode::kUnavailable, s.last_error);
-    if (s.state == State::kAbsent) break;
+    if (s.state == State::kAbsent) return std::nullopt;  // it was evicted or dropped meanwhile
     if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "cancelled");
-    done_.wait_for(lock, std::chrono::milliseconds(200));  // a fetch thread has it
+    done_.wait_for(mu_, std::chrono::milliseconds(200));  // a fetch thread has it
   }
-  lock.unlock();
-  return fetch_now(id, cancel, pin);  // it was evicted or dropped meanwhile: fetch it here
 }
 
 Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel, bool pin) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   if (shards_.at(id).state == State::kHere || shards_[id].state == State::kFetching) {
-    return fetch_now_wait(lock, id, cancel, pin);
+    if (auto waited = fetch_now_wait(id, cancel, pin)) return *waited;
+    lock.unlock();
+    return fetch_now(id, cancel, pin);  // fetched here after all
   }
   // Room: may take shards asked for ahead; waits while fetches under way or running tasks may free some.
   const uint64_t since = ++tick_;
@@ -235,9 +239,11 @@ Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel, bool 
                    " in use, held for waiting tasks or asked for ahead): raise remote.cache_max_bytes");
     }
     if (cancel != nullptr && cancel->load()) return Error(ErrorCode::kUnavailable, "cancelled");
-    done_.wait_for(lock, std::chrono::milliseconds(200));
+    done_.wait_for(mu_, std::chrono::milliseconds(200));
     if (shards_[id].state == State::kHere || shards_[id].state == State::kFetching) {  // a fetch thread has it
-      return fetch_now_wait(lock, id, cancel, pin);
+      if (auto waited = fetch_now_wait(id, cancel, pin)) return *waited;
+      lock.unlock();
+      return fetch_now(id, cancel, pin);
     }
   }
   Shard& s = shards_[id];

@@ -34,13 +34,13 @@ std::string file_name(const RemoteObject& object) {
 ShardStore::ShardStore(ShardStoreOptions options) : options_(std::move(options)) {}
 
 void ShardStore::set_on_change(std::function<void()> on_change) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   on_change_ = std::move(on_change);
 }
 
 uint32_t ShardStore::add(const RemoteObject& object, std::shared_ptr<const AwsSettings> aws,
                          const std::string& dataset) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   const std::string name = file_name(object);
   if (auto it = by_name_.find(name); it != by_name_.end()) {
     shards_[it->second].datasets.insert(dataset);
@@ -68,17 +68,17 @@ uint32_t ShardStore::add(const RemoteObject& object, std::shared_ptr<const AwsSe
 }
 
 std::string ShardStore::path(uint32_t id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return shards_.at(id).file;
 }
 
 const RemoteObject& ShardStore::object(uint32_t id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return shards_.at(id).object;  // never changes once added; shards_ is a deque
 }
 
 bool ShardStore::changed_on_server(uint32_t id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return shards_.at(id).changed;
 }
 
@@ -93,7 +93,7 @@ bool ShardStore::may_retry_locked(const Shard& s) const {
 }
 
 Result<ShardStore::Readiness> ShardStore::acquire(const std::vector<uint32_t>& ids, uint64_t waiter) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t total = 0;
   bool missing = false;
   for (uint32_t id : ids) {
@@ -151,7 +151,7 @@ uint64_t ShardStore::oldest_hold_locked(const Shard& s) const {
 }
 
 void ShardStore::release(const std::vector<uint32_t>& ids) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (uint32_t id : ids) {
     if (shards_.at(id).pins > 0) --shards_[id].pins;
   }
@@ -160,7 +160,7 @@ void ShardStore::release(const std::vector<uint32_t>& ids) {
 }
 
 void ShardStore::unhold(uint64_t waiter) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   drop_holds_locked(waiter);
   schedule_locked();
   done_.notify_all();
@@ -168,7 +168,7 @@ void ShardStore::unhold(uint64_t waiter) {
 
 void ShardStore::set_demand(uint64_t stream, std::vector<uint32_t> ahead, uint64_t position,
                             const std::unordered_map<uint32_t, uint64_t>* last_use) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Demand& d = demand_[stream];
   d.ahead = std::move(ahead);
   d.position = position;
@@ -177,7 +177,7 @@ void ShardStore::set_demand(uint64_t stream, std::vector<uint32_t> ahead, uint64
 }
 
 void ShardStore::drop_demand(uint64_t stream) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   demand_.erase(stream);
   schedule_locked();
   done_.notify_all();
@@ -190,7 +190,7 @@ bool ShardStore::make_room_locked(uint64_t bytes, uint64_t since) {
   // task only), 3 held only for waiters younger than this one; each rank least recently used first.
   std::unordered_set<uint32_t> ahead;
   for (const auto& [stream, d] : demand_) ahead.insert(d.ahead.begin(), d.ahead.end());
-  auto rank = [&](uint32_t id) {
+  auto rank = [&](uint32_t id) REQUIRES(mu_) {
     const Shard& s = shards_[id];
     if (s.state != State::kHere || s.pins > 0) return -1;
     if (!s.holds.empty()) return since != UINT64_MAX && oldest_hold_locked(s) > since ? 3 : -1;
@@ -234,11 +234,13 @@ bool ShardStore::make_room_locked(uint64_t bytes, uint64_t since) {
 
 void ShardStore::schedule_locked() {
   while (!stopping_ && fetching_ < options_.concurrency) {
-    auto fetchable = [&](uint32_t id) {
+    auto fetchable = [&](uint32_t id) REQUIRES(mu_) {
       const Shard& s = shards_[id];
       return s.state == State::kAbsent || may_retry_locked(s);
     };
-    std::erase_if(queue_, [&](uint32_t id) { return shards_[id].state == State::kHere || shards_[id].holds.empty(); });
+    std::erase_if(queue_, [&](uint32_t id) REQUIRES(mu_) {
+      return shards_[id].state == State::kHere || shards_[id].holds.empty();
+    });
     // The shard the oldest waiting task needs first.
     uint32_t pick = UINT32_MAX;
     uint64_t since = UINT64_MAX;

@@ -34,13 +34,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "batchd/mutex.h"
 #include "batchd/result.h"
 #include "config.h"
 #include "remote/object_store.h"
@@ -147,42 +148,43 @@ class ShardStore final {
   };
 
   // All with mu_ held.
-  void schedule_locked();
+  void schedule_locked() REQUIRES(mu_);
   // Makes room for `bytes`: for a waiting task (`since` = when its wait began) ahead-listed shards and shards held
   // only for younger waiters may go too; for a prefetch (since = UINT64_MAX) neither.
-  bool make_room_locked(uint64_t bytes, uint64_t since);
-  void drop_holds_locked(uint64_t waiter);
-  uint64_t oldest_hold_locked(const Shard& s) const;  // UINT64_MAX: held for no one
-  void count_locked(const Shard& s, uint64_t FetchTotals::*field, uint64_t n = 1);
-  bool may_retry_locked(const Shard& s) const;
+  bool make_room_locked(uint64_t bytes, uint64_t since) REQUIRES(mu_);
+  void drop_holds_locked(uint64_t waiter) REQUIRES(mu_);
+  uint64_t oldest_hold_locked(const Shard& s) const REQUIRES(mu_);  // UINT64_MAX: held for no one
+  void count_locked(const Shard& s, uint64_t FetchTotals::*field, uint64_t n = 1) REQUIRES(mu_);
+  bool may_retry_locked(const Shard& s) const REQUIRES(mu_);
   // The transfer itself (no lock held): .part, ObjectStore::fetch, fsync, rename; .error on failure.
   Status download(ObjectStore& store, const Shard& shard);
-  void fetch_thread();
-  // fetch_now once a fetch thread has the shard: waits for it (fetches it here if it is gone again).
-  Status fetch_now_wait(std::unique_lock<std::mutex>& lock, uint32_t id, const std::atomic<bool>* cancel, bool pin);
-  void finish_locked(uint32_t id, const Status& result, bool ahead);
-  void notify();
+  void fetch_thread() EXCLUDES(mu_);
+  // fetch_now once a fetch thread has the shard: waits for it; nullopt if it is gone again (the caller fetches it).
+  std::optional<Status> fetch_now_wait(uint32_t id, const std::atomic<bool>* cancel, bool pin) REQUIRES(mu_);
+  void finish_locked(uint32_t id, const Status& result, bool ahead) REQUIRES(mu_);
+  void notify() EXCLUDES(mu_);
 
   const ShardStoreOptions options_;
   uint64_t max_bytes_ = 0;
-  mutable std::mutex mu_;
-  std::condition_variable wake_;  // the fetch threads: a job, or stopping_
-  std::condition_variable done_;  // fetch_now: a fetch finished
-  std::deque<Shard> shards_;  // by id; a deque: object() hands out references that add() must not move
-  std::map<std::string, uint32_t> by_name_;          // file name -> id
-  std::map<std::string, uint64_t> orphans_;          // complete files found at open and not (yet) claimed: name -> size
-  std::map<uint64_t, Demand> demand_;
-  std::vector<uint32_t> queue_;                      // ids waiting tasks need (fetched oldest waiter first)
-  std::map<uint64_t, uint64_t> waiting_since_;       // waiter -> the tick its wait began
-  uint64_t bytes_ = 0;                               // complete files + reservations of fetches under way
-  uint64_t tick_ = 0, fetching_ = 0, next_stream_ = 0;
-  std::map<std::string, FetchTotals> per_dataset_;
-  FetchTotals totals_;
-  std::vector<std::pair<uint32_t, bool>> jobs_;      // (id, ahead) picked by schedule_locked for the threads
-  std::vector<std::thread> threads_;
-  bool stopping_ = false;
+  mutable Mutex mu_;
+  std::condition_variable_any wake_;  // the fetch threads: a job, or stopping_
+  std::condition_variable_any done_;  // fetch_now: a fetch finished
+  std::deque<Shard> shards_ GUARDED_BY(mu_);  // by id; a deque: object() hands out references add() must not move
+  std::map<std::string, uint32_t> by_name_ GUARDED_BY(mu_);  // file name -> id
+  // Complete files found at open and not (yet) claimed: name -> size.
+  std::map<std::string, uint64_t> orphans_ GUARDED_BY(mu_);
+  std::map<uint64_t, Demand> demand_ GUARDED_BY(mu_);
+  std::vector<uint32_t> queue_ GUARDED_BY(mu_);  // ids waiting tasks need (fetched oldest waiter first)
+  std::map<uint64_t, uint64_t> waiting_since_ GUARDED_BY(mu_);  // waiter -> the tick its wait began
+  uint64_t bytes_ GUARDED_BY(mu_) = 0;  // complete files + reservations of fetches under way
+  uint64_t tick_ GUARDED_BY(mu_) = 0, fetching_ GUARDED_BY(mu_) = 0, next_stream_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, FetchTotals> per_dataset_ GUARDED_BY(mu_);
+  FetchTotals totals_ GUARDED_BY(mu_);
+  std::vector<std::pair<uint32_t, bool>> jobs_ GUARDED_BY(mu_);  // (id, ahead) picked by schedule_locked
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<bool> cancel_{false};  // set at destruction: transfers under way give up
-  std::function<void()> on_change_;
+  std::function<void()> on_change_ GUARDED_BY(mu_);
 };
 
 }  // namespace batchd::daemon::remote
