@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "batchd.pb.h"
+#include "base/task.h"  // the task watchdog's defaults
 #include "batchd/result.h"
 
 namespace batchd::daemon::ops {
@@ -79,10 +80,7 @@ struct Limits {
 
 // daemon.min_chunk_us's default, measured as docs/benchmarks.md ("batches made in chunks") says.
 inline constexpr uint32_t kDefaultMinChunkUs = 50;
-// The task watchdog (streams/task.h TaskTimeouts): a task of n samples may take max(task_timeout_min_s,
-// per_sample_timeout_ms × n). Defaults measured as deploy/batchd.toml and docs/reliability.md say.
-inline constexpr uint32_t kDefaultTaskTimeoutMinS = 60;
-inline constexpr uint32_t kDefaultPerSampleTimeoutMs = 5000;
+// The task watchdog's defaults, kDefaultTaskTimeoutMinS and kDefaultPerSampleTimeoutMs: base/task.h (TaskTimeouts).
 
 // [shares]: shared streams (OpenStream.share, streams/share.h).
 struct Shares {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "batchd/wire/shm_scan.h"
-#include "streams/shm_budget.h"
+#include "base/shm_budget.h"
 
 namespace batchd::daemon {
 

@@ -9,7 +9,7 @@
 #include <span>
 
 #include "cache/sample_cache_layout.h"
-#include "streams/splitmix64.h"
+#include "base/splitmix64.h"
 
 namespace batchd::daemon {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "batchd/wire/unique_fd.h"
-#include "data/file_trust.h"
+#include "base/file_trust.h"
 #include "data/regular_file.h"
 
 namespace batchd::daemon {

@@ -12,7 +12,7 @@
 #include "batchd/wire/printable.h"
 #include "data/index_cache.h"
 #include "data/regular_file.h"
-#include "data/shard_spec.h"
+#include "base/shard_spec.h"
 #include "data/tar_index.h"
 #include "remote/remote_url.h"
 

@@ -13,7 +13,7 @@
 #include "batchd/mutex.h"
 #include "batchd/wire/printable.h"
 #include "data/index_cache.h"
-#include "data/shard_spec.h"
+#include "base/shard_spec.h"
 #include "data/webdataset_dataset.h"
 #include "remote/aws_settings.h"
 #include "remote/remote_listing.h"

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "data/shard_spec.h"
+#include "base/shard_spec.h"
 #include "remote/remote_url.h"
 
 namespace batchd::daemon::remote {

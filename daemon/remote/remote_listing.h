@@ -1,6 +1,6 @@
 // remote_listing.h — a webdataset's remote `shards` patterns expanded into the ordered list of remote objects.
 //
-// Each pattern is brace-expanded as local patterns are (data/shard_spec.h, Python's braceexpand, what
+// Each pattern is brace-expanded as local patterns are (base/shard_spec.h, Python's braceexpand, what
 // webdataset.WebDataset(urls) does). Each result is then:
 //   - an s3:// URL whose key holds a glob metacharacter (* ? [): the bucket is listed under the key's part before the
 //     first metacharacter (ListObjectsV2, every page) and the keys matching the pattern kept (fnmatch(3) with

@@ -12,7 +12,7 @@
 #include <map>
 
 #include "batchd/wire/unique_fd.h"
-#include "data/file_trust.h"
+#include "base/file_trust.h"
 #include "remote/shard_store.h"
 
 namespace batchd::daemon::remote {

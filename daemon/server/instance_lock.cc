@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <string>
 
-#include "data/file_trust.h"
+#include "base/file_trust.h"
 
 namespace batchd::daemon {
 

@@ -14,7 +14,7 @@
 #include <boost/asio/post.hpp>
 
 #include "config.h"
-#include "streams/shm_budget.h"
+#include "base/shm_budget.h"
 
 namespace batchd::daemon {
 

@@ -29,7 +29,7 @@
 #include "batchd.pb.h"
 #include "batchd/result.h"
 #include "streams/bad_samples.h"
-#include "streams/task.h"
+#include "base/task.h"
 
 namespace batchd::daemon {
 

@@ -1,6 +1,6 @@
 #include "streams/index_permutation.h"
 
-#include "streams/splitmix64.h"
+#include "base/splitmix64.h"
 
 namespace batchd::daemon {
 

@@ -25,7 +25,7 @@
 
 #include "batchd/result.h"
 #include "data/webdataset_dataset.h"
-#include "streams/task.h"
+#include "base/task.h"
 
 namespace batchd::daemon {
 

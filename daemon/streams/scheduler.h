@@ -29,7 +29,7 @@
 #include <map>
 
 #include "streams/stream.h"
-#include "streams/task.h"
+#include "base/task.h"
 #include "workers/workers.h"
 
 namespace batchd::daemon {

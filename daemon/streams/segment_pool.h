@@ -29,7 +29,7 @@
 #include "batchd/wire/shared_memory.h"
 #include "streams/plan.h"
 #include "streams/segment_instance.h"
-#include "streams/shm_budget.h"
+#include "base/shm_budget.h"
 
 namespace batchd::daemon {
 

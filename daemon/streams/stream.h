@@ -28,7 +28,7 @@
 #include "streams/segment_pool.h"
 #include "streams/slot_ring.h"
 #include "streams/stream_stats.h"
-#include "streams/task.h"
+#include "base/task.h"
 
 namespace batchd::daemon {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "streams/splitmix64.h"
+#include "base/splitmix64.h"
 
 namespace batchd::daemon {
 

@@ -40,7 +40,7 @@
 
 #include "batchd.pb.h"
 #include "batchd/result.h"
-#include "streams/task.h"
+#include "base/task.h"
 #include "workers/slot_extents.h"
 #include "workers/worker_progress.h"
 #include "workers/workers.h"

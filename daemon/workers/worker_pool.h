@@ -34,7 +34,7 @@
 
 #include "batchd.pb.h"
 #include "data/dataset.h"
-#include "streams/task.h"
+#include "base/task.h"
 #include "transforms/pipeline.h"
 #include "workers/child_reaper.h"
 #include "workers/worker_channel.h"

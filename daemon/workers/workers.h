@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "batchd.pb.h"
-#include "streams/task.h"
+#include "base/task.h"
 
 namespace batchd::daemon {
 

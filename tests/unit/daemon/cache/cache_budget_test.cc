@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/cache_config.h"
-#include "streams/shm_budget.h"
+#include "base/shm_budget.h"
 
 namespace batchd::daemon {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cache/sample_cache.h"
-#include "streams/splitmix64.h"
+#include "base/splitmix64.h"
 
 namespace batchd::daemon {
 namespace {

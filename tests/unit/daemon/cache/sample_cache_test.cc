@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "streams/splitmix64.h"
+#include "base/splitmix64.h"
 
 namespace batchd::daemon {
 namespace {

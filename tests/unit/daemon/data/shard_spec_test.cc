@@ -1,6 +1,6 @@
 // `shards` patterns: brace expansion as Python's braceexpand (the expected lists are its output), then globs and
 // existing files, in pattern order; missing shards, empty globs, duplicates and huge expansions refused by name.
-#include "data/shard_spec.h"
+#include "base/shard_spec.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The watchdog's budget for a task: max(task_timeout_min_s, per_sample_timeout_ms × its samples), so a large batch
 // gets time in proportion and a small one the minimum.
-#include "streams/task.h"
+#include "base/task.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "data/shard_spec.h"
+#include "base/shard_spec.h"
 
 #include <glob.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "data/file_trust.h"
+#include "base/file_trust.h"
 
 #include <pwd.h>
 #include <unistd.h>

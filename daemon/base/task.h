@@ -15,7 +15,6 @@
 #include <string>
 
 #include "batchd.pb.h"
-#include "config.h"
 
 namespace batchd::daemon {
 
@@ -32,9 +31,15 @@ struct Task {
   uint32_t samples() const { return static_cast<uint32_t>(work.indices_size()); }
 };
 
+// The task watchdog's defaults (config keys daemon.task_timeout_min_s, daemon.per_sample_timeout_ms): a task of n
+// samples may take max(task_timeout_min_s, per_sample_timeout_ms × n). Measured as deploy/batchd.toml and
+// docs/reliability.md say.
+inline constexpr uint32_t kDefaultTaskTimeoutMinS = 60;
+inline constexpr uint32_t kDefaultPerSampleTimeoutMs = 5000;
+
 // How long a worker may take for a task of n samples before the watchdog kills it:
 // max(min, per_sample × n), from the config keys daemon.task_timeout_min_s and daemon.per_sample_timeout_ms (their
-// defaults, and how they were measured: config.h, deploy/batchd.toml).
+// defaults above).
 struct TaskTimeouts {
   std::chrono::milliseconds min{std::chrono::seconds(kDefaultTaskTimeoutMinS)};
   std::chrono::milliseconds per_sample{kDefaultPerSampleTimeoutMs};

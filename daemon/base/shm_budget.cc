@@ -1,4 +1,4 @@
-#include "streams/shm_budget.h"
+#include "base/shm_budget.h"
 
 #include "batchd/wire/shm_scan.h"
 
