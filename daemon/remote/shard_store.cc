@@ -1,5 +1,5 @@
 // shard_store.cc — the store's bookkeeping: shards, pins, demand, eviction and the order of fetches. The files and
-// the transfers are in shard_fetch.cc, the counters for status in remote_status.cc.
+// the transfers are in shard_fetch.cc, the counters for status in shard_store_status.cc.
 #include "remote/shard_store.h"
 
 #include <sys/stat.h>

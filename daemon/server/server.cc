@@ -1,6 +1,6 @@
 #include "server/server.h"
 
-#include "remote/remote_status.h"
+#include "data/remote_status.h"
 #include "server/peer_credentials.h"
 
 #include <grp.h>

@@ -1,5 +1,5 @@
-// remote_status.h — remote shards in the daemon's status (batchctl datasets, Admin::status, the metrics): each remote
-// webdataset's shards on this host (DatasetInfo.remote) and the shard cache's totals (StatusReply.remote_cache).
+// data/remote_status.h — remote shards in the daemon's status (batchctl datasets, Admin::status, the metrics): each
+// remote webdataset's shards on this host (DatasetInfo.remote) and the shard cache's totals (StatusReply.remote_cache).
 // Nothing here is a secret: URLs are not listed, counts and bytes only. The event loop's thread.
 #pragma once
 
