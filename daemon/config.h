@@ -13,37 +13,14 @@
 #include "batchd.pb.h"
 #include "base/task.h"  // the task watchdog's defaults
 #include "batchd/result.h"
+#include "data/dataset_config.h"
+#include "remote/remote_settings.h"
 
 namespace batchd::daemon::ops {
 struct OpLimits;  // transforms/ops/op.h
 }  // namespace batchd::daemon::ops
 
 namespace batchd::daemon {
-
-// One [datasets.<name>] table. Every key of every format is a field here, and two entries are the same dataset only
-// if every field is equal (a reload compares them with ==, so a new key can never be missed).
-struct DatasetConfig {
-  std::string name;
-  std::string format;  // "idx", "imagefolder", "webdataset" or "tokens"
-  std::string images;  // idx: IDX3 image file, raw or .gz
-  std::string labels;  // idx: IDX1 label file, raw or .gz
-  std::string root;    // imagefolder: root/<class>/<image>
-  // webdataset: shard patterns, each a path with brace ranges ("shard-{000000..000099}.tar") or a glob.
-  std::vector<std::string> shards;
-  std::string image_field = "jpg;jpeg;png";  // webdataset: extensions that may hold the image, ';'-separated
-  std::string label_field = "cls";           // webdataset: extension of the label member (ASCII integer)
-  std::string path;                          // tokens: the raw token array (nanoGPT's train.bin)
-  std::string dtype = "uint16";              // tokens: "uint16" or "uint32", little-endian
-  uint32_t seq_len = 0;                      // tokens: T, tokens per sample (a window holds T + 1)
-  // webdataset with s3:// shards (remote/aws_settings.h): where credentials, endpoint and region come from when not
-  // from the environment. Never a secret inline: credentials_file names an AWS shared-credentials file.
-  std::string endpoint_url, region, profile, credentials_file;
-
-  bool operator==(const DatasetConfig&) const = default;
-};
-
-// The largest T of a token dataset (datasets.NAME.seq_len) and of a stream (OpenStream.seq_len).
-inline constexpr uint32_t kMaxSeqLen = 1u << 24;
 
 // daemon.cache_dir's default: where dataset indexes (webdataset shard indexes) are kept between runs.
 inline constexpr const char* kDefaultCacheDir = "/var/cache/batchd";
@@ -104,23 +81,6 @@ struct CacheSettings {
   // Bytes one uid's client-sent specs may fill (config pipelines and presets draw on the whole cache).
   // 0 (absent) = a quarter of max_bytes.
   uint64_t max_bytes_per_uid = 0;
-};
-
-// [remote] (issue 28): remote shards (s3://, http(s)://) fetched into daemon.cache_dir/shards (remote/shard_store.h).
-// Read at start-up only.
-struct RemoteSettings {
-  // Bytes of fetched shards kept on disk under daemon.cache_dir. -1 (absent) = half of what the cache_dir's file
-  // system has free at start-up (plus what is cached already); 0 = remote shards refused.
-  int64_t cache_max_bytes = -1;
-  uint32_t fetch_concurrency = 4;  // shards downloaded at once (all datasets and streams together)
-  uint32_t prefetch_shards = 8;    // shards each stream asks for ahead of the batches being made; 0 = none
-  double connect_timeout_s = 10;   // per connection attempt
-  double stall_timeout_s = 30;     // a transfer moving < 1 byte/s this long is aborted (and retried)
-  double request_timeout_s = 600;  // one request, whole; 0 = none (the stall bound still holds)
-  uint32_t retries = 5;            // attempts after the first for 5xx, resets, timeouts, truncated bodies
-  double backoff_base_s = 0.1;     // retry n sleeps uniform(0, min(backoff_max_s, backoff_base_s * 2^n))
-  double backoff_max_s = 5;
-  std::string ca_file;             // PEM CAs for https ("" = the system's)
 };
 
 struct Config {

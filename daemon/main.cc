@@ -22,7 +22,7 @@
 #include "config.h"
 #include "config_reload.h"
 #include "cache/cache_cleaner.h"
-#include "cache/cache_config.h"
+#include "cache_config.h"
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "data/index_cache.h"
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<remote::ShardStore> shard_store;
   if (!config->cache_dir.empty() && config->remote.cache_max_bytes != 0 &&
       index_cache_dir_problem(config->cache_dir).empty()) {  // a cache_dir others may write: no remote shards
-    auto store = remote::ShardStore::open(remote::remote_store_options(*config));
+    auto store = remote::ShardStore::open(remote::remote_store_options(config->remote, config->cache_dir));
     if (store.ok()) {
       shard_store = std::move(store).value();
     } else {

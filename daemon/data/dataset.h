@@ -22,7 +22,7 @@
 #include <string>
 
 #include "batchd/result.h"
-#include "config.h"
+#include "data/dataset_config.h"
 #include "data/fingerprint.h"
 #include "data/folder_listing.h"
 #include "data/regular_file.h"

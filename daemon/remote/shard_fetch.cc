@@ -78,12 +78,11 @@ Result<std::shared_ptr<ShardStore>> ShardStore::open(ShardStoreOptions options) 
   return store;
 }
 
-ShardStoreOptions remote_store_options(const Config& config) {
+ShardStoreOptions remote_store_options(const RemoteSettings& r, const std::string& cache_dir) {
   ShardStoreOptions o;
-  o.dir = config.cache_dir.empty() ? "" : config.cache_dir + "/shards";
-  o.max_bytes = config.remote.cache_max_bytes;
-  o.concurrency = config.remote.fetch_concurrency;
-  const RemoteSettings& r = config.remote;
+  o.dir = cache_dir.empty() ? "" : cache_dir + "/shards";
+  o.max_bytes = r.cache_max_bytes;
+  o.concurrency = r.fetch_concurrency;
   o.http = HttpSettings{r.connect_timeout_s, r.stall_timeout_s, r.request_timeout_s, r.retries, r.backoff_base_s,
                         r.backoff_max_s, r.ca_file};
   return o;

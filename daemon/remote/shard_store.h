@@ -43,7 +43,7 @@
 
 #include "batchd/mutex.h"
 #include "batchd/result.h"
-#include "config.h"
+#include "remote/remote_settings.h"
 #include "remote/object_store.h"
 
 namespace batchd::daemon::remote {
@@ -63,8 +63,8 @@ struct FetchTotals {
   uint64_t failed = 0, evicted = 0;
 };
 
-// The options from the daemon's config (daemon.cache_dir + "/shards", [remote]).
-ShardStoreOptions remote_store_options(const Config& config);
+// The options from the daemon's config: [remote] and daemon.cache_dir (the shards go in cache_dir + "/shards").
+ShardStoreOptions remote_store_options(const RemoteSettings& remote, const std::string& cache_dir);
 
 struct ShardStoreStatus {
   std::string dir;

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <utility>
 
-#include "config.h"
+#include "data/dataset_config.h"  // kMaxSeqLen
 
 namespace batchd::daemon {
 

@@ -3,7 +3,7 @@
 // cache.max_bytes on a small budget means no cache, not a daemon that cannot start.
 #include <gtest/gtest.h>
 
-#include "cache/cache_config.h"
+#include "cache_config.h"
 #include "base/shm_budget.h"
 
 namespace batchd::daemon {

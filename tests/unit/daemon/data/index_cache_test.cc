@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstring>
+
 #include "data/webdataset_dataset.h"
 #include "tar_writers.h"
 #include "user_process.h"

@@ -1,4 +1,4 @@
-#include "cache/cache_config.h"
+#include "cache_config.h"
 
 #include <spdlog/spdlog.h>
 
