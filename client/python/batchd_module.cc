@@ -174,7 +174,8 @@ PYBIND11_MODULE(_batchd, m) {
              if (!batch) return py::none();
              return py::cast(std::move(batch));
            },
-           py::arg("timeout") = py::none(), "the next batch (in task order; as they are made on a completion_order stream), or None after the last")
+           py::arg("timeout") = py::none(),
+           "the next batch (in task order; as they are made on a completion_order stream), or None after the last")
       .def("next_arrays",
            [](batchd::Stream& s, const py::object& timeout) -> py::object {
              auto batch = next_batch(s, timeout);
