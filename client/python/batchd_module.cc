@@ -149,10 +149,12 @@ SharedBatch next_batch(batchd::Stream& s, const py::object& timeout) {
 
 PYBIND11_MODULE(_batchd, m) {
   m.doc() = "Low-level binding of the batchd client library; use batchd.Loader.";
-  batchd_py::error_class = py::reinterpret_borrow<py::object>(
-      PyErr_NewExceptionWithDoc("batchd.BatchdError",
-                                "An error reported by the batchd daemon or client library; .code names its class.",
-                                PyExc_RuntimeError, nullptr));
+  py::dict error_attrs;
+  error_attrs["code"] = py::none();  // one made in Python (batchd.Loader's own errors) has no class: .code is None
+  batchd_py::error_class = py::reinterpret_borrow<py::object>(PyErr_NewExceptionWithDoc(
+      "batchd.BatchdError",
+      "An error reported by the batchd daemon or client library; .code names its class (None if it has none).",
+      PyExc_RuntimeError, error_attrs.ptr()));
   m.attr("BatchdError") = batchd_py::error_class;
 
   py::class_<batchd::Batch, SharedBatch>(m, "Batch")

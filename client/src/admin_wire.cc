@@ -87,19 +87,6 @@ void fill_wire(const WorkerStatus& s, wire::WorkerInfo* w) {
   w->set_alive_seconds(s.alive_seconds);
 }
 
-void fill_wire(const ShmFile& f, wire::ShmFile* w) {
-  w->set_name(f.name);
-  w->set_bytes(f.bytes);
-  w->set_age_seconds(f.age_seconds);
-  w->set_daemon_pid(f.daemon_pid);
-  w->set_in_use(f.in_use);
-  w->set_instance_id(f.instance_id);
-  w->set_owner_uid(f.owner_uid);
-  w->set_kept(f.kept);
-  w->set_lock_holder_pid(f.lock_holder_pid);
-  w->set_lock_holder(f.lock_holder);
-}
-
 void fill_wire(const DatasetStatus& s, wire::DatasetInfo* w) {
   w->set_name(s.name);
   w->set_format(s.format);
@@ -277,31 +264,6 @@ wire::StatusReply to_wire(const DaemonStatus& s) {
   w.set_next_after_stream_id(s.next_after_stream_id);
   *w.mutable_cache() = to_wire(s.cache);
   if (s.remote_cache.enabled) *w.mutable_remote_cache() = to_wire(s.remote_cache);
-  return w;
-}
-
-wire::ShmReport to_wire(const ShmReport& r) {
-  wire::ShmReport w;
-  w.set_daemon_reachable(r.daemon_reachable);
-  w.set_daemon_error(r.daemon_error);
-  w.set_daemon_pid(r.daemon_pid);
-  w.set_instance_id(r.instance_id);
-  for (const auto& x : r.segments) *w.add_segments() = to_wire(x);
-  for (const auto& c : r.clients) {
-    auto* wc = w.add_clients();
-    wc->set_pid(c.pid);
-    wc->set_segment_fds(c.segment_fds);
-    wc->set_segment_mappings(c.segment_mappings);
-  }
-  for (const auto& f : r.orphans) fill_wire(f, w.add_orphans());
-  for (const auto& f : r.legacy) fill_wire(f, w.add_legacy());
-  for (const auto& f : r.undecided) fill_wire(f, w.add_undecided());
-  for (const auto& f : r.foreign) fill_wire(f, w.add_foreign());
-  for (const auto& f : r.held) fill_wire(f, w.add_held());
-  w.set_segments_missing(r.segments_missing);
-  for (const auto& n : r.removed) w.add_removed(n);
-  w.set_shm_total_bytes(r.shm_total_bytes);
-  w.set_shm_free_bytes(r.shm_free_bytes);
   return w;
 }
 

@@ -220,10 +220,9 @@ std::optional<Status> ShardStore::fetch_now_wait(uint32_t id, const std::atomic<
 
 Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel, bool pin) {
   MutexLock lock(&mu_);
+  // A fetch thread has it: wait for it. Gone again (evicted, dropped) meanwhile: fetched here, below.
   if (shards_.at(id).state == State::kHere || shards_[id].state == State::kFetching) {
     if (auto waited = fetch_now_wait(id, cancel, pin)) return *waited;
-    lock.unlock();
-    return fetch_now(id, cancel, pin);  // fetched here after all
   }
   // Room: may take shards asked for ahead; waits while fetches under way or running tasks may free some.
   const uint64_t since = ++tick_;
@@ -241,8 +240,6 @@ Status ShardStore::fetch_now(uint32_t id, const std::atomic<bool>* cancel, bool 
     done_.wait_for(mu_, std::chrono::milliseconds(200));
     if (shards_[id].state == State::kHere || shards_[id].state == State::kFetching) {  // a fetch thread has it
       if (auto waited = fetch_now_wait(id, cancel, pin)) return *waited;
-      lock.unlock();
-      return fetch_now(id, cancel, pin);
     }
   }
   Shard& s = shards_[id];

@@ -159,7 +159,7 @@ class ShardStore final {
   // The transfer itself (no lock held): .part, ObjectStore::fetch, fsync, rename; .error on failure.
   Status download(ObjectStore& store, const Shard& shard);
   void fetch_thread() EXCLUDES(mu_);
-  // fetch_now once a fetch thread has the shard: waits for it; nullopt if it is gone again (the caller fetches it).
+  // fetch_now once a fetch thread has the shard: waits for it; nullopt if it is gone again (fetch_now fetches it).
   std::optional<Status> fetch_now_wait(uint32_t id, const std::atomic<bool>* cancel, bool pin) REQUIRES(mu_);
   void finish_locked(uint32_t id, const Status& result, bool ahead) REQUIRES(mu_);
   void notify() EXCLUDES(mu_);

@@ -118,3 +118,12 @@ def test_a_worker_too_late_for_a_stream_that_failed_is_no_failure_of_the_loader(
     with pytest.raises(batchd.BatchdError, match="already has 64 attached workers"):
         pool._check_message(2, (ATTACH_FAILED, 6, "worker 2 cannot attach to stream 6: stream 6 already has 64 "
                                                   "attached workers (limits.max_attached_workers)"))
+
+
+def test_a_batchd_error_made_in_python_has_code_none():
+    """The Loader raises BatchdErrors of its own (a lost worker, a timeout's wrapper): every BatchdError has .code,
+    None for those, so code that tells errors apart by it never meets an AttributeError."""
+    assert batchd.BatchdError("batchd.Loader: worker 1 was killed").code is None
+    with pytest.raises(batchd.BatchdError) as caught:
+        batchd.Loader([1, 2, 3], socket="/nonexistent/batchd.sock", batch_size=2, num_workers=1).__iter__()
+    assert caught.value.code is not None  # the client library's: it has its class

@@ -82,7 +82,7 @@ class StreamPasses:
             try:
                 return next_item(timeout)
             except BatchdError as e:
-                if getattr(e, "code", None) != "deadline exceeded":
+                if e.code != "deadline exceeded":
                     raise
                 raise timed_out(self.timeout, e) from None
         return timed
@@ -205,7 +205,7 @@ class StreamPasses:
                     self._device_path = True
                     return source
                 except BatchdError as e:
-                    if getattr(e, "code", None) != "unavailable":
+                    if e.code != "unavailable":
                         raise
                     reason = str(e)
             warnings.warn(f"batchd: batches for {self.device} are copied with .to(non_blocking=True), not through "

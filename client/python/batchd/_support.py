@@ -37,7 +37,7 @@ def _while_indexing(call, timeout):
         try:
             return call()
         except BatchdError as e:
-            indexing = getattr(e, "code", None) == "unavailable" and " is indexing (" in str(e)
+            indexing = e.code == "unavailable" and " is indexing (" in str(e)
             if not indexing or time.monotonic() >= deadline:
                 raise
         time.sleep(0.1)

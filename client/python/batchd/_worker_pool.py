@@ -281,14 +281,15 @@ class OwnSource:
         timeout = timeout or self._timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            if time.monotonic() - self._checked >= self._CHECK_EVERY:
+            now = time.monotonic()
+            if now - self._checked >= self._CHECK_EVERY:
                 self._pool.check()
-                self._checked = time.monotonic()
+                self._checked = now
             wait = self._POLL if deadline is None else max(0.001, min(self._POLL, deadline - time.monotonic()))
             try:
                 return self._source.next(wait)
             except BatchdError as e:
-                if getattr(e, "code", None) != "deadline exceeded":
+                if e.code != "deadline exceeded":
                     self._pool.raise_sample_exception(e)
                     raise
                 if deadline is not None and time.monotonic() >= deadline:
