@@ -18,11 +18,11 @@
 #include <optional>
 #include <thread>
 
-#include "command_line.h"
-#include "config.h"
-#include "config_reload.h"
+#include "config/command_line.h"
+#include "config/config.h"
+#include "config/config_reload.h"
 #include "cache/cache_cleaner.h"
-#include "cache_config.h"
+#include "config/cache_config.h"
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "data/index_cache.h"

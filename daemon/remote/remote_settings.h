@@ -1,4 +1,4 @@
-// remote_settings.h — the [remote] settings of the daemon's TOML (config.h reads them): the remote layer's own
+// remote_settings.h — the [remote] settings of the daemon's TOML (config/config.h reads them): the remote layer's own
 // settings type (docs/design.md, "Layers").
 #pragma once
 

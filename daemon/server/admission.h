@@ -23,7 +23,7 @@
 
 #include "batchd/result.h"
 #include "batchd/wire/unique_fd.h"
-#include "config.h"
+#include "streams/stream_settings.h"
 
 namespace batchd::daemon {
 

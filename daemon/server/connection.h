@@ -40,7 +40,7 @@
 #include "batchd/wire/frame_queue.h"
 #include "batchd/wire/framing.h"
 #include "batchd/wire/unique_fd.h"
-#include "config.h"
+#include "streams/stream_settings.h"
 #include "server/peer_credentials.h"
 #include "streams/stream_manager.h"
 

@@ -13,7 +13,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "config.h"
+#include "server/server_settings.h"
 #include "base/shm_budget.h"
 
 namespace batchd::daemon {
@@ -49,7 +49,7 @@ Status prepare_socket_path(boost::asio::io_context& io, const std::string& path)
 
 }  // namespace
 
-Server::Server(boost::asio::io_context& io, const Config& config, StreamManager& streams,
+Server::Server(boost::asio::io_context& io, const ServerSettings& config, StreamManager& streams,
                const DatasetRegistry& datasets, AdminPolicy admin_policy)
     : io_(io),
       config_(config),
@@ -61,7 +61,7 @@ Server::Server(boost::asio::io_context& io, const Config& config, StreamManager&
       caps_(config.limits),
       trim_timer_(io) {}
 
-Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, const Config& config,
+Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, const ServerSettings& config,
                                                StreamManager& streams,
                                                const DatasetRegistry& datasets) {
   auto admin_policy = AdminPolicy::create(config.admin_group);

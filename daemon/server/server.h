@@ -20,7 +20,7 @@
 #include <map>
 #include <memory>
 
-#include "config.h"
+#include "server/server_settings.h"
 #include "server/admission.h"
 #include "server/authorization.h"
 #include "server/connection.h"
@@ -31,7 +31,7 @@ namespace batchd::daemon {
 
 class Server final {
  public:
-  static Result<std::unique_ptr<Server>> create(boost::asio::io_context& io, const Config& config,
+  static Result<std::unique_ptr<Server>> create(boost::asio::io_context& io, const ServerSettings& config,
                                                 StreamManager& streams,
                                                 const DatasetRegistry& datasets);
   ~Server();
@@ -66,14 +66,14 @@ class Server final {
   std::vector<char>& read_buffer() { return read_buffer_; }
 
  private:
-  Server(boost::asio::io_context& io, const Config& config, StreamManager& streams,
+  Server(boost::asio::io_context& io, const ServerSettings& config, StreamManager& streams,
          const DatasetRegistry& datasets, AdminPolicy admin_policy);
   void accept();
   void retry_accept_later();
   void trim_memory_soon();
 
   boost::asio::io_context& io_;
-  const Config& config_;
+  const ServerSettings& config_;
   StreamManager& streams_;
   const DatasetRegistry& datasets_;
   std::shared_ptr<const remote::ShardStore> shard_store_;

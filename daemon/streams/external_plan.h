@@ -12,7 +12,7 @@
 
 #include "batchd.pb.h"
 #include "batchd/result.h"
-#include "config.h"
+#include "streams/stream_settings.h"
 #include "transforms/pipeline.h"
 
 namespace batchd::daemon {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "config.h"
+#include "streams/stream_settings.h"
 #include "streams/lm_plan.h"
 #include "transforms/pipeline.h"
 #include "transforms/vision_pipeline.h"

@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "batchd/wire/segment_layout.h"
-#include "config.h"
+#include "streams/stream_settings.h"
 #include "streams/external_plan.h"
 #include "streams/folder_match.h"
 #include "streams/lm_plan.h"

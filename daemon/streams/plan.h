@@ -16,7 +16,7 @@
 #include "batchd.pb.h"
 #include "batchd/result.h"
 #include "batchd/wire/framing.h"
-#include "config.h"
+#include "streams/stream_settings.h"
 #include "data/dataset.h"
 #include "streams/sampler.h"
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "config.h"
+#include "streams/stream_settings.h"
 
 namespace batchd::daemon {
 

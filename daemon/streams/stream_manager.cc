@@ -7,7 +7,7 @@
 
 namespace batchd::daemon {
 
-StreamManager::StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers,
+StreamManager::StreamManager(const StreamSettings& config, const DatasetRegistry& datasets, Workers& workers,
                              SegmentInstance instance, boost::asio::io_context* io, SampleCache* cache)
     : config_(config),
       io_(io),

@@ -29,7 +29,7 @@
 
 #include "cache/cache_ledger.h"
 #include "cache/sample_cache.h"
-#include "config.h"
+#include "streams/stream_settings.h"
 #include "data/dataset.h"
 #include "streams/plan.h"
 #include "streams/scheduler.h"
@@ -69,9 +69,11 @@ class StreamManager final : public WorkerEvents {
   // `instance` (this daemon's identity in /dev/shm) goes to the segment pool, which releases it after the last
   // segment.
   // `io` runs the attached workers' watchdogs; without it (unit tests) AttachWorker is refused. `cache`: the
-  // daemon's sample cache (null: none), which must outlive the manager.
-  StreamManager(const Config& config, const DatasetRegistry& datasets, Workers& workers, SegmentInstance instance,
-                boost::asio::io_context* io = nullptr, SampleCache* cache = nullptr);
+  // daemon's sample cache (null: none), which must outlive the manager. `config` (the daemon's Config, which
+  // derives from StreamSettings) must outlive it too: its pipelines are read at each OpenStream (SIGHUP replaces
+  // them).
+  StreamManager(const StreamSettings& config, const DatasetRegistry& datasets, Workers& workers,
+                SegmentInstance instance, boost::asio::io_context* io = nullptr, SampleCache* cache = nullptr);
 
   struct Opened {
     wire::StreamOpened reply;
@@ -181,7 +183,7 @@ class StreamManager final : public WorkerEvents {
   void fail(Entry& entry, const Error& error);
   void erase(std::map<uint64_t, Entry>::iterator it);
 
-  const Config& config_;
+  const StreamSettings& config_;
   boost::asio::io_context* io_;
   const DatasetRegistry& datasets_;
   CacheLedger cache_;

@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "config.h"
+#include "config/config.h"
 #include "data/dataset.h"
 #include "server/server.h"
 #include "streams/stream_manager.h"

@@ -11,7 +11,8 @@ _SAMPLINGS = {
     "random": "nanoGPT's get_batch: each batch draws batch_size offsets uniform in [0, N - T - 1], seeded by "
               "(seed, rank, step)",
 }
-_MAX_SEQ_LEN = 1 << 24  # the daemon's bound (kMaxSeqLen, daemon/config.h), here so that no uint32 overflows
+# The daemon's bound (kMaxSeqLen, daemon/data/dataset_config.h), here so that no uint32 overflows.
+_MAX_SEQ_LEN = 1 << 24
 
 
 def lm_options(seq_len, sampling):

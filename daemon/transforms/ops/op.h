@@ -59,7 +59,7 @@ struct Sample {
   std::vector<float> tensor, tensor_spare;
 };
 
-// Bounds on what a client's spec may ask for (limits.* keys of the daemon's config: config.h Limits).
+// Bounds on what a client's spec may ask for (limits.* keys of the daemon's config: streams/stream_settings.h Limits).
 struct OpLimits {
   uint32_t max_ops = 64;             // limits.max_ops: ops in a spec, nested ones included
   uint32_t max_output_side = 4096;   // limits.max_output_side: any size an op produces (resize, crops, max_side)

@@ -1,12 +1,12 @@
 // [pipelines.NAME] in the daemon's config (pipeline_config.h): read into wire specs, planned when read, refused
 // with the file, line, table and op position named; limits.max_* bound them.
-#include "pipeline_config.h"
+#include "config/pipeline_config.h"
 
 #include <gtest/gtest.h>
 
 #include "config_test_support.h"
 
-#include "config.h"
+#include "config/config.h"
 #include "transforms/ops/op.h"
 #include "transforms/ops/spec_plan.h"
 

@@ -1,9 +1,9 @@
-// The sample cache counts in limits.max_shm_bytes (cache/cache_config.h): a new segment is refused when the open
+// The sample cache counts in limits.max_shm_bytes (config/cache_config.h): a new segment is refused when the open
 // streams' segments plus the cache's live bytes would pass the budget, and the refusal names the cache; an absent
 // cache.max_bytes on a small budget means no cache, not a daemon that cannot start.
 #include <gtest/gtest.h>
 
-#include "cache_config.h"
+#include "config/cache_config.h"
 #include "base/shm_budget.h"
 
 namespace batchd::daemon {

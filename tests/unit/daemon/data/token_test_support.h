@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "data/dataset_config.h"
 
 namespace batchd::daemon::token_test {
 

@@ -208,7 +208,7 @@ TEST_F(RepeatedAugStreamTest, TasksCarryEachPositionsCopyAndAResumedStreamTheSam
 }
 
 TEST(RepeatedAugShareTest, ASubscriberAskingForOtherRepeatsIsRefusedNamingIt) {
-  Config config;
+  StreamSettings config;
   config.limits.max_shm_bytes = 1ull << 30;
   DatasetRegistry datasets = testing::fmnist_registry();
   testing::FakeWorkers workers{1};

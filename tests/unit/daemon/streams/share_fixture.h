@@ -18,8 +18,8 @@ namespace batchd::daemon {
 
 class ShareTest : public ::testing::Test {
  protected:
-  static Config config(uint32_t max_lag) {
-    Config c;
+  static StreamSettings config(uint32_t max_lag) {
+    StreamSettings c;
     c.limits.max_shm_bytes = 1ull << 30;
     c.shares.max_lag = max_lag;
     c.shares.stall_timeout_ms = 50;
@@ -112,7 +112,7 @@ class ShareTest : public ::testing::Test {
     return {};
   }
 
-  Config config_;
+  StreamSettings config_;
   DatasetRegistry datasets_ = testing::fmnist_registry();
   testing::FakeWorkers workers_{2};
   std::optional<StreamManager> sut_;

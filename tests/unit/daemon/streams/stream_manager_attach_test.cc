@@ -23,8 +23,8 @@ const Peer kTrainer{7, 100, kUid};
 
 class StreamManagerAttachTest : public ::testing::Test {
  protected:
-  static Config config() {
-    Config c;
+  static StreamSettings config() {
+    StreamSettings c;
     c.limits.max_shm_bytes = 1ull << 30;
     return c;
   }
@@ -63,7 +63,7 @@ class StreamManagerAttachTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;  // the attached workers' watchdogs (never run here)
-  Config config_ = config();
+  StreamSettings config_ = config();
   DatasetRegistry datasets_ = testing::fmnist_registry();
   testing::FakeWorkers workers_{2};  // the daemon's own workers
   testing::RecordingSink sink_;

@@ -27,8 +27,8 @@ class StreamManagerSkipTest : public ::testing::Test {
   static constexpr int64_t kBad = 20'000;               // samples [kFirstBad, kFirstBad + kBad) are bad
   static constexpr uint32_t kBatch = 256;
 
-  static Config config() {
-    Config c;
+  static StreamSettings config() {
+    StreamSettings c;
     c.limits.max_shm_bytes = 1ull << 30;
     return c;
   }
@@ -68,7 +68,7 @@ class StreamManagerSkipTest : public ::testing::Test {
     return ended;
   }
 
-  Config config_ = config();
+  StreamSettings config_ = config();
   DatasetRegistry datasets_ = registry(::testing::TempDir() + "skip-run-" + std::to_string(::getpid()) + ".bin");
   testing::FakeWorkers workers_{2};
   StreamManager sut_{config_, datasets_, workers_, std::move(SegmentInstance::claim()).value()};

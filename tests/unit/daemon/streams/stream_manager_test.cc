@@ -13,8 +13,8 @@ namespace {
 
 class StreamManagerTest : public ::testing::Test {
  protected:
-  static Config config() {
-    Config c;
+  static StreamSettings config() {
+    StreamSettings c;
     c.limits.max_shm_bytes = 1ull << 30;
     return c;
   }
@@ -45,7 +45,7 @@ class StreamManagerTest : public ::testing::Test {
     return out;
   }
 
-  Config config_ = config();
+  StreamSettings config_ = config();
   DatasetRegistry datasets_ = testing::fmnist_registry();
   testing::FakeWorkers workers_{2};
   StreamManager sut_{config_, datasets_, workers_, std::move(SegmentInstance::claim()).value()};

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "config.h"
+#include "data/dataset_config.h"
 #include "data/token_dataset.h"
 #include "../data/token_test_support.h"
 

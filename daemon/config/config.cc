@@ -1,4 +1,4 @@
-#include "config.h"
+#include "config/config.h"
 
 #include <grp.h>
 #include <toml++/toml.h>
@@ -7,9 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "pipeline_config.h"
-#include "toml_read.h"
-#include "transforms/ops/op.h"
+#include "config/pipeline_config.h"
+#include "config/toml_read.h"
 #include "default_config.inc"  // kDefaultConfigToml, generated from default_config.toml by CMake
 
 namespace batchd::daemon {
@@ -204,21 +203,6 @@ Status parse_remote(const toml::table& t, const std::string& source, RemoteSetti
 
 std::string_view default_config_text() { return kDefaultConfigToml; }
 
-Result<wire::SharingStrategy> parse_strategy(std::string_view name) {
-  if (name == "file_descriptor") return wire::FILE_DESCRIPTOR;
-  if (name == "file_system") return wire::FILE_SYSTEM;
-  return Error(ErrorCode::kInvalidArgument,
-               "unknown sharing strategy '" + std::string(name) + "' (use file_descriptor or file_system)");
-}
-
-const char* strategy_name(wire::SharingStrategy strategy) {
-  switch (strategy) {
-    case wire::FILE_DESCRIPTOR: return "file_descriptor";
-    case wire::FILE_SYSTEM: return "file_system";
-    default: return "default";
-  }
-}
-
 Result<Config> parse_config(std::string_view text, const std::string& source) {
   toml::table root;
   try {
@@ -263,10 +247,6 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
   }
   if (const auto* t = root["pipelines"].as_table()) BATCHD_RETURN_IF_ERROR(parse_pipelines(*t, source, &config));
   return config;
-}
-
-ops::OpLimits op_limits(const Limits& limits) {
-  return {limits.max_ops, limits.max_output_side, limits.max_kernel_size, limits.max_padding, limits.max_sample_work};
 }
 
 Result<Config> load_config_file(const std::string& path) {

@@ -1,4 +1,4 @@
-#include "command_line.h"
+#include "config/command_line.h"
 
 #include <cstdio>
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "config.h"
+#include "config/config.h"
 #include "transforms/pipeline.h"  // FaultInjection
 
 namespace batchd::daemon {

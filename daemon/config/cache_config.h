@@ -1,4 +1,4 @@
-// cache_config.h — the daemon's sample cache from its [cache] settings (config.h CacheSettings), made at start-up.
+// cache_config.h — the daemon's sample cache from its [cache] settings (cache/cache_settings.h CacheSettings), made at start-up.
 //
 // cache.max_bytes is counted in limits.max_shm_bytes: the cache's live bytes and the streams' segments share that
 // budget (a new stream is refused when segments + cache bytes would pass it; the cache itself never holds more than
@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "cache/sample_cache.h"
-#include "config.h"
+#include "config/config.h"
 
 namespace batchd::daemon {
 

@@ -1,19 +1,19 @@
-// config.h — the daemon's configuration: TOML (toml++), validated completely at start-up.
+// stream_settings.h — the settings the stream layer reads: [limits], [shares] and the [daemon] keys of streams.
 //
-// Unknown keys, wrong types and out-of-range values are refused with the source (file name), line and key named,
-// so a typo never silently falls back to a default. Without --config the embedded default_config.toml applies.
+// The config layer (config/config.h) reads them from TOML and validates them; Config derives from ServerSettings,
+// which derives from StreamSettings, so a StreamManager reads the daemon's one Config through this narrower type
+// (SIGHUP's new [pipelines] included) and a test can fill just these. Defaults are the documented ones
+// (deploy/batchd.toml). [limits] is here, the lowest layer that reads it; the server reads its connection bounds.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "batchd.pb.h"
 #include "base/task.h"  // the task watchdog's defaults
+#include "batchd.pb.h"
 #include "batchd/result.h"
-#include "data/dataset_config.h"
 #include "remote/remote_settings.h"
 
 namespace batchd::daemon::ops {
@@ -22,9 +22,7 @@ struct OpLimits;  // transforms/ops/op.h
 
 namespace batchd::daemon {
 
-// daemon.cache_dir's default: where dataset indexes (webdataset shard indexes) are kept between runs.
-inline constexpr const char* kDefaultCacheDir = "/var/cache/batchd";
-
+// [limits]: what one request, stream, connection, uid and spec may ask of the daemon.
 struct Limits {
   uint32_t max_frame_bytes = 1u << 20;      // bound on one control message
   uint32_t max_batch_size = 65536;          // samples per batch
@@ -57,7 +55,6 @@ struct Limits {
 
 // daemon.min_chunk_us's default, measured as docs/benchmarks.md ("batches made in chunks") says.
 inline constexpr uint32_t kDefaultMinChunkUs = 50;
-// The task watchdog's defaults, kDefaultTaskTimeoutMinS and kDefaultPerSampleTimeoutMs: base/task.h (TaskTimeouts).
 
 // [shares]: shared streams (OpenStream.share, streams/share.h).
 struct Shares {
@@ -72,53 +69,26 @@ struct Shares {
   uint32_t stall_timeout_ms = 2000;
 };
 
-// [cache] (issue 27): the host-wide cache of pipelines' cache points (cache/sample_cache.h). Read at start-up only.
-struct CacheSettings {
-  // Bytes of shared memory the cache may hold (its index included), counted in limits.max_shm_bytes (its bytes in
-  // use and the segments share it). -1 (the key absent) = a quarter of limits.max_shm_bytes, none below 1 MiB;
-  // 0 = no cache (cache points computed).
-  int64_t max_bytes = -1;
-  // Bytes one uid's client-sent specs may fill (config pipelines and presets draw on the whole cache).
-  // 0 (absent) = a quarter of max_bytes.
-  uint64_t max_bytes_per_uid = 0;
-};
-
-struct Config {
-  std::string socket = "/run/batchd/batchd.sock";
-  uint32_t socket_mode = 0660;
-  std::string socket_group;  // "" = the daemon's primary group
-  std::string admin_group;   // members may drain/shutdown and see every stream; "" = root and the daemon's uid only
-  uint32_t workers = 0;  // 0 = one per CPU core
+// What StreamManager reads (streams/stream_manager.h). Defaults: deploy/batchd.toml.
+struct StreamSettings {
   uint32_t min_chunk_us = kDefaultMinChunkUs;  // no chunk of a batch shorter than this (streams/chunking.h)
   uint32_t task_timeout_min_s = kDefaultTaskTimeoutMinS;      // watchdog: the least time any task gets
   uint32_t per_sample_timeout_ms = kDefaultPerSampleTimeoutMs;  // watchdog: time per sample of a task
-  std::string cache_dir = kDefaultCacheDir;  // dataset index cache; "" = no cache (index at every start)
-  wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;
-  std::string log_level = "info";
+  wire::SharingStrategy shm_strategy = wire::FILE_DESCRIPTOR;  // a stream's when its OpenStream names none
   Limits limits;
   Shares shares;
-  CacheSettings cache;
-  RemoteSettings remote;
-  std::string metrics_listen;  // "host:port" of the Prometheus endpoint; "" = off
-  bool metrics_per_stream = false;  // per-stream series (stream, dataset, pipeline labels) on the endpoint
-  std::vector<DatasetConfig> datasets;
-  // [pipelines.NAME]: op lists by name (pipeline_config.h), planned when the config was read.
+  RemoteSettings remote;  // remote.prefetch_shards: shards fetched ahead of a remote stream's reads
+  // [pipelines.NAME]: op lists by name (config/pipeline_config.h), planned when the config was read; SIGHUP
+  // replaces them, and OpenStream reads them each time.
   std::map<std::string, wire::PipelineSpec> pipelines;
 };
 
-// The embedded default configuration text (daemon/default_config.toml).
-std::string_view default_config_text();
-
-// Parses and validates TOML text; `source` names it in errors (a file path or "<embedded default>").
-Result<Config> parse_config(std::string_view text, const std::string& source);
-
-// Reads and parses a file.
-Result<Config> load_config_file(const std::string& path);
-
-// The pipeline-spec bounds of `limits` (limits.max_ops, max_output_side, max_kernel_size, max_padding).
+// The pipeline-spec bounds of `limits` (limits.max_ops, max_output_side, max_kernel_size, max_padding,
+// max_sample_work).
 ops::OpLimits op_limits(const Limits& limits);
 
-// "file_descriptor" / "file_system" <-> enum.
+// "file_descriptor" / "file_system" <-> enum (the sharing strategies; daemon.shm_strategy, OpenStream.strategy).
+// parse_strategy: kInvalidArgument naming the two for any other name. strategy_name: "default" for the unset value.
 Result<wire::SharingStrategy> parse_strategy(std::string_view name);
 const char* strategy_name(wire::SharingStrategy strategy);
 

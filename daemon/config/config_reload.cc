@@ -1,4 +1,4 @@
-#include "config_reload.h"
+#include "config/config_reload.h"
 
 #include <signal.h>
 #include <spdlog/spdlog.h>

@@ -10,7 +10,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <string>
 
-#include "config.h"
+#include "config/config.h"
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "server/service_notify.h"

@@ -1,4 +1,4 @@
-#include "cache_config.h"
+#include "config/cache_config.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "toml_read.h"
+#include "config/toml_read.h"
 
 namespace batchd::daemon {
 

@@ -1,10 +1,10 @@
-#include "pipeline_config.h"
+#include "config/pipeline_config.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "config.h"
-#include "toml_read.h"
+#include "config/config.h"
+#include "config/toml_read.h"
 #include "transforms/ops/spec_plan.h"
 #include "transforms/pipeline.h"
 
