@@ -10,7 +10,7 @@ needs code: the version and the CMake build.
   AUTO|ON|OFF in the environment chooses, as -DBATCHD_WITH_CUDA does). The build log says which
   (`pip install -v`), and so does `python -m batchd`.
 - The daemon: the package carries the batchd binary as batchd/bin/batchd (built here from the same tree), which
-  batchd.Loader starts as a private daemon when no daemon answers (batchd/_daemon_binary.py: after $BATCHD_BIN, the
+  batchd.Loader starts as a private daemon when no daemon answers (batchd/_daemon/binary.py: after $BATCHD_BIN, the
   first place it looks). BATCHD_WITH_DAEMON=OFF leaves it out (a host whose daemon is installed separately).
 - Environment: ccache is the compiler launcher when it is on PATH; CMAKE_BUILD_PARALLEL_LEVEL (else all cores);
   CMAKE_BUILD_TYPE (default Release); CMAKE_ARGS (more -D options, shell-quoted).

@@ -17,7 +17,7 @@ component, as the references draw it) and mix each sample with its neighbour bat
   cutmix: a box centred at (torch.randint(W), torch.randint(H)) with half sides int(0.5 sqrt(1 - lambda) W) and
           int(0.5 sqrt(1 - lambda) H), clamped to the image, takes the rolled batch's pixels; lambda becomes
           1 - box area / image area and mixes y.
-batchd.Loader(batch_transform=...) recognises them (batchd/_batch_transforms.py: class name RandomMixup /
+batchd.Loader(batch_transform=...) recognises them (batchd/_transforms/batch.py: class name RandomMixup /
 RandomCutmix with the attributes num_classes, p, alpha, inplace) and runs the same semantics as its mixup / cutmix
 batch ops, so one object serves both sides of bench/compare_recipes.py. tests/ops/test_batch_ops.py checks batchd's
 kernels against mix_() and cut_() below.

@@ -9,7 +9,7 @@ memory count in this process's tree. Three ways a user reaches it, --variant:
             daemon's ops (bench/compare_recipes.py)
   folder    batchd.Loader(torchvision.datasets.ImageFolder(root, transform=Compose)): the Loader recognises an
             ImageFolder and translates its transform, so the daemon's native ops serve it (client/python/batchd/
-            _folder.py)
+            _loader/folder.py)
   own       batchd.Loader(<a Dataset of the same samples, PIL decode + the Compose in __getitem__>, num_workers=W):
             a user's own Dataset, made by the Loader's attached worker processes (bench/compare_own_dataset.py)
 

@@ -9,7 +9,7 @@ Either way, with BATCHD_CONFORMANCE_LOADERS=FILE it writes FILE: the tests that 
 datasets, samplers or default_collate alone; these are the ones the conformance figure is about.
 
 batchd.Loader then serves the tests' datasets as a user's own Dataset, through a daemon private to the test process
-(batchd._private_daemon; $BATCHD_BIN names the build's daemon).
+(batchd._daemon.private; $BATCHD_BIN names the build's daemon).
 """
 import functools
 import os

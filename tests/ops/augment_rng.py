@@ -1,6 +1,6 @@
 """torch.randint / torch.rand replaced by a sample's SampleRng, so that torchvision's own auto-augment forward()
 draws the numbers batchd draws (tests/ops/test_augment*.py); and the same for torchvision.transforms.v2's classes,
-which call torch differently (V2Feeder, feed_torch_v2: tests/ops/test_transforms_v2.py)."""
+which call torch differently (V2Feeder, feed_torch_v2: tests/ops/test_transforms_v2_*.py)."""
 import math
 
 import torch

@@ -181,7 +181,7 @@ def test_a_loader_epoch_over_fashion_mnist(venv, daemon):
 def test_the_package_carries_the_daemon_and_starts_it_as_a_private_daemon(venv):
     """pip's install has batchd/bin/batchd (setup.py), found first without $BATCHD_BIN; a private daemon started from
     it serves the idx dataset it declares, and is gone with its directory once the trainer exits."""
-    script = ("import os, batchd, batchd._daemon_binary as b, batchd._private_daemon as p\n"
+    script = ("import os, batchd, batchd._daemon.binary as b, batchd._daemon.private as p\n"
               "binary = b.daemon_binary()\n"
               "assert binary == os.path.join(os.path.dirname(batchd.__file__), 'bin', 'batchd'), binary\n"
               "d = p.private_daemon(workers=1)\n"

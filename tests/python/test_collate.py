@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import DataLoader
 
 import batchd
-from batchd import _batch_codec
+from batchd._own import batch_codec
 from own_datasets import Faulty
 from collate_datasets import (Captioned, Detection, Growing, Mixed, Tokens, detection_collate, list_collate,
                               mixed_collate, pad_collate, same)
@@ -135,13 +135,13 @@ def test_a_batch_not_signed_by_the_loaders_workers_is_not_unpickled(tmp_path):
     key, other = b"k" * 32, b"x" * 32
     marker = str(tmp_path / "ran")
     batch = {"x": torch.arange(4), "payload": _Marker(marker)}
-    slot = torch.zeros(_batch_codec.encode(batch), dtype=torch.uint8)
-    _batch_codec.encode(batch, slot, other)  # written by someone without this Loader's key
+    slot = torch.zeros(batch_codec.encode(batch), dtype=torch.uint8)
+    batch_codec.encode(batch, slot, other)  # written by someone without this Loader's key
     with pytest.raises(ValueError, match="signature does not check"):
-        _batch_codec.decode(slot, key)
+        batch_codec.decode(slot, key)
     assert not os.path.exists(marker), "nothing was unpickled"
-    _batch_codec.encode({"x": torch.arange(4)}, slot, key)
-    assert torch.equal(_batch_codec.decode(slot, key)["x"], torch.arange(4))
+    batch_codec.encode({"x": torch.arange(4)}, slot, key)
+    assert torch.equal(batch_codec.decode(slot, key)["x"], torch.arange(4))
 
 
 def test_subclasses_masks_byte_order_and_aliases_survive_the_slot():
@@ -150,9 +150,9 @@ def test_subclasses_masks_byte_order_and_aliases_survive_the_slot():
     shared = torch.arange(3)
     batch = {"boxes": boxes, "masked": np.ma.masked_array([1, 2, 3], mask=[0, 1, 0]),
              "big_endian": np.arange(3, dtype=">i4"), "a": shared, "b": shared}
-    slot = torch.zeros(_batch_codec.encode(batch), dtype=torch.uint8)
-    _batch_codec.encode(batch, slot, b"k")
-    out = _batch_codec.decode(slot, b"k")
+    slot = torch.zeros(batch_codec.encode(batch), dtype=torch.uint8)
+    batch_codec.encode(batch, slot, b"k")
+    out = batch_codec.decode(slot, b"k")
     assert type(out["boxes"]) is tv_tensors.BoundingBoxes and out["boxes"].canvas_size == (10, 12)
     assert out["masked"].mask.tolist() == [False, True, False]
     assert out["big_endian"].dtype == np.dtype(">i4") and out["big_endian"].tolist() == [0, 1, 2]

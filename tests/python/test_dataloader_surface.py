@@ -1,11 +1,7 @@
 """batchd.Loader as DataLoader's drop-in (issue 25): its signature, attributes, element, and each row of the table of
-DataLoader's arguments (mapped, ignored, refused), against a real daemon; an ImageFolder object served natively by a
-daemon that declares it, and by a private daemon when none answers."""
-import os
-import subprocess
-import sys
+DataLoader's arguments (mapped, ignored, refused), against a real daemon. An ImageFolder object as the dataset:
+test_loader_image_folder.py."""
 import tempfile
-import time
 import warnings
 
 import pytest
@@ -14,11 +10,10 @@ from torch.utils.data import (DistributedSampler, RandomSampler, SequentialSampl
                               default_collate)
 
 import batchd
-import batchd._dataloader_args
+import batchd._loader.dataloader_args
 from conftest import _run_daemon
 
 N = 10000  # fashion-mnist-test
-IMAGES = os.path.join(os.environ.get("BATCHD_TESTDATA", ""), "imagefolder")
 
 
 def make(sock, *args, **kw):
@@ -192,7 +187,7 @@ def test_in_order_is_accepted_and_batches_arrive_in_the_samplers_order(socket_pa
 
 
 def test_pin_memory_without_cuda_warns_once(socket_path, monkeypatch):
-    monkeypatch.setattr(batchd._dataloader_args, "_pin_warned", False)
+    monkeypatch.setattr(batchd._loader.dataloader_args, "_pin_warned", False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.warns(RuntimeWarning, match="pin_memory=True, but CUDA is not available"):
         make(socket_path, 10, pin_memory=True)
@@ -241,78 +236,3 @@ def test_timeout_raises_as_dataloader_and_the_stream_goes_on(hanging_daemon):
     epoch, arrays = stream.next_arrays()  # the same stream, later: the batch (sample 5 replaced)
     assert epoch == 0 and len(arrays["index"]) == 10
     stream.close()
-
-
-def _folder(transform):
-    import torchvision as tv  # the project venv has it: a missing reference fails, never skips
-    return tv.datasets.ImageFolder(IMAGES, transform=transform)
-
-
-def _small():
-    import torchvision.transforms as T
-    return T.Compose([T.Resize(40), T.CenterCrop(32), T.ToTensor()])
-
-
-@pytest.fixture(scope="module")
-def folder_daemon():
-    if not os.path.isdir(IMAGES):
-        pytest.fail(f"no test images at {IMAGES}: run ctest's make_testdata (BATCHD_TESTDATA)")
-    with tempfile.TemporaryDirectory(prefix="batchd-py-folder-") as tmp:
-        config = os.path.join(tmp, "batchd.toml")
-        with open(config, "w") as f:
-            f.write(f'[datasets.photos]\nformat = "imagefolder"\nroot = "{IMAGES}"\n')
-        yield from _run_daemon(tmp, ["--config", config])
-
-
-def test_an_image_folder_object_is_served_with_its_samples_and_classes(folder_daemon):
-    folder = _folder(_small())
-    loader = batchd.Loader(folder, 8, socket=folder_daemon, as_dict=True)
-    assert loader.dataset is folder and len(loader) == -(-len(folder) // 8)
-    seen = []
-    for batch in loader:
-        assert batch["image"].shape[1:] == (3, 32, 32)
-        seen += list(zip(batch["index"].tolist(), batch["label"].tolist()))
-    assert seen == [(i, folder.samples[i][1]) for i in range(len(folder))]
-    image, label = next(iter(batchd.Loader(torch.utils.data.Subset(folder, [3, 1]), 2, socket=folder_daemon)))
-    assert label.tolist() == [folder.samples[3][1], folder.samples[1][1]]
-    assert (image[0] - folder[3][0]).abs().mean() < 0.02  # the same photo (batchd decodes fast: not bit-exact)
-
-
-def test_an_image_folder_subclass_is_served_as_your_own_dataset(folder_daemon):
-    # A subclass may change what a sample is, so the daemon does not serve it natively: the Loader's own workers
-    # run its __getitem__ (issue 26), and the batches are DataLoader's.
-    import torchvision as tv  # the project venv has it: a missing reference fails, never skips
-
-    class Mine(tv.datasets.ImageFolder):
-        pass
-
-    mine = Mine(IMAGES, transform=_small())
-    loader = batchd.Loader(mine, 4, socket=folder_daemon, num_workers=2)
-    try:
-        assert loader._own is not None
-        image, label = next(iter(loader))
-        expected_image, expected_label = next(iter(torch.utils.data.DataLoader(mine, 4)))
-        assert torch.equal(image, expected_image) and torch.equal(label, expected_label)
-    finally:
-        loader.close()
-
-
-def test_with_no_daemon_answering_a_private_daemon_serves_the_folder_and_ends_with_the_trainer(tmp_path):
-    script = ("import sys, torchvision, torchvision.transforms as T, batchd\n"
-              f"folder = torchvision.datasets.ImageFolder({IMAGES!r}, T.Compose([T.Resize(40), T.CenterCrop(32), "
-              "T.ToTensor()]))\n"
-              "loader = batchd.Loader(folder, 4, num_workers=1)\n"
-              "image, label = next(iter(loader))\n"
-              "from batchd._private_daemon import private_daemon\n"
-              "print(private_daemon().pid, tuple(image.shape), flush=True)\n")
-    env = {k: v for k, v in os.environ.items() if k != "BATCHD_SOCKET"}
-    env["XDG_RUNTIME_DIR"] = str(tmp_path)  # the private daemon's directory: here
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    pid, shape = out.stdout.split(maxsplit=1)
-    assert shape.strip() == "(4, 3, 32, 32)"
-    for _ in range(100):
-        if not os.path.exists(f"/proc/{pid}"):
-            break
-        time.sleep(0.1)
-    assert not os.path.exists(f"/proc/{pid}"), "the private daemon outlived its trainer"

@@ -1,12 +1,12 @@
 """Every wire dtype reaches Python as the torch dtype of its name, viewing the batch's bytes (no copy): the array
-_batchd makes for a tensor (the code path of Batch.arrays()) and batchd._support.torch_tensor, which the Loader
+_batchd makes for a tensor (the code path of Batch.arrays()) and batchd._loader.support.torch_tensor, which the Loader
 applies to each array. bfloat16, which numpy lacks, arrives as int16 bits and is viewed as torch.bfloat16."""
 import numpy as np
 import pytest
 import torch
 
 from batchd import _batchd
-from batchd._support import torch_tensor
+from batchd._loader.support import torch_tensor
 
 VALUES = [0.0, 1.0, -2.5, 0.15625, 3.0e4, -1.0e-3]
 CASES = {  # batchd dtype -> (torch dtype, values)

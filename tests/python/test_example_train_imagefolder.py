@@ -20,7 +20,7 @@ import time
 import pytest
 
 from batchd import _batchd
-from batchd._private_daemon import no_daemon_answers
+from batchd._daemon.private import no_daemon_answers
 from conftest import ROOT, _run_daemon
 from test_private_daemon import running, wait_until
 

@@ -1,7 +1,7 @@
-"""Faults of the passes whose sampler runs in the trainer (client/python/batchd/_fed_pass.py), each once a hang or a
-wrong error (a review of issue 40's round robin and IterableDataset): a pass after one whose first batches all
-raised, a first round past the Loader's timeout, an IterableDataset's worker that died between passes or during
-one. Against a real daemon."""
+"""Faults of the passes whose sampler runs in the trainer (client/python/batchd/_own/fed_pass.py), each once a hang
+or a wrong error (a review of issue 40's round robin and IterableDataset): a pass after one whose first batches all
+raised, a first round past the Loader's timeout, an IterableDataset's worker that died between passes or during one.
+Against a real daemon."""
 import os
 import tempfile
 import time
@@ -109,8 +109,8 @@ def test_a_worker_too_late_for_a_stream_that_failed_is_no_failure_of_the_loader(
     """A stream can fail (a bad sample) before its last worker attaches: that worker's attach error is not the
     Loader's (the stream's own failure says why), where one for a stream that is still open is (it raised in CI as
     "worker 2 cannot attach to stream 6: stream 6 has ended or failed" instead of the sample's ValueError)."""
-    from batchd._worker_main import ATTACH_FAILED
-    from batchd._worker_pool import WorkerPool
+    from batchd._own.worker_main import ATTACH_FAILED
+    from batchd._own.worker_pool import WorkerPool
     pool = WorkerPool(FirstBatchesRaise(), 3, None, None, 0, sock, {})
     pool._stream_id = 6
     pool._check_message(2, (ATTACH_FAILED, 6, "worker 2 cannot attach to stream 6: stream 6 has ended or failed"))

@@ -1,7 +1,7 @@
-"""A torchvision ImageFolder object named to the daemon (batchd._folder.folder_options + open_stream(folder=, indices=)):
-served with the ImageFolder's own samples and labels (also over a tree whose listing order is tricky), a Subset read
-exactly, refused objects with the reason, and a folder the daemon does not serve (root unknown, listing changed,
-hostile root) refused with the cause and the fixes while the daemon serves others after."""
+"""A torchvision ImageFolder object named to the daemon (batchd._loader.folder.folder_options + open_stream(folder=,
+indices=)): served with the ImageFolder's own samples and labels (also over a tree whose listing order is tricky), a
+Subset read exactly, refused objects with the reason, and a folder the daemon does not serve (root unknown, listing
+changed, hostile root) refused with the cause and the fixes while the daemon serves others after."""
 import os
 import shutil
 import tempfile
@@ -12,7 +12,7 @@ from torch.utils.data import Subset
 from torchvision import datasets, transforms
 
 from batchd import BatchdError, _batchd
-from batchd._folder import folder_options
+from batchd._loader.folder import folder_options
 from conftest import ROOT, _run_daemon
 
 TESTDATA = os.environ.get("BATCHD_TESTDATA", os.path.join(ROOT, "build", "testdata"))

@@ -1,9 +1,9 @@
 """Your own Dataset (issue 26) against a real daemon: what a pass delivers, as DataLoader would.
 
 Exactly once per epoch (4 workers, shuffled or not, drop_last, two ranks together), the same batches with 1 and 4
-workers when __getitem__ draws from random / numpy / torch (batchd seeds them per sample: _own_dataset.sample_seed),
-get_worker_info() and worker_init_fn in the workers, __getitems__ used when defined, the spawn context, the
-structures and dtypes default_collate makes, and what is refused (IterableDataset, a string field).
+workers when __getitem__ draws from random / numpy / torch (batchd seeds them per sample: batchd._own.dataset's
+sample_seed), get_worker_info() and worker_init_fn in the workers, __getitems__ used when defined, the spawn
+context, the structures and dtypes default_collate makes, and what is refused (IterableDataset, a string field).
 Faults (dead, hung and failing workers, a killed trainer, another uid) are test_own_dataset_faults.py's.
 """
 import os
@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import default_collate
 
 import batchd
-from batchd._own_dataset import sample_seed, seed_all
+from batchd._own.dataset import sample_seed, seed_all
 from own_datasets import (Batched, BatchedWithGetitems, Kinds, LocalPairs, NoLength, RandomAugment, Resizable,
                           Squares, Stream, WithString, WorkerInfoProbe, init_worker)
 

@@ -1,7 +1,7 @@
-"""batchd.Loader over your own IterableDataset (issue 40, item 4; client/python/batchd/_iterable.py,
-_worker_iterable.py): each worker iterates its copy as DataLoader's does, and the Loader yields DataLoader's batches
-in DataLoader's order (round robin over the workers, a worker whose iterator ended skipped), against a real daemon
-and compared with torch's DataLoader in the same process."""
+"""batchd.Loader over your own IterableDataset (issue 40, item 4; client/python/batchd/_own/iterable.py,
+_own/worker_iterable.py): each worker iterates its copy as DataLoader's does, and the Loader yields DataLoader's
+batches in DataLoader's order (round robin over the workers, a worker whose iterator ended skipped), against a real
+daemon and compared with torch's DataLoader in the same process."""
 import copy
 import multiprocessing
 import tempfile

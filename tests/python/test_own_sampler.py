@@ -1,7 +1,7 @@
-"""Your own Dataset with a sampler the daemon does not run (issue 40, items 3 and 6; client/python/batchd/_fed_pass.py):
-batch_sampler=, generator=, any Sampler or iterable as sampler=, run in the trainer as DataLoader's main process runs
-them, against a real daemon. Each test compares with torch's DataLoader in the same process where DataLoader's
-result is defined."""
+"""Your own Dataset with a sampler the daemon does not run (issue 40, items 3 and 6;
+client/python/batchd/_own/fed_pass.py): batch_sampler=, generator=, any Sampler or iterable as sampler=, run in the
+trainer as DataLoader's main process runs them, against a real daemon. Each test compares with torch's DataLoader in
+the same process where DataLoader's result is defined."""
 import copy
 import multiprocessing
 import os

@@ -1,4 +1,4 @@
-"""The private daemon (batchd._private_daemon): a trainer process (python -c) starts one over the test ImageFolder,
+"""The private daemon (batchd._daemon.private): a trainer process (python -c) starts one over the test ImageFolder,
 reads a batch through it (a file_system stream, so it has a named segment in /dev/shm), then ends; afterwards no
 process of it remains and no /dev/shm file of its instance, whether the trainer exits normally (its directory is
 gone too) or is killed with SIGKILL (the daemon's --exit-with-parent; its directory, with the log, is removed by the
@@ -15,7 +15,8 @@ import time
 import pytest
 
 import batchd
-from batchd import _batchd, _daemon_binary, _private_daemon
+from batchd import _batchd
+from batchd._daemon import binary as _daemon_binary, private as _private_daemon
 from conftest import ROOT
 
 TESTDATA = os.environ.get("BATCHD_TESTDATA", os.path.join(ROOT, "build", "testdata"))
@@ -30,7 +31,7 @@ package = types.ModuleType("batchd")
 package.__path__ = [sys.argv[3]]
 sys.modules["batchd"] = package
 from batchd import _batchd
-from batchd._private_daemon import private_daemon
+from batchd._daemon.private import private_daemon
 d = private_daemon(workers=1)
 name = d.declare_imagefolder(sys.argv[1])
 stream = _batchd.Client(d.socket).open_stream(dataset=name, pipeline="val224", batch_size=4, strategy="file_system")

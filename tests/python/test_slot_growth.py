@@ -1,4 +1,4 @@
-"""Slots that fit the batches (issue 40, item 2; client/python/batchd/_fed_pass.py, _grown): a batch that outgrows
+"""Slots that fit the batches (issue 40, item 2; client/python/batchd/_own/fed_pass.py, _grown): a batch that outgrows
 its slot comes to the trainer over its worker's pipe, and the Loader's next stream gets slots twice its size, once
 the current one has delivered what it was sent: nothing lost, repeated or reordered, and no batch made again, so the
 random draws stay DataLoader's. Against a real daemon, compared with torch's DataLoader."""

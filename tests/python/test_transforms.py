@@ -1,6 +1,6 @@
 """Loader(transform=..., batch_transform=...) without a daemon: torchvision (v1) transforms -> batchd's op dicts
-(batchd/_transforms.py), refusals that name the transform, the op-dict form's checks (batchd/_spec.py), and the
-Loader's argument rules (checked before it connects)."""
+(batchd/_transforms/translate.py), refusals that name the transform, the op-dict form's checks
+(batchd/_transforms/spec.py), and the Loader's argument rules (checked before it connects)."""
 import re
 
 import pytest
@@ -9,9 +9,9 @@ from torchvision import transforms as T
 from torchvision.transforms import InterpolationMode as IM
 
 import batchd
-from batchd._spec import spec_from
-from batchd._batch_transforms import batch_ops_from_torchvision
-from batchd._transforms import ops_from_torchvision
+from batchd._transforms.spec import spec_from
+from batchd._transforms.batch import batch_ops_from_torchvision
+from batchd._transforms.translate import ops_from_torchvision
 from references_like import ClassificationPresetEval, ClassificationPresetTrain, RandomCutmix, RandomMixup
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -263,7 +263,7 @@ def test_op_dicts_need_no_torchvision():
     import subprocess
     import sys
     code = ("import sys; sys.modules['torchvision'] = None\n"  # any import of torchvision now fails
-            "from batchd._spec import spec_from\n"
+            "from batchd._transforms.spec import spec_from\n"
             "print(spec_from([{'op': 'center_crop', 'size': 8}], [{'op': 'mixup'}]))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "{'ops': [{'op': 'center_crop', 'size': 8}], 'batch_ops': [{'op': 'mixup'}]}"

@@ -1,7 +1,7 @@
 """Loader(transform=..., batch_transform=...) with torchvision.transforms.v2 objects, without a daemon: each v2 class
-becomes the op its v1 class becomes (batchd/_transforms_v2.py), v2's own forms (ToImage, ToDtype, ToPureTensor,
+becomes the op its v1 class becomes (batchd/_transforms/v2.py), v2's own forms (ToImage, ToDtype, ToPureTensor,
 string interpolation, RandomCrop's [left, right, top, bottom] padding, fill dicts, CutMix/MixUp), and what is
-refused, by place and class. The pixels of these ops against v2 itself: tests/ops/test_transforms_v2.py."""
+refused, by place and class. The pixels of these ops against v2 itself: tests/ops/test_transforms_v2_*.py."""
 import pytest
 import torch
 from torchvision import transforms as T
@@ -10,8 +10,8 @@ from torchvision.transforms import InterpolationMode as IM
 from torchvision.transforms import v2
 
 import batchd
-from batchd._batch_transforms import batch_ops_from_torchvision
-from batchd._transforms import ops_from_torchvision
+from batchd._transforms.batch import batch_ops_from_torchvision
+from batchd._transforms.translate import ops_from_torchvision
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 

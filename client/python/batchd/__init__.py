@@ -15,8 +15,9 @@ An ImageFolder dataset with your own torchvision recipe, run by the daemon's nat
                        T.PILToTensor(), T.ConvertImageDtype(torch.float),
                        T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), T.RandomErasing(0.1)])
     loader = batchd.Loader("imagenet-train", transform=train, batch_size=128,
-                           batch_transform=[{"op": "random_choice", "ops": [{"op": "mixup", "alpha": 0.2, "p": 1.0},
-                                                                             {"op": "cutmix", "alpha": 1.0, "p": 1.0}]}])
+                           batch_transform=[{"op": "random_choice",
+                                             "ops": [{"op": "mixup", "alpha": 0.2, "p": 1.0},
+                                                     {"op": "cutmix", "alpha": 1.0, "p": 1.0}]}])
     # or transform=[{"op": "random_resized_crop", "size": 176}, {"op": "horizontal_flip"}, ...] (op dicts)
 
 Language-model token files (a `format = "tokens"` dataset, nanoGPT's train.bin) with pipeline "lm"::
@@ -38,6 +39,6 @@ except ImportError as e:
                       "./setup.sh --tests (.venv/bin/python)") from e
 
 from ._batchd import BatchdError, __version__
-from ._loader import Loader
+from ._loader.loader import Loader
 
 __all__ = ["Loader", "BatchdError"]
