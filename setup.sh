@@ -37,7 +37,7 @@ done
 packages=(
   build-essential cmake pkg-config            # toolchain
   libboost-dev                                # Boost.Asio, Boost.Interprocess (header-only)
-  libprotobuf-dev protobuf-compiler           # proto/batchd.proto
+  libprotobuf-dev protobuf-compiler           # proto/*.proto
   libgtest-dev                                # tests (configured always; built by --tests)
   libcli11-dev libtomlplusplus-dev libspdlog-dev zlib1g-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev  # JPEG (TurboJPEG + libjpeg APIs) and PNG decoding

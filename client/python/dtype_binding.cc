@@ -1,10 +1,11 @@
 // dtype_binding.cc — how each batchd dtype reaches Python: the numpy dtype of a host array, the typestr of a device
-// array's __cuda_array_interface__, and the torch dtype batchd/_support.py makes of them.
+// array's __cuda_array_interface__, and the torch dtype batchd/_loader/support.py makes of them.
 //
 // numpy has every batchd dtype but bfloat16: a bfloat16 tensor is an int16 array whose numpy dtype carries
-// metadata {"batchd_dtype": "bfloat16"} (bit patterns, the upper halves of float32 values); _support.torch_tensor()
-// views it as torch.bfloat16 without a copy (Tensor.view(torch.bfloat16)). Device arrays do the same through their
-// `batchd_dtype` attribute (cuda_binding.cc), since __cuda_array_interface__ has no bfloat16 typestr either.
+// metadata {"batchd_dtype": "bfloat16"} (bit patterns, the upper halves of float32 values);
+// _loader.support.torch_tensor() views it as torch.bfloat16 without a copy (Tensor.view(torch.bfloat16)). Device
+// arrays do the same through their `batchd_dtype` attribute (cuda_binding.cc), since __cuda_array_interface__ has no
+// bfloat16 typestr either.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 

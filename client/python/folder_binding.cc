@@ -1,5 +1,5 @@
 // The folder reference and the sample subset of Client.open_stream / plan_stream (folder=, indices=), and
-// _batchd.folder_digest, which batchd/_folder.py uses to describe a torchvision ImageFolder's sample list.
+// _batchd.folder_digest, which batchd/_loader/folder.py uses to describe a torchvision ImageFolder's sample list.
 #include <pybind11/stl.h>
 
 #include "batchd/wire/folder_digest.h"
@@ -10,7 +10,7 @@ namespace batchd_py {
 batchd::FolderRef folder_from(const py::handle& v) {
   if (!py::isinstance<py::dict>(v)) {
     throw py::type_error("folder must be a dict with root, classes, num_samples, class_sizes and digest "
-                         "(batchd._folder.folder_options makes it from an ImageFolder)");
+                         "(batchd._loader.folder.folder_options makes it from an ImageFolder)");
   }
   batchd::FolderRef f;
   for (auto item : v.cast<py::dict>()) {
@@ -58,7 +58,7 @@ void bind_folder(py::module_& m) {
         return digest.hex();
       },
       "FolderRef.digest of (path relative to the root as bytes or str, class index) pairs, in dataset order: 32 "
-      "hex digits (proto/batchd.proto, FolderRef)");
+      "hex digits (proto/client.proto, FolderRef)");
 }
 
 }  // namespace batchd_py

@@ -1,5 +1,6 @@
 // spec_binding.cc — batchd::PipelineSpec (batchd/pipeline_spec.h) from and to Python's op-dict form:
-// {"ops": [{"op": NAME, KEY: VALUE, ...}, ...], "batch_ops": [...]} (batchd/_spec.py checks and normalizes it first).
+// {"ops": [{"op": NAME, KEY: VALUE, ...}, ...], "batch_ops": [...]} (batchd/_transforms/spec.py checks and
+// normalizes it first).
 #include <pybind11/stl.h>
 
 #include <string>

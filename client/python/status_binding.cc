@@ -5,6 +5,7 @@
 #include "batchd/admin.h"
 #include "batchd/wire/convert.h"
 #include "binding.h"
+#include "status_dict.h"
 
 void batchd_py::bind_status(py::module_& m) {
   m.attr("__version__") = BATCHD_VERSION;  // CMakeLists.txt's project(batchd VERSION ...)
@@ -42,11 +43,13 @@ void batchd_py::bind_status(py::module_& m) {
         d["connections"] = s.connections;
         d["draining"] = s.draining;
         d["admin"] = s.admin;
+        d["full"] = batchd_py::status_dict(s);  // every field, keyed as batchctl status --json
         return d;
       },
       py::arg("socket") = "", py::arg("timeout") = py::none(), py::arg("expected_owner") = py::none(),
       "the daemon's status as a dict (socket, daemon: its credentials as Client.daemon, daemon_pid, instance_id, "
-      "version, uptime_seconds, datasets, workers, streams, connections, draining, admin); BatchdError if it cannot "
+      "version, uptime_seconds, datasets, workers, streams, connections, draining, admin; full: the whole status, "
+      "every field keyed as `batchctl status --json` keys it); BatchdError if it cannot "
       "be reached, does not answer within `timeout` seconds (None = $BATCHD_TIMEOUT, else 30; 0 = no deadline) or "
       "is not `expected_owner`'s (None = $BATCHD_EXPECT_OWNER): its message says why and what to do.");
 }

@@ -1,5 +1,5 @@
 // worker_binding.cc — _batchd.AttachedWorker (batchd/worker.h) for the Loader's worker processes
-// (batchd/_worker_main.py), and open_stream's external= (batchd/_own_dataset.py builds it).
+// (batchd/_own/worker_main.py), and open_stream's external= (batchd/_own/dataset.py builds it).
 #include <pybind11/stl.h>
 
 #include <chrono>

@@ -144,4 +144,9 @@ Status read_file(const std::string& path, std::vector<uint8_t>* out, const FileI
   return ok_status();
 }
 
+int64_t dataset_classes(const Dataset& dataset) {
+  const auto* folder = dynamic_cast<const ImageFolderDataset*>(&dataset);
+  return folder != nullptr ? static_cast<int64_t>(folder->classes().size()) : 0;
+}
+
 }  // namespace batchd::daemon

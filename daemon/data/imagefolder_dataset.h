@@ -66,4 +66,7 @@ class ImageFolderDataset final : public Dataset, public ImageSamples {
 // indexed" otherwise, before any read). Errors name the file.
 Status read_file(const std::string& path, std::vector<uint8_t>* out, const FileId* indexed = nullptr);
 
+// The classes of a dataset (an imagefolder's class directories), 0 when it does not say (any other format).
+int64_t dataset_classes(const Dataset& dataset);
+
 }  // namespace batchd::daemon

@@ -3,12 +3,13 @@
 #include <optional>
 
 #include "batchd/wire/segment_layout.h"
-#include "streams/stream_settings.h"
+#include "data/imagefolder_dataset.h"  // dataset_classes
 #include "streams/external_plan.h"
 #include "streams/folder_match.h"
 #include "streams/lm_plan.h"
 #include "streams/pipeline_choice.h"
 #include "streams/sample_subset.h"
+#include "streams/stream_settings.h"
 #include "transforms/ops/spec_plan.h"
 #include "transforms/pipeline.h"
 #include "transforms/spec_pipeline.h"

@@ -15,15 +15,9 @@
 namespace batchd::daemon {
 
 using ops::Kind;
-using ops::Sample;
 using ops::SampleKernel;
 using Clock = std::chrono::steady_clock;
 using Kernels = std::vector<std::unique_ptr<SampleKernel>>;
-
-int64_t dataset_classes(const Dataset& dataset) {
-  const auto* folder = dynamic_cast<const ImageFolderDataset*>(&dataset);
-  return folder != nullptr ? static_cast<int64_t>(folder->classes().size()) : 0;
-}
 
 namespace {
 
@@ -280,7 +274,7 @@ class SpecPipeline final : public Pipeline {
   std::vector<std::unique_ptr<ops::BatchKernel>> batch_;
   FusedTail tail_;
   bool has_tail_ = false;
-  Sample sample_;
+  ops::Sample sample_;
   std::vector<uint8_t> bytes_;
   std::string name_;
   StageTimes times_;

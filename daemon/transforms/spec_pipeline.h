@@ -29,7 +29,4 @@ Result<std::unique_ptr<Pipeline>> make_spec_pipeline(const wire::PipelineSpec& c
                                                      std::shared_ptr<const Dataset> dataset,
                                                      const CacheBinding& cache = {});
 
-// The classes of an image dataset (an imagefolder's class directories), 0 when it does not say.
-int64_t dataset_classes(const Dataset& dataset);
-
 }  // namespace batchd::daemon

@@ -32,6 +32,7 @@
 #include "batchd/client.h"
 #include "batchd/daemon_status.h"
 #include "batchd/result.h"
+#include "batchd/status_fields.h"
 
 namespace batchd {
 
@@ -86,50 +87,57 @@ class Admin {
 // ---------------------------------------------------------------- /dev/shm report (batchctl shm)
 
 // A file in the shm directory that no live daemon owns.
+#define BATCHD_SHM_FILE_FIELDS(F)                                                                                     \
+  F(std::string, name) /* without the directory */                                                                    \
+  F(uint64_t, bytes)                                                                                                  \
+  F(double, age_seconds) /* since its last modification */                                                            \
+  F(pid_t, daemon_pid) /* legacy batchd.<pid>.<id> files: the older daemon that made it; 0 otherwise */               \
+  F(bool, in_use) /* some process this user can see has it open or mapped */                                          \
+  F(std::string, instance_id) /* batchd.<instance>.* files: the daemon run that made it */                            \
+  F(uid_t, owner_uid)                                                                                                 \
+  F(std::string, kept) /* with gc: why it was not removed; held and undecided files: why they stay */                 \
+  /* held files: the holder of their instance lock as /proc/locks gives it; 0 if not visible */                       \
+  F(pid_t, lock_holder_pid)                                                                                           \
+  F(std::string, lock_holder) /* held files: that process's name (/proc/<pid>/comm); "" if not readable */
 struct ShmFile {
-  std::string name;          // without the directory
-  uint64_t bytes = 0;
-  double age_seconds = 0;    // since its last modification
-  pid_t daemon_pid = 0;      // legacy batchd.<pid>.<id> files: the older daemon that made it; 0 otherwise
-  bool in_use = false;       // some process this user can see has it open or mapped
-  std::string instance_id;   // batchd.<instance>.* files: the daemon run that made it
-  uid_t owner_uid = 0;
-  std::string kept;          // with gc: why it was not removed; held and undecided files: why they stay
-  pid_t lock_holder_pid = 0; // held files: the holder of their instance lock as /proc/locks gives it; 0 if not visible
-  std::string lock_holder;   // held files: that process's name (/proc/<pid>/comm); "" if not readable
+  BATCHD_SHM_FILE_FIELDS(BATCHD_STATUS_MEMBER)
 };
 
 // A client process holding live segments.
+#define BATCHD_SHM_CLIENT_FIELDS(F)                                                                                   \
+  F(pid_t, pid)                                                                                                       \
+  F(int32_t, segment_fds) /* fds it holds on batchd segments; -1 if its /proc is unreadable */                        \
+  F(int32_t, segment_mappings) /* distinct batchd segments it has mapped (a batchd client keeps no fd open) */
 struct ShmClient {
-  pid_t pid = 0;
-  int32_t segment_fds = 0;       // fds it holds on batchd segments; -1 if its /proc is unreadable
-  int32_t segment_mappings = 0;  // distinct batchd segments it has mapped (a batchd client keeps no fd open)
+  BATCHD_SHM_CLIENT_FIELDS(BATCHD_STATUS_MEMBER)
 };
 
+#define BATCHD_SHM_REPORT_FIELDS(F)                                                                                   \
+  F(bool, daemon_reachable)                                                                                           \
+  F(std::string, daemon_error) /* why not, when not (the connect or status error's message) */                        \
+  F(pid_t, daemon_pid)                                                                                                \
+  F(std::string, instance_id) /* the daemon's (DaemonStatus::instance_id) */                                          \
+  F(std::vector<SegmentStatus>, segments) /* the daemon's live segments */                                            \
+  F(std::vector<ShmClient>, clients) /* the owners of those segments */                                               \
+  /* Files no live daemon owns (not listed when removed): segments and lock files of batchd instances that are */     \
+  /* provably gone; legacy batchd.<pid>.<id> names of older versions; batchd.<instance>.* whose instance lock */      \
+  /* cannot be probed; everything else (torch_*, sem.*, other programs' files). */                                    \
+  F(std::vector<ShmFile>, orphans)                                                                                    \
+  F(std::vector<ShmFile>, legacy)                                                                                     \
+  F(std::vector<ShmFile>, undecided)                                                                                  \
+  F(std::vector<ShmFile>, foreign)                                                                                    \
+  /* batchd.<instance>.* of instances other than the reachable daemon's (all, when none is reachable) whose lock */   \
+  /* some process holds: another daemon running, or a process keeping a dead instance's lock, whose segments */       \
+  /* nothing collects while it does. Never removed; kept says who holds the lock. */                                  \
+  F(std::vector<ShmFile>, held)                                                                                       \
+  /* A daemon accepted the connection but its live segments could not be had (daemon_error says why): they are */     \
+  /* missing from `segments` (batchctl shm exits 1). */                                                               \
+  F(bool, segments_missing)                                                                                           \
+  F(std::vector<std::string>, removed) /* names removed by ShmReportOptions::gc */                                    \
+  F(uint64_t, shm_total_bytes) /* of the filesystem holding shm_dir; 0 if statvfs failed */                           \
+  F(uint64_t, shm_free_bytes)
 struct ShmReport {
-  bool daemon_reachable = false;
-  std::string daemon_error;            // why not, when not (the connect or status error's message)
-  pid_t daemon_pid = 0;
-  std::string instance_id;             // the daemon's (DaemonStatus::instance_id)
-  std::vector<SegmentStatus> segments; // the daemon's live segments
-  std::vector<ShmClient> clients;      // the owners of those segments
-  // Files no live daemon owns (not listed when removed): segments and lock files of batchd instances that are
-  // provably gone; legacy batchd.<pid>.<id> names of older versions; batchd.<instance>.* whose instance lock cannot
-  // be probed; everything else (torch_*, sem.*, other programs' files).
-  std::vector<ShmFile> orphans;
-  std::vector<ShmFile> legacy;
-  std::vector<ShmFile> undecided;
-  std::vector<ShmFile> foreign;
-  // batchd.<instance>.* of instances other than the reachable daemon's (all, when none is reachable) whose lock some
-  // process holds: another daemon running, or a process keeping a dead instance's lock, whose segments nothing
-  // collects while it does. Never removed; kept says who holds the lock.
-  std::vector<ShmFile> held;
-  // A daemon accepted the connection but its live segments could not be had (daemon_error says why): they are
-  // missing from `segments` (batchctl shm exits 1).
-  bool segments_missing = false;
-  std::vector<std::string> removed;    // names removed by ShmReportOptions::gc
-  uint64_t shm_total_bytes = 0;        // of the filesystem holding shm_dir; 0 if statvfs failed
-  uint64_t shm_free_bytes = 0;
+  BATCHD_SHM_REPORT_FIELDS(BATCHD_STATUS_MEMBER)
 };
 
 struct ShmReportOptions {
@@ -149,9 +157,9 @@ ShmReport shm_report(const ShmReportOptions& options);
 
 // ---------------------------------------------------------------- JSON
 
-// One JSON object (protobuf's canonical mapping of proto/batchd.proto's StatusReply / ShmReport: field names as
-// in the .proto, 64-bit integers as strings, strategies as FILE_DESCRIPTOR / FILE_SYSTEM / STRATEGY_DEFAULT,
-// every field present): what `batchctl ... --json` prints. Errors: kInternal if the encoder fails.
+// One JSON object (protobuf's canonical mapping of proto/admin.proto's StatusReply / local.proto's ShmReport:
+// field names as in the .proto, 64-bit integers as strings, strategies as FILE_DESCRIPTOR / FILE_SYSTEM /
+// STRATEGY_DEFAULT, every field present): what `batchctl ... --json` prints. Errors: kInternal if the encoder fails.
 Result<std::string> to_json(const DaemonStatus& status);
 Result<std::string> to_json(const ShmReport& report);
 

@@ -1,5 +1,5 @@
 // remote_status.h — remote shards (s3://, http(s):// WebDataset shards, issue 28) as batchctl datasets and
-// Admin::status() show them: the plain types of proto/batchd.proto's RemoteShardsInfo and RemoteCacheInfo, field for
+// Admin::status() show them: the plain types of proto/admin.proto's RemoteShardsInfo and RemoteCacheInfo, field for
 // field.
 //
 // The daemon fetches each remote shard once per host into daemon.cache_dir/shards (bounded by
@@ -9,30 +9,35 @@
 
 #include <cstdint>
 #include <string>
+#include "batchd/status_fields.h"
 
 namespace batchd {
 
+#define BATCHD_REMOTE_SHARDS_STATUS_FIELDS(F)                                                                         \
+  F(uint64_t, shards) /* shards the dataset names (0: not a remote dataset) */                                        \
+  F(uint64_t, shards_here) /* of those, on this host's disk now */                                                    \
+  F(uint64_t, bytes) /* all their sizes */                                                                            \
+  F(uint64_t, bytes_here) /* ... of those here */                                                                     \
+  F(uint64_t, fetched) /* downloads completed (indexing at load included) */                                          \
+  F(uint64_t, fetched_bytes)                                                                                          \
+  F(uint64_t, prefetched) /* downloads made ahead of the tasks (no task was waiting for the shard) */                 \
+  F(uint64_t, waited) /* shards a task had to wait for (not fetched ahead in time) */                                 \
+  F(uint64_t, failed) /* downloads that failed after their retries */                                                 \
+  F(uint64_t, evicted) /* shards removed to make room (remote.cache_max_bytes) */
 struct RemoteShardsStatus {
-  uint64_t shards = 0;        // shards the dataset names (0: not a remote dataset)
-  uint64_t shards_here = 0;   // of those, on this host's disk now
-  uint64_t bytes = 0;         // all their sizes
-  uint64_t bytes_here = 0;    // ... of those here
-  uint64_t fetched = 0;       // downloads completed (indexing at load included)
-  uint64_t fetched_bytes = 0;
-  uint64_t prefetched = 0;    // downloads made ahead of the tasks (no task was waiting for the shard)
-  uint64_t waited = 0;        // shards a task had to wait for (not fetched ahead in time)
-  uint64_t failed = 0;        // downloads that failed after their retries
-  uint64_t evicted = 0;       // shards removed to make room (remote.cache_max_bytes)
+  BATCHD_REMOTE_SHARDS_STATUS_FIELDS(BATCHD_STATUS_MEMBER)
 };
 
+#define BATCHD_REMOTE_CACHE_STATUS_FIELDS(F)                                                                          \
+  F(bool, enabled) /* daemon.cache_dir set and remote.cache_max_bytes > 0 */                                          \
+  F(std::string, dir) /* daemon.cache_dir/shards */                                                                   \
+  F(uint64_t, max_bytes) /* remote.cache_max_bytes, resolved */                                                       \
+  F(uint64_t, bytes) /* complete files + downloads under way */                                                       \
+  F(uint64_t, files) /* complete shard files */                                                                       \
+  F(uint64_t, fetching) /* downloads under way */                                                                     \
+  F(RemoteShardsStatus, totals) /* every dataset together (fetched .. evicted) */
 struct RemoteCacheStatus {
-  bool enabled = false;       // daemon.cache_dir set and remote.cache_max_bytes > 0
-  std::string dir;            // daemon.cache_dir/shards
-  uint64_t max_bytes = 0;     // remote.cache_max_bytes, resolved
-  uint64_t bytes = 0;         // complete files + downloads under way
-  uint64_t files = 0;         // complete shard files
-  uint64_t fetching = 0;      // downloads under way
-  RemoteShardsStatus totals;  // every dataset together (fetched .. evicted)
+  BATCHD_REMOTE_CACHE_STATUS_FIELDS(BATCHD_STATUS_MEMBER)
 };
 
 }  // namespace batchd

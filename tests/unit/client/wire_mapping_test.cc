@@ -1,7 +1,7 @@
-// The client's mapping of wire dtypes (client/src/wire_mapping.h): every DType both ways, and a StreamOpened whose
+// The client's mapping of wire dtypes (client/src/core/wire_mapping.h): every DType both ways, and a StreamOpened whose
 // tensor has a dtype this client does not know is refused before its bytes are read as anything; the lm options and
 // endless streams in OpenStream and StreamInfo.
-#include "wire_mapping.h"
+#include "core/wire_mapping.h"
 
 #include <gtest/gtest.h>
 

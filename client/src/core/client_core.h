@@ -31,7 +31,7 @@
 #include "batchd/result.h"
 #include "batchd/wire/framing.h"
 #include "batchd/wire/unique_fd.h"
-#include "deadline.h"
+#include "core/deadline.h"
 #include "batchd/mutex.h"
 
 namespace batchd::detail {

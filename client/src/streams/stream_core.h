@@ -13,7 +13,7 @@
 #include "batchd.pb.h"
 #include "batchd/client.h"
 #include "batchd/wire/shared_memory.h"
-#include "client_core.h"
+#include "core/client_core.h"
 #include "batchd/mutex.h"
 
 namespace batchd::detail {

@@ -1,4 +1,4 @@
-#include "daemon_identity.h"
+#include "core/daemon_identity.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <set>
 
-#include "connect_settings.h"
+#include "core/connect_settings.h"
 
 namespace batchd::detail {
 

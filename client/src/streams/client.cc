@@ -2,9 +2,9 @@
 #include "batchd/client.h"
 
 #include "batchd/wire/convert.h"
-#include "client_core.h"
-#include "stream_core.h"
-#include "wire_mapping.h"
+#include "core/client_core.h"
+#include "streams/stream_core.h"
+#include "core/wire_mapping.h"
 
 namespace batchd {
 

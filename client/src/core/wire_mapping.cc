@@ -1,4 +1,4 @@
-#include "wire_mapping.h"
+#include "core/wire_mapping.h"
 
 #include "batchd/wire/convert.h"
 

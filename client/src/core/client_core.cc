@@ -1,6 +1,6 @@
 // client_core.cc — ClientCore (client_core.h): requests out, frames in and filed, deadlines (connect():
 // client_connect.cc).
-#include "client_core.h"
+#include "core/client_core.h"
 
 #include <poll.h>
 #include <sys/socket.h>

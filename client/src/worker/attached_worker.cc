@@ -17,8 +17,8 @@
 #include "batchd/wire/shared_memory.h"
 #include "batchd/wire/utf8.h"
 #include "batchd/wire/worker_progress.h"
-#include "client_core.h"
-#include "wire_mapping.h"
+#include "core/client_core.h"
+#include "core/wire_mapping.h"
 
 namespace batchd {
 namespace detail {

@@ -1,10 +1,10 @@
-#include "stream_core.h"
+#include "streams/stream_core.h"
 
 #include <cstring>
 
 #include "batchd/wire/convert.h"
 #include "batchd/wire/segment_layout.h"
-#include "wire_mapping.h"
+#include "core/wire_mapping.h"
 
 namespace batchd::detail {
 

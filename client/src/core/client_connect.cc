@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "client_core.h"
-#include "connect_settings.h"
-#include "daemon_identity.h"
+#include "core/client_core.h"
+#include "core/connect_settings.h"
+#include "core/daemon_identity.h"
 
 namespace batchd::detail {
 

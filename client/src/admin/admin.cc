@@ -3,8 +3,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
-#include "admin_wire.h"
-#include "client_core.h"
+#include "admin/admin_wire.h"
+#include "core/client_core.h"
 
 namespace batchd {
 

@@ -1,4 +1,4 @@
-#include "connect_settings.h"
+#include "core/connect_settings.h"
 
 #include <pwd.h>
 #include <unistd.h>
