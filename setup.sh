@@ -45,7 +45,7 @@ packages=(
   libacl1-dev                                 # POSIX ACLs: who may open a file_system segment
   libarchive-dev                              # webdataset tar shards: the member index (data/tar_index)
   libxxhash-dev                               # dataset fingerprints, XXH3-128 (data/fingerprint)
-  libhwy-dev                                  # Highway SIMD: the resampling passes (transforms/resample_passes)
+  libhwy-dev                                  # Highway SIMD: the resampling passes (transforms/kernels/resample_passes)
   libcurl4-openssl-dev                        # remote shards: libcurl (daemon/remote)
   dataset-fashion-mnist                       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
   python3 python3-dev python3-venv            # the venv (pip install . of the README, and --tests)

@@ -114,7 +114,7 @@ COMMANDS
 Admins are root, the daemon's user and members of its daemon.admin_group; anyone else sees their own streams in
 full and other users' only as a count.
 
-Every command takes --json (one JSON object; field names as in proto/admin.proto).
+Every command takes --json (one JSON object; field names as in proto/batchd_admin.proto).
 The socket is --socket, else $BATCHD_SOCKET, else /run/batchd/batchd.sock; $BATCHD_EXPECT_OWNER (a uid or
 user name) refuses a daemon of another user. Each request waits at most --timeout seconds, else $BATCHD_TIMEOUT,
 else 30 (0 = no deadline).

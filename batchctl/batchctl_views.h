@@ -1,5 +1,5 @@
 // batchctl_views.h — how batchctl prints the daemon's status (batchd/admin.h): tables for people, JSON
-// (batchd::to_json: protobuf's canonical mapping, field names as in proto/admin.proto) for scripts.
+// (batchd::to_json: protobuf's canonical mapping, field names as in proto/batchd_admin.proto) for scripts.
 #pragma once
 
 #include <optional>

@@ -58,7 +58,7 @@ void bind_folder(py::module_& m) {
         return digest.hex();
       },
       "FolderRef.digest of (path relative to the root as bytes or str, class index) pairs, in dataset order: 32 "
-      "hex digits (proto/client.proto, FolderRef)");
+      "hex digits (proto/batchd_client.proto, FolderRef)");
 }
 
 }  // namespace batchd_py

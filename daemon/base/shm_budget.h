@@ -22,7 +22,7 @@ class ShmBudget final {
 
   // May a new segment of `bytes` be created now?
   Status admit(uint64_t bytes, wire::SharingStrategy strategy) const;
-  // Bytes held in the same budget by others (the sample cache's live bytes: cache/cache_config.h), asked at admit().
+  // Bytes held in the same budget by others (the sample cache's live bytes: config/cache_config.h), asked at admit().
   void set_also_held(std::function<uint64_t()> also_held) { also_held_ = std::move(also_held); }
   void add(uint64_t bytes) { in_use_ += bytes; }
   void remove(uint64_t bytes) { in_use_ -= bytes; }

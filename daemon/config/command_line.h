@@ -8,7 +8,7 @@
 #include <string>
 
 #include "config/config.h"
-#include "transforms/pipeline.h"  // FaultInjection
+#include "transforms/presets/pipeline.h"  // FaultInjection
 
 namespace batchd::daemon {
 

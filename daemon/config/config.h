@@ -34,7 +34,7 @@ struct Config : ServerSettings {
   std::vector<DatasetConfig> datasets;
 };
 
-// The embedded default configuration text (daemon/default_config.toml).
+// The embedded default configuration text (daemon/config/default_config.toml).
 std::string_view default_config_text();
 
 // Parses and validates TOML text; `source` names it in errors (a file path or "<embedded default>").

@@ -6,7 +6,7 @@
 #include "config/config.h"
 #include "config/toml_read.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 
 namespace batchd::daemon {
 

@@ -1,5 +1,5 @@
 // parent_watch.h — `--exit-with-parent PID`: the daemon ends when the process that started it exits, however it
-// exits (SIGKILL included). batchd.Loader's private daemon uses it (client/python/batchd/_private_daemon.py), so a
+// exits (SIGKILL included). batchd.Loader's private daemon uses it (client/python/batchd/_daemon/private.py), so a
 // daemon started for one trainer never outlives it.
 //
 // open(pid) takes a pidfd of `pid` (pidfd_open, Linux >= 5.3), then checks that `pid` is still this process's parent

@@ -13,7 +13,7 @@
 #include "batchd.pb.h"
 #include "batchd/result.h"
 #include "streams/stream_settings.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 
 namespace batchd::daemon {
 

@@ -20,7 +20,8 @@ Status check_ref(const wire::FolderRef& ref) {
   }
   const std::string& d = ref.digest();
   if (d.size() != 32 || !std::all_of(d.begin(), d.end(), [](unsigned char c) { return std::isxdigit(c); })) {
-    return invalid("folder.digest " + quoted(d) + " is not 32 hex digits (FolderRef.digest in proto/client.proto)");
+    return invalid("folder.digest " + quoted(d) +
+                   " is not 32 hex digits (FolderRef.digest in proto/batchd_client.proto)");
   }
   if (ref.class_sizes_size() != ref.classes_size()) {
     return invalid("folder.class_sizes has " + std::to_string(ref.class_sizes_size()) + " entries for " +

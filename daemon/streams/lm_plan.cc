@@ -1,6 +1,6 @@
 #include "streams/lm_plan.h"
 
-#include "transforms/lm_pipeline.h"
+#include "transforms/presets/lm_pipeline.h"
 
 namespace batchd::daemon {
 

@@ -1,6 +1,6 @@
 // lm_plan.h — the lm pipeline's part of OpenStream's plan (plan.h): the window length and the sampling a stream
-// chose (OpenStream.seq_len, OpenStream.sampling; transforms/lm_pipeline.h says what they mean), and what they make
-// of its sampler.
+// chose (OpenStream.seq_len, OpenStream.sampling; transforms/presets/lm_pipeline.h says what they mean), and what they
+// make of its sampler.
 //
 // The request gives them at the top level; the plan carries them resolved in pipeline_options.lm (WorkerAttach), so
 // the workers build the stream's windows from it and two subscribers of a share compare them with the other

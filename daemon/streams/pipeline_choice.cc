@@ -5,8 +5,8 @@
 
 #include "streams/stream_settings.h"
 #include "streams/lm_plan.h"
-#include "transforms/pipeline.h"
-#include "transforms/vision_pipeline.h"
+#include "transforms/presets/pipeline.h"
+#include "transforms/presets/vision_pipeline.h"
 
 namespace batchd::daemon {
 

@@ -1,6 +1,6 @@
 // pipeline_choice.h — which pipeline an OpenStream asks for, and its options, as the plan (plan.h) needs them:
 // a spec the request carries (an op list), a [pipelines.NAME] of the daemon's config, or a built-in pipeline by name
-// with its options resolved (transforms/pipeline.h). Part of plan(); pure; thread-safe.
+// with its options resolved (transforms/presets/pipeline.h). Part of plan(); pure; thread-safe.
 #pragma once
 
 #include <string>

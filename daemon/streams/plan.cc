@@ -11,8 +11,8 @@
 #include "streams/sample_subset.h"
 #include "streams/stream_settings.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/pipeline.h"
-#include "transforms/spec_pipeline.h"
+#include "transforms/presets/pipeline.h"
+#include "transforms/spec/spec_pipeline.h"
 
 namespace batchd::daemon {
 

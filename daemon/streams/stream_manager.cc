@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "batchd/wire/convert.h"
-#include "transforms/cache_point.h"
+#include "transforms/spec/cache_point.h"
 
 namespace batchd::daemon {
 

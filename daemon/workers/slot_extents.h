@@ -12,7 +12,7 @@
 // worker that does not know its task (a bug in its writer, or a write that may have reached another task's rows):
 // AttachedWorkers detaches it and redoes the task, as for a done that answers another task.
 // It checks a claim, not the bytes: a worker that writes elsewhere and says otherwise is not caught (the daemon reads
-// no segment; the trainer checks each batch's slot header, and a collated batch's signature: _batch_codec.py).
+// no segment; the trainer checks each batch's slot header, and a collated batch's signature: _own/batch_codec.py).
 //
 // Plain value type, built once per stream from its WorkerAttach.
 #pragma once

@@ -11,7 +11,7 @@
 #include "batchd/wire/framing.h"
 #include "batchd/wire/segment_layout.h"
 #include "batchd/wire/shared_memory.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 
 namespace batchd::daemon {
 

@@ -35,7 +35,7 @@
 #include "batchd.pb.h"
 #include "data/dataset.h"
 #include "base/task.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 #include "workers/child_reaper.h"
 #include "workers/worker_channel.h"
 #include "workers/worker_progress.h"

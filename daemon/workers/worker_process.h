@@ -13,7 +13,7 @@
 
 #include "batchd/wire/unique_fd.h"
 #include "data/dataset.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 #include "workers/worker_progress.h"
 
 namespace batchd::daemon {

@@ -46,8 +46,8 @@
 #include <string>
 #include <vector>
 
-#include "transforms/crop_resize.h"
-#include "transforms/image_decoder.h"
+#include "transforms/kernels/crop_resize.h"
+#include "transforms/kernels/image_decoder.h"
 
 namespace {
 

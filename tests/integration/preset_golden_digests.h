@@ -25,9 +25,9 @@
 // What could move them: libjpeg-turbo picks its SIMD code at run time (SSE2/AVX2), but when recorded the digests
 // held with JSIMD_FORCENONE=1, JSIMD_FORCESSE2=1 and JSIMD_FORCEAVX2=1 alike (its ISLOW and IFAST IDCTs and
 // upsamplers match its C code); another libjpeg-turbo version may decode differently;
-// daemon/transforms/resample.cc is built twice (GCC target_clones "avx2" and "default", chosen at load time), but its
-// arithmetic is fixed-point integer, so both agree; the Normalize step is float (x/255 - mean)/std through a table,
-// built with the default -march (x86-64, no FMA contraction); train224's crop box uses glibc's libm (log, exp,
+// daemon/transforms/kernels/resample.cc is built twice (GCC target_clones "avx2" and "default", chosen at load time),
+// but its arithmetic is fixed-point integer, so both agree; the Normalize step is float (x/255 - mean)/std through a
+// table, built with the default -march (x86-64, no FMA contraction); train224's crop box uses glibc's libm (log, exp,
 // sqrt, nearbyint), whose exp and log are picked at run time (FMA variants here), but the digests held with
 // GLIBC_TUNABLES=glibc.cpu.hwcaps=-FMA,-FMA4,-AVX2 too (exp then resolves to __ieee754_exp_avx). No source is built
 // with -march=native.

@@ -1,4 +1,4 @@
-// The auto-augment family (transforms/augment/): Pillow's affine warps, the op spaces and the draws.
+// The auto-augment family (transforms/kernels/augment/): Pillow's affine warps, the op spaces and the draws.
 #include <pybind11/stl.h>
 
 #include <stdexcept>
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "ops_testing.h"
-#include "transforms/augment/apply_augment.h"
-#include "transforms/augment/augment_space.h"
-#include "transforms/augment/pil_affine.h"
+#include "transforms/kernels/augment/apply_augment.h"
+#include "transforms/kernels/augment/augment_space.h"
+#include "transforms/kernels/augment/pil_affine.h"
 
 namespace batchd::testing {
 

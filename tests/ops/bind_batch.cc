@@ -1,4 +1,4 @@
-// The batch ops (transforms/tensor/mixup.h) on numpy batches: images [B, C, H, W] (or [B, H, W, C] with hwc) as
+// The batch ops (transforms/kernels/tensor/mixup.h) on numpy batches: images [B, C, H, W] (or [B, H, W, C] with hwc) as
 // float32, or as the uint16 bits of float16 / bfloat16 (dtype names it), labels [B, K] float32.
 #include <pybind11/stl.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "ops_testing.h"
-#include "transforms/tensor/mixup.h"
+#include "transforms/kernels/tensor/mixup.h"
 
 namespace batchd::testing {
 

@@ -1,5 +1,5 @@
-// The color functions (transforms/color/color.h) and the draws of ColorJitter, RandomGrayscale and GaussianBlur
-// (transforms/color/color_draws.h), for tests/ops/test_color.py.
+// The color functions (transforms/kernels/color/color.h) and the draws of ColorJitter, RandomGrayscale and GaussianBlur
+// (transforms/kernels/color/color_draws.h), for tests/ops/test_color.py.
 #include <array>
 #include <cmath>
 #include <optional>
@@ -8,8 +8,8 @@
 #include <pybind11/stl.h>
 
 #include "ops_testing.h"
-#include "transforms/color/color.h"
-#include "transforms/color/color_draws.h"
+#include "transforms/kernels/color/color.h"
+#include "transforms/kernels/color/color_draws.h"
 
 namespace batchd::testing {
 namespace {

@@ -1,4 +1,4 @@
-// Geometry ops (transforms/geometry/*.h) and their random draws, for tests/ops/test_geometry.py.
+// Geometry ops (transforms/kernels/geometry/*.h) and their random draws, for tests/ops/test_geometry.py.
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -7,10 +7,10 @@
 #include <pybind11/stl.h>
 
 #include "ops_testing.h"
-#include "transforms/geometry/crop.h"
-#include "transforms/geometry/pad.h"
-#include "transforms/geometry/random_crop.h"
-#include "transforms/geometry/resize.h"
+#include "transforms/kernels/geometry/crop.h"
+#include "transforms/kernels/geometry/pad.h"
+#include "transforms/kernels/geometry/random_crop.h"
+#include "transforms/kernels/geometry/resize.h"
 
 namespace batchd::testing {
 

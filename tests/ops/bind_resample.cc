@@ -1,4 +1,4 @@
-// Pillow-compatible resampling (transforms/resample.h).
+// Pillow-compatible resampling (transforms/kernels/resample.h).
 #include "ops_testing.h"
 
 namespace batchd::testing {

@@ -1,4 +1,4 @@
-// A whole spec through the real executor (transforms/spec_pipeline.h): op dicts as Python writes them (the
+// A whole spec through the real executor (transforms/spec/spec_pipeline.h): op dicts as Python writes them (the
 // vocabulary of docs/operations.md "Pipelines"), encoded images in memory as the samples.
 #include <cstring>
 #include <stdexcept>
@@ -7,7 +7,7 @@
 
 #include "ops_testing.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/spec_pipeline.h"
+#include "transforms/spec/spec_pipeline.h"
 #include "batchd/wire/convert.h"
 
 namespace batchd::testing {

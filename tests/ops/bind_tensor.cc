@@ -1,5 +1,5 @@
-// The tensor-side functions: dtype casts (transforms/dtype_cast.h), RandomErasing (transforms/tensor/erasing.h) and
-// the random draws under them (transforms/tensor/random_draws.h).
+// The tensor-side functions: dtype casts (transforms/kernels/dtype_cast.h), RandomErasing
+// (transforms/kernels/tensor/erasing.h) and the random draws under them (transforms/kernels/tensor/random_draws.h).
 #include <pybind11/stl.h>
 
 #include <cstring>
@@ -8,9 +8,9 @@
 #include <variant>
 
 #include "ops_testing.h"
-#include "transforms/dtype_cast.h"
-#include "transforms/tensor/erasing.h"
-#include "transforms/tensor/random_draws.h"
+#include "transforms/kernels/dtype_cast.h"
+#include "transforms/kernels/tensor/erasing.h"
+#include "transforms/kernels/tensor/random_draws.h"
 
 namespace batchd::testing {
 

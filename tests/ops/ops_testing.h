@@ -6,7 +6,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include "transforms/resample.h"
+#include "transforms/kernels/resample.h"
 
 namespace batchd::testing {
 

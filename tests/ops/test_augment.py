@@ -1,4 +1,4 @@
-"""The auto-augment family's pixels (daemon/transforms/augment/) against torchvision 0.29 and Pillow 13 on the
+"""The auto-augment family's pixels (daemon/transforms/kernels/augment/) against torchvision 0.29 and Pillow 13 on the
 photographs: Pillow's affine engine (F.affine / F.rotate on PIL images) byte for byte with every filter, each of the
 15 ops of _apply_op, and whole TrivialAugmentWide / RandAugment / AutoAugment forward() passes fed the sample's random
 numbers (augment_rng.py)."""

@@ -1,8 +1,8 @@
-"""The auto-augment family's tables and draws (daemon/transforms/augment/augment_space.h) against torchvision 0.29:
-the magnitude tables bit for bit (torch.linspace's float32 values), the same ops and magnitudes as torchvision's own
-forward() when torch's generator is replaced by the sample's rng (augment_rng.py), and op / bin / sign / sub-policy
-frequencies (chi-square with fixed seeds; thresholds that the right distribution passes by a wide margin and a
-biased one fails: checked once with a 1/3 sign and a skewed sub-policy draw)."""
+"""The auto-augment family's tables and draws (daemon/transforms/kernels/augment/augment_space.h) against torchvision
+0.29: the magnitude tables bit for bit (torch.linspace's float32 values), the same ops and magnitudes as torchvision's
+own forward() when torch's generator is replaced by the sample's rng (augment_rng.py), and op / bin / sign / sub-policy
+frequencies (chi-square with fixed seeds; thresholds that the right distribution passes by a wide margin and a biased
+one fails: checked once with a 1/3 sign and a skewed sub-policy draw)."""
 import numpy as np
 import pytest
 import torch

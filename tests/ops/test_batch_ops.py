@@ -1,4 +1,4 @@
-"""mixup and cutmix (transforms/tensor/mixup.h) against the formulas of pytorch/vision's
+"""mixup and cutmix (transforms/kernels/tensor/mixup.h) against the formulas of pytorch/vision's
 references/classification/transforms.py (RandomMixup, RandomCutmix, v0.14; the file is not installed with
 python3-torchvision, so its arithmetic is written out in bench/mixup_cutmix.py, whose classes the DataLoader side of
 bench/compare_recipes.py runs) on a batch of real photographs, with

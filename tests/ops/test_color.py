@@ -1,5 +1,5 @@
-"""batchd's color functions (daemon/transforms/color/color.h) equal torchvision 0.29's on PIL images (Pillow 13),
-and its ColorJitter / RandomGrayscale / GaussianBlur draws have torchvision's distributions.
+"""batchd's color functions (daemon/transforms/kernels/color/color.h) equal torchvision 0.29's on PIL images (Pillow
+13), and its ColorJitter / RandomGrayscale / GaussianBlur draws have torchvision's distributions.
 
 Tolerances (measured on the photos and on every 8-bit RGB color): every function is byte-exact except
 gaussian_blur, where torch sums the 2-D kernel in float32 and batchd sums separably in double: an output differs by

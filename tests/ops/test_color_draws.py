@@ -1,4 +1,4 @@
-"""batchd's draws for ColorJitter, RandomGrayscale and GaussianBlur (daemon/transforms/color/color_draws.h) have
+"""batchd's draws for ColorJitter, RandomGrayscale and GaussianBlur (daemon/transforms/kernels/color/color_draws.h) have
 torchvision 0.29's distributions (its get_params / forward draws, from torch's generator with a fixed seed):
 two-sample Kolmogorov-Smirnov for the factors, chi-square for the 24 orders and for the grayscale coin. Each
 threshold is one that the right distribution passes by a wide margin (p-values > 1e-4 with fixed seeds) and a

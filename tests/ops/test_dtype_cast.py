@@ -1,4 +1,4 @@
-"""batchd's element casts (transforms/dtype_cast.h) equal torch 2.15's, bit for bit: Tensor.to(torch.float16 /
+"""batchd's element casts (transforms/kernels/dtype_cast.h) equal torch 2.15's, bit for bit: Tensor.to(torch.float16 /
 torch.bfloat16 / torch.float32) and torchvision 0.29's convert_image_dtype between uint8 and float."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""batchd's geometry ops (daemon/transforms/geometry, resample.h) against torchvision 0.29's functional ops and
+"""batchd's geometry ops (daemon/transforms/kernels/geometry, resample.h) against torchvision 0.29's functional ops and
 transform classes on PIL images, and their random draws against torchvision's get_params.
 
 Every image comparison is exact (max abs difference 0 per uint8 channel): crops, pads, flips, and the three

@@ -1,5 +1,6 @@
-"""RandomErasing (transforms/tensor/erasing.h) against torchvision 0.29 on real photographs, and the random draws
-under the tensor and batch ops (transforms/tensor/random_draws.h) against scipy.stats and torch's own samplers.
+"""RandomErasing (transforms/kernels/tensor/erasing.h) against torchvision 0.29 on real photographs, and the random
+draws under the tensor and batch ops (transforms/kernels/tensor/random_draws.h) against scipy.stats and torch's own
+samplers.
 
 Statistical tests use fixed seeds and many draws: a correct implementation passes with a wide margin (p-values far
 above the 1e-3 threshold), and each test also checks that it would reject a wrong distribution."""

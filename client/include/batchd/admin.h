@@ -157,8 +157,8 @@ ShmReport shm_report(const ShmReportOptions& options);
 
 // ---------------------------------------------------------------- JSON
 
-// One JSON object (protobuf's canonical mapping of proto/admin.proto's StatusReply / local.proto's ShmReport:
-// field names as in the .proto, 64-bit integers as strings, strategies as FILE_DESCRIPTOR / FILE_SYSTEM /
+// One JSON object (protobuf's canonical mapping of proto/batchd_admin.proto's StatusReply / batchd_local.proto's
+// ShmReport: field names as in the .proto, 64-bit integers as strings, strategies as FILE_DESCRIPTOR / FILE_SYSTEM /
 // STRATEGY_DEFAULT, every field present): what `batchctl ... --json` prints. Errors: kInternal if the encoder fails.
 Result<std::string> to_json(const DaemonStatus& status);
 Result<std::string> to_json(const ShmReport& report);

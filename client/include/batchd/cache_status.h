@@ -1,5 +1,5 @@
 // cache_status.h — the daemon's sample cache as batchctl cache and Admin::status() show it (DaemonStatus::cache):
-// the plain types of proto/admin.proto's CacheStatus, CacheGroupInfo and CacheDropped, field for field.
+// the plain types of proto/batchd_admin.proto's CacheStatus, CacheGroupInfo and CacheDropped, field for field.
 //
 // The cache (docs/operations.md "Cache") keeps, per sample, what the ops before a pipeline's `cache` op made of it,
 // in the daemon's shared memory: later epochs, streams and trainers read it instead of decoding again. Counts are

@@ -27,7 +27,7 @@ struct FolderRef {
 
 // FolderRef::digest of a sample list, in dataset order: (path relative to the root, class index) each. 32 lowercase
 // hex digits of XXH3-128 over, per sample, the path's bytes, 0x00, the class index in decimal ASCII and 0x0A
-// (FolderRef in proto/client.proto; the Python binding's _batchd.folder_digest is the same function).
+// (FolderRef in proto/batchd_client.proto; the Python binding's _batchd.folder_digest is the same function).
 std::string folder_digest(const std::vector<std::pair<std::string, uint64_t>>& samples);
 
 }  // namespace batchd

@@ -39,8 +39,8 @@ namespace batchd {
 
 class Op;
 
-// A parameter's value, one of the wire's kinds (proto/client.proto OpValue): a number (every scalar: 224 and 224.0
-// are one value), a list of numbers ([h, w], (min, max), per-channel mean/std/fill), a text (a choice such as
+// A parameter's value, one of the wire's kinds (proto/batchd_client.proto OpValue): a number (every scalar: 224 and
+// 224.0 are one value), a list of numbers ([h, w], (min, max), per-channel mean/std/fill), a text (a choice such as
 // "bicubic"), a flag, or a list of ops (random_apply / random_choice / random_order).
 using OpValue = std::variant<double, std::vector<double>, std::string, bool, std::vector<Op>>;
 

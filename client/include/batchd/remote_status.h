@@ -1,6 +1,6 @@
 // remote_status.h — remote shards (s3://, http(s):// WebDataset shards, issue 28) as batchctl datasets and
-// Admin::status() show them: the plain types of proto/admin.proto's RemoteShardsInfo and RemoteCacheInfo, field for
-// field.
+// Admin::status() show them: the plain types of proto/batchd_admin.proto's RemoteShardsInfo and RemoteCacheInfo, field
+// for field.
 //
 // The daemon fetches each remote shard once per host into daemon.cache_dir/shards (bounded by
 // remote.cache_max_bytes) and the workers read it from there (docs/operations.md "Remote shards"). Counts are since

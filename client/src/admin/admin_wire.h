@@ -1,5 +1,5 @@
-// admin_wire.h — internal: the status types of batchd/admin.h to and from proto/admin.proto's messages, made from
-// their tables (batchd/status_fields.h) by status_table.h. from_wire reads the daemon's replies; to_wire makes the
+// admin_wire.h — internal: the status types of batchd/admin.h to and from proto/batchd_admin.proto's messages, made
+// from their tables (batchd/status_fields.h) by status_table.h. from_wire reads the daemon's replies; to_wire makes the
 // message that the JSON of a status or a /dev/shm report is rendered from (batchctl --json), so that
 // from_wire(to_wire(x)) == x and the JSON of a status is the daemon's reply.
 #pragma once

@@ -2,7 +2,7 @@
 // it by protobuf reflection: the type from its proto message (read_status) and back (write_status, for --json).
 //
 // StatusTable<T>::each(s, visit) calls visit("proto_field_name", s.member) for every line of T's table, in order;
-// T's message is the proto message of the same role (StatusReply for DaemonStatus, ...: status_wire.cc). A value
+// T's message is the proto message of the same role (StatusReply for DaemonStatus, ...: admin_wire.cc). A value
 // is converted by its C++ type: integers (any width, from any integer proto type), double, bool, std::string,
 // SharingStrategy (the proto enum), a status type (a nested message) and std::vector of those (a repeated field).
 // A field the message lacks is skipped (StatusTableTest shows there is none).
@@ -25,6 +25,13 @@ template <typename T>
 struct StatusTable {
   static constexpr bool kIsTable = false;
 };
+
+// The proto field name of a table line (batchd/status_fields.h): `wire` when given, else `name`, as a string literal.
+#define BATCHD_STATUS_WIRE_NAME(type, name, ...) \
+  BATCHD_STATUS_STR_(BATCHD_STATUS_FIRST_(__VA_ARGS__ __VA_OPT__(, ) name))
+#define BATCHD_STATUS_FIRST_(first, ...) first
+#define BATCHD_STATUS_STR_(x) BATCHD_STATUS_STR2_(x)
+#define BATCHD_STATUS_STR2_(x) #x
 
 #define BATCHD_STATUS_VISIT_(type, name, ...) \
   visit(BATCHD_STATUS_WIRE_NAME(type, name __VA_OPT__(, ) __VA_ARGS__), s.name);
@@ -54,6 +61,10 @@ BATCHD_STATUS_TABLE_(ShmClient, BATCHD_SHM_CLIENT_FIELDS)
 BATCHD_STATUS_TABLE_(ShmReport, BATCHD_SHM_REPORT_FIELDS)
 #undef BATCHD_STATUS_TABLE_
 #undef BATCHD_STATUS_VISIT_
+#undef BATCHD_STATUS_WIRE_NAME
+#undef BATCHD_STATUS_FIRST_
+#undef BATCHD_STATUS_STR_
+#undef BATCHD_STATUS_STR2_
 
 template <typename T>
 inline constexpr bool kIsStatus = StatusTable<T>::kIsTable;

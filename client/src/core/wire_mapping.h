@@ -1,6 +1,6 @@
 // wire_mapping.h — internal: the public types of batchd/client.h to and from the wire messages of
-// proto/batchd.proto. The one place the client maps each of them (enums, OpenStream, StreamInfo), so that Client,
-// StreamCore and the admin API agree.
+// proto/batchd_client.proto. The one place the client maps each of them (enums, OpenStream, StreamInfo), so that
+// Client, StreamCore and the admin API agree.
 #pragma once
 
 #include <optional>

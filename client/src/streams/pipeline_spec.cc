@@ -1,5 +1,5 @@
 // pipeline_spec.cc — batchd::Op (batchd/pipeline_spec.h) and the spec's wire form (wire_mapping.h): PipelineSpec,
-// Op and OpValue to and from the messages of proto/client.proto, value kind for value kind.
+// Op and OpValue to and from the messages of proto/batchd_client.proto, value kind for value kind.
 #include "batchd/pipeline_spec.h"
 
 #include <algorithm>

@@ -1,12 +1,12 @@
 // The auto-augment ops (op_registry.h add_augment_ops): trivial_augment_wide, rand_augment, auto_augment —
-// torchvision 0.14's TrivialAugmentWide, RandAugment and AutoAugment on PIL images (transforms/augment/
+// torchvision 0.14's TrivialAugmentWide, RandAugment and AutoAugment on PIL images (transforms/kernels/augment/
 // apply_augment.h: their draws in torchvision's order from the sample's rng, Pillow's pixels). Each takes and gives
 // an image (Kind::kImage) of unchanged size.
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "transforms/augment/apply_augment.h"
+#include "transforms/kernels/augment/apply_augment.h"
 #include "transforms/ops/op_registry.h"
 
 namespace batchd::daemon::ops {

@@ -1,12 +1,12 @@
 // The batch family: mixup and cutmix (RandomMixup / RandomCutmix of pytorch/vision's
 // references/classification/transforms.py, v0.14), and random_choice over them (torchvision's RandomChoice, as the
 // references' train.py combines the two). They run after collate on the whole batch (spec_pipeline.h
-// finish_batch); the functions and draws are transforms/tensor/mixup.h. The label they mix is the one-hot
+// finish_batch); the functions and draws are transforms/kernels/tensor/mixup.h. The label they mix is the one-hot
 // [B, num_classes] float32 label the spec's plan gives a stream with batch ops (spec_plan.h).
 #include "batchd/wire/convert.h"
 #include "transforms/ops/op_registry.h"
 #include "transforms/ops/weighted_choice.h"
-#include "transforms/tensor/mixup.h"
+#include "transforms/kernels/tensor/mixup.h"
 
 namespace batchd::daemon::ops {
 

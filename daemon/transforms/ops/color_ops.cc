@@ -1,7 +1,7 @@
 // The color ops (op_registry.h add_color_ops): color_jitter, random_grayscale, gaussian_blur — torchvision 0.14's
 // ColorJitter, RandomGrayscale and GaussianBlur on PIL images, with their parameter checks (transforms.py
-// ColorJitter._check_input, GaussianBlur.__init__), their draws (transforms/color/color_draws.h) and Pillow's pixels
-// (transforms/color/color.h). All three take and give an image (Kind::kImage) of unchanged size.
+// ColorJitter._check_input, GaussianBlur.__init__), their draws (transforms/kernels/color/color_draws.h) and Pillow's
+// pixels (transforms/kernels/color/color.h). All three take and give an image (Kind::kImage) of unchanged size.
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
-#include "transforms/color/color.h"
-#include "transforms/color/color_draws.h"
+#include "transforms/kernels/color/color.h"
+#include "transforms/kernels/color/color_draws.h"
 #include "transforms/ops/op_registry.h"
 
 namespace batchd::daemon::ops {

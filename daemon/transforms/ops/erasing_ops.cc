@@ -1,9 +1,9 @@
 // The erasing family: random_erasing (torchvision 0.14's RandomErasing) on a float tensor. The op's functions and
-// draws are transforms/tensor/erasing.h; here its schema, type rule and kernel.
+// draws are transforms/kernels/tensor/erasing.h; here its schema, type rule and kernel.
 #include "batchd/wire/convert.h"
 #include "transforms/ops/op_registry.h"
 #include "transforms/ops/tensor_ops.h"
-#include "transforms/tensor/erasing.h"
+#include "transforms/kernels/tensor/erasing.h"
 
 namespace batchd::daemon::ops {
 

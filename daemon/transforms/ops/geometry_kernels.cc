@@ -5,10 +5,10 @@
 #include <cstring>
 #include <vector>
 
-#include "transforms/geometry/crop.h"
-#include "transforms/geometry/random_crop.h"
-#include "transforms/geometry/resize.h"
-#include "transforms/image_decoder.h"
+#include "transforms/kernels/geometry/crop.h"
+#include "transforms/kernels/geometry/random_crop.h"
+#include "transforms/kernels/geometry/resize.h"
+#include "transforms/kernels/image_decoder.h"
 
 namespace batchd::daemon::ops {
 

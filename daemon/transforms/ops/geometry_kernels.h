@@ -1,7 +1,7 @@
 // geometry_kernels.h — the kernels of the geometry family (geometry_ops.cc): whole-image versions, used when the
 // spec cannot take the fused decode+crop+resize path (spec_pipeline.h). Each works on Sample.image, writing
 // Sample.spare and swapping when it cannot work in place; buffers are reused from sample to sample. The image
-// functions are transforms/geometry/*.h (torchvision 0.14 / Pillow 9.4, exact).
+// functions are transforms/kernels/geometry/*.h (torchvision 0.14 / Pillow 9.4, exact).
 #pragma once
 
 #include <memory>

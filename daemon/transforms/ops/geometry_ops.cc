@@ -1,11 +1,11 @@
 // The geometry family: decode, resize, center_crop, random_crop, random_resized_crop, horizontal_flip,
-// vertical_flip, on PIL-style RGB images (image functions: transforms/geometry/*.h, resample.h). Contracts and
+// vertical_flip, on PIL-style RGB images (image functions: transforms/kernels/geometry/*.h, resample.h). Contracts and
 // torchvision sources: docs/operations.md, "Pipelines".
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "transforms/image_decoder.h"
+#include "transforms/kernels/image_decoder.h"
 #include "transforms/ops/geometry_kernels.h"
 #include "transforms/ops/op_registry.h"
 

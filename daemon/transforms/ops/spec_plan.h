@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "transforms/ops/op.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 
 namespace batchd::daemon::ops {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "transforms/dtype_cast.h"
+#include "transforms/kernels/dtype_cast.h"
 #include "transforms/ops/op_registry.h"
 
 namespace batchd::daemon::ops {

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "transforms/vision_transforms.h"
+#include "transforms/kernels/vision_transforms.h"
 
 namespace batchd::daemon::ops {
 

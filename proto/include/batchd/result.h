@@ -14,7 +14,7 @@
 
 namespace batchd {
 
-// Broad classes of failure, stable across releases (also used on the wire, see proto/batchd.proto).
+// Broad classes of failure, stable across releases (also used on the wire, see proto/batchd_types.proto).
 enum class ErrorCode {
   kInvalidArgument = 1,   // the caller asked for something malformed or out of range; fix the request
   kNotFound = 2,          // a named thing (dataset, pipeline, stream, file) does not exist

@@ -1,5 +1,6 @@
 // batchd::Op / PipelineSpec (batchd/pipeline_spec.h): what the builder holds, and the OpenStream.spec it becomes on
-// the wire (client/src/streams/pipeline_spec.cc, core/wire_mapping.cc), compared with the message written out in text form.
+// the wire (client/src/streams/pipeline_spec.cc, core/wire_mapping.cc), compared with the message written out in text
+// form.
 #include "batchd/pipeline_spec.h"
 
 #include <google/protobuf/text_format.h>

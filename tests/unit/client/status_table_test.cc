@@ -33,6 +33,56 @@ void expect_one_line_per_field(const google::protobuf::Descriptor* message) {
   for (const auto& n : names) EXPECT_TRUE(fields.count(n)) << "table line " << n << " names no field of the message";
 }
 
+template <typename T>
+struct ElementOf {
+  using type = T;
+};
+template <typename E>
+struct ElementOf<std::vector<E>> {
+  using type = E;
+};
+
+// Each integer member holds its field's whole range: as wide, and signed exactly when the field is.
+template <typename T>
+void expect_members_hold_their_fields(const google::protobuf::Descriptor* message) {
+  T s;
+  StatusTable<T>::each(s, [&](const char* name, auto& member) {
+    using Member = std::decay_t<decltype(member)>;
+    using Value = typename ElementOf<Member>::type;
+    const google::protobuf::FieldDescriptor* f = message->FindFieldByName(name);
+    if (f == nullptr) return;  // EveryFieldOfEachStatusMessageHasExactlyOneTableLine says so
+    using Cpp = google::protobuf::FieldDescriptor;
+    if constexpr (kIsStatus<Value>) {
+      expect_members_hold_their_fields<Value>(f->message_type());
+    } else if constexpr (std::is_integral_v<Value> && !std::is_same_v<Value, bool>) {
+      const auto t = f->cpp_type();
+      const bool is_signed = t == Cpp::CPPTYPE_INT32 || t == Cpp::CPPTYPE_INT64;
+      const size_t bits = (t == Cpp::CPPTYPE_INT64 || t == Cpp::CPPTYPE_UINT64) ? 64 : 32;
+      EXPECT_EQ(std::is_signed_v<Value>, is_signed) << message->full_name() << "." << name;
+      EXPECT_GE(sizeof(Value) * 8, bits) << message->full_name() << "." << name;
+    }
+  });
+}
+
+TEST(StatusTableTest, IntegerMembersHoldTheirFieldsWholeRange) {
+  expect_members_hold_their_fields<DaemonStatus>(wire::StatusReply::descriptor());
+  expect_members_hold_their_fields<DaemonHealth>(wire::HealthReply::descriptor());
+  expect_members_hold_their_fields<ShmReport>(wire::ShmReport::descriptor());
+}
+
+// The members whose field has another name, checked by hand: a table that swapped two of them would still come
+// back unchanged.
+TEST(StatusTableTest, RenamedMembersReachTheirOwnFields) {
+  DaemonStatus status;
+  status.streams.resize(1);
+  status.streams[0].stages = {.read_nanos = 1, .decode_nanos = 2, .resize_nanos = 3, .normalize_nanos = 4};
+  const wire::StageNanos& w = to_wire(status).streams(0).stages();
+  EXPECT_EQ(w.read(), 1u);
+  EXPECT_EQ(w.decode(), 2u);
+  EXPECT_EQ(w.resize(), 3u);
+  EXPECT_EQ(w.normalize(), 4u);
+}
+
 TEST(StatusTableTest, EveryFieldOfEachStatusMessageHasExactlyOneTableLine) {
   expect_one_line_per_field<StageTimes>(wire::StageNanos::descriptor());
   expect_one_line_per_field<WorkerStatus>(wire::WorkerInfo::descriptor());

@@ -1,6 +1,6 @@
 """A Loader's pipeline spec from its `transform=` and `batch_transform=`: the op-dict form, checked for shape here.
 
-The spec is the wire message PipelineSpec (proto/batchd.proto) as Python data::
+The spec is the wire message PipelineSpec (proto/batchd_client.proto) as Python data::
 
     {"ops": [{"op": "resize", "size": 232, "interpolation": "bicubic"}, ...],   # per sample, in order
      "batch_ops": [{"op": "mixup", "alpha": 0.2}, ...]}                         # per batch, after collate

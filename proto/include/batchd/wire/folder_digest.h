@@ -1,5 +1,5 @@
-// folder_digest.h — the digest of an ImageFolder's sample list (FolderRef.digest in batchd.proto), computed the same
-// way by the daemon (its own listing of a declared imagefolder root), the C++ client and the Python binding (a
+// folder_digest.h — the digest of an ImageFolder's sample list (FolderRef.digest in batchd_client.proto), computed the
+// same way by the daemon (its own listing of a declared imagefolder root), the C++ client and the Python binding (a
 // torchvision ImageFolder's .samples).
 //
 // Definition: XXH3-128, seed 0, over the concatenation, for each sample in dataset order, of its path relative to

@@ -11,7 +11,7 @@
 
 #include "batchd/wire/segment_layout.h"
 #include "streams/plan.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 
 namespace batchd::daemon {
 namespace {

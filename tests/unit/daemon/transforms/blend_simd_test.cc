@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "transforms/color/blend_simd.h"
-#include "transforms/color/pil_pixel.h"
+#include "transforms/kernels/color/blend_simd.h"
+#include "transforms/kernels/color/pil_pixel.h"
 
 namespace batchd::daemon {
 namespace {

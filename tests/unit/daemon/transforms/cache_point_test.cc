@@ -1,7 +1,7 @@
 // The cache op at plan (spec_plan.h: refused after a random op naming it, nested, twice, in batch_ops; where it
 // may stand) and cache_prefix() (cache_point.h: the id of the ops before the point, and where a point that ends a
 // float32 tail is taken).
-#include "transforms/cache_point.h"
+#include "transforms/spec/cache_point.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "transforms/ops/op.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 
 namespace batchd::daemon {
 namespace {

@@ -1,6 +1,6 @@
-// CachePoint (transforms/cache_point.h) over a real SampleCache: a value stored at the point and loaded back is the
-// value computed, bit for bit (a hit must equal what the uncached ops make).
-#include "transforms/cache_point.h"
+// CachePoint (transforms/spec/cache_point.h) over a real SampleCache: a value stored at the point and loaded back is
+// the value computed, bit for bit (a hit must equal what the uncached ops make).
+#include "transforms/spec/cache_point.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The geometry functions (transforms/geometry/*.h) on their own: numpy.pad's index maps, torchvision's size and
+// The geometry functions (transforms/kernels/geometry/*.h) on their own: numpy.pad's index maps, torchvision's size and
 // offset rules, RandomCrop's paddings composed as maps and its draws. Their equality with torchvision on real
 // photographs is tests/ops/test_geometry.py.
 
@@ -7,10 +7,10 @@
 #include <tuple>
 #include <vector>
 
-#include "transforms/geometry/crop.h"
-#include "transforms/geometry/pad.h"
-#include "transforms/geometry/random_crop.h"
-#include "transforms/geometry/resize.h"
+#include "transforms/kernels/geometry/crop.h"
+#include "transforms/kernels/geometry/pad.h"
+#include "transforms/kernels/geometry/random_crop.h"
+#include "transforms/kernels/geometry/resize.h"
 
 namespace batchd::daemon::geometry {
 namespace {

@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "transforms/image_decoder.h"
-#include "transforms/vision_transforms.h"
+#include "transforms/kernels/image_decoder.h"
+#include "transforms/kernels/vision_transforms.h"
 
 #include "image_test_support.h"
 

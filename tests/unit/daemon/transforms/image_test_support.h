@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "transforms/image_decoder.h"
+#include "transforms/kernels/image_decoder.h"
 
 namespace batchd::daemon::image_test {
 

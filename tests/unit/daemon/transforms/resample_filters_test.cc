@@ -8,8 +8,8 @@
 #include <tuple>
 #include <vector>
 
-#include "transforms/resample.h"
-#include "transforms/vision_transforms.h"
+#include "transforms/kernels/resample.h"
+#include "transforms/kernels/vision_transforms.h"
 
 #include "image_test_support.h"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "transforms/resample.h"
-#include "transforms/resample_passes.h"
+#include "transforms/kernels/resample.h"
+#include "transforms/kernels/resample_passes.h"
 
 namespace batchd::daemon {
 namespace {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "transforms/resample.h"
-#include "transforms/vision_transforms.h"
+#include "transforms/kernels/resample.h"
+#include "transforms/kernels/vision_transforms.h"
 
 #include "image_test_support.h"
 

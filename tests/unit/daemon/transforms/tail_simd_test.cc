@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "transforms/fused_tail.h"
+#include "transforms/spec/fused_tail.h"
 
 namespace batchd::daemon {
 namespace {

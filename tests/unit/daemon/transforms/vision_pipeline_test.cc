@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "data/imagefolder_dataset.h"
-#include "transforms/resample.h"
-#include "transforms/vision_pipeline.h"
-#include "transforms/vision_transforms.h"
+#include "transforms/kernels/resample.h"
+#include "transforms/presets/vision_pipeline.h"
+#include "transforms/kernels/vision_transforms.h"
 
 #include "image_test_support.h"
 

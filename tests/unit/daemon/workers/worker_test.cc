@@ -14,7 +14,7 @@
 #include "batchd/wire/segment_layout.h"
 #include "streams/plan.h"
 #include "streams/segment_pool.h"
-#include "transforms/pipeline.h"
+#include "transforms/presets/pipeline.h"
 
 namespace batchd::daemon {
 namespace {
