@@ -51,19 +51,25 @@ Result<wire::UniqueFd> open_regular_file(const std::string& path, struct stat* s
   return fd;
 }
 
-Status pread_exactly(int fd, void* dst, size_t n, uint64_t offset, const std::string& what) {
+int pread_all(int fd, void* dst, size_t n, uint64_t offset, uint64_t* got) {
   auto* out = static_cast<char*>(dst);
-  for (size_t got = 0; got < n;) {
-    const ssize_t r = ::pread(fd, out + got, n - got, static_cast<off_t>(offset + got));
+  for (*got = 0; *got < n;) {
+    const ssize_t r = ::pread(fd, out + *got, n - *got, static_cast<off_t>(offset + *got));
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return posix_error("cannot read " + what, errno);
-    if (r == 0) {
-      return Error(ErrorCode::kDataError, "cannot read " + what + ": end of file after " +
-                                              std::to_string(offset + got) + " bytes");
-    }
-    got += static_cast<size_t>(r);
+    if (r < 0) return errno;
+    if (r == 0) return -1;
+    *got += static_cast<uint64_t>(r);
   }
-  return ok_status();
+  return 0;
+}
+
+Status pread_failure(const std::string& what, int err, uint64_t at) {
+  if (err > 0) return posix_error("cannot read " + what, err);
+  return Error(ErrorCode::kDataError, "cannot read " + what + ": end of file after " + std::to_string(at) + " bytes");
+}
+
+Status pread_exactly(int fd, void* dst, size_t n, uint64_t offset, const std::string& what) {
+  return pread_exactly(fd, dst, n, offset, [&] { return what; });
 }
 
 FileStamp file_stamp(const std::string& path, const FileId* indexed) {

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "batchd/result.h"
 #include "batchd/wire/unique_fd.h"
@@ -63,8 +64,23 @@ Status refuse_special_file(const std::string& path, FileId* id = nullptr);
 Result<wire::UniqueFd> open_regular_file(const std::string& path, struct stat* st = nullptr,
                                          const FileId* indexed = nullptr);
 
+// pread_exactly's parts: 0 once all n bytes are read, else the errno, or -1 at the end of the file (*got: the bytes
+// read before); and the Status naming `what` for that failure at byte `at`.
+int pread_all(int fd, void* dst, size_t n, uint64_t offset, uint64_t* got);
+Status pread_failure(const std::string& what, int err, uint64_t at);
+
 // Reads exactly n bytes at `offset` (pread, EINTR retried). posix_error naming `what` ("cannot read <what>: …");
 // reaching the end of the file first is EIO ("Input/output error" would mislead: the message says "end of file").
 Status pread_exactly(int fd, void* dst, size_t n, uint64_t offset, const std::string& what);
+
+// The same, with `what` made by describe() only when the read fails: no allocation on the way to the bytes (a
+// worker reads every sample this way).
+template <typename Describe>
+  requires std::is_invocable_r_v<std::string, Describe>
+Status pread_exactly(int fd, void* dst, size_t n, uint64_t offset, Describe&& describe) {
+  uint64_t got = 0;
+  const int err = pread_all(fd, dst, n, offset, &got);
+  return err == 0 ? ok_status() : pread_failure(describe(), err, offset + got);
+}
 
 }  // namespace batchd::daemon

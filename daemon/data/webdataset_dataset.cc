@@ -183,7 +183,12 @@ void WebDatasetDataset::sample_name(uint64_t i, std::string* out) const {
   // would forge a log line or drive batchctl's terminal (docs/security.md, third review), so it is escaped.
   const std::string_view key = std::string_view(keys_).substr(begin, key_end_[i] - begin);
   const bool plain = std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '\\'; });
-  out->append(plain ? std::string(key) : wire::printable(key)).append("'");
+  if (plain) {
+    out->append(key);  // no temporary: the name is made for every sample a worker reads
+  } else {
+    out->append(wire::printable(key));
+  }
+  out->append("'");
 }
 
 FileStamp WebDatasetDataset::stamp(uint64_t i) const {
@@ -198,10 +203,11 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
   const size_t shard = shard_of(i);
   const std::string& path = shard_path_[shard];
   auto fail = [&](const std::string& what) { return Error(ErrorCode::kDataError, sample_name(i) + " " + what); };
-  for (auto [size, offset, what] : {std::tuple{image_size_[i], image_offset_[i], image_exts_},
-                                    std::tuple{label_size_[i], label_offset_[i], label_ext_}}) {
+  // Pointers, not copies: this runs for every sample a worker reads (no allocation on the way to the bytes).
+  for (auto [size, offset, what] : {std::tuple{image_size_[i], image_offset_[i], &image_exts_},
+                                    std::tuple{label_size_[i], label_offset_[i], &label_ext_}}) {
     if (size == kMissingField) {
-      return fail("(its first member's header is at offset " + std::to_string(offset) + ") has no " + what +
+      return fail("(its first member's header is at offset " + std::to_string(offset) + ") has no " + *what +
                   " member; add it to the shard, or set on_error = \"skip\"");
     }
   }
@@ -217,7 +223,8 @@ Status WebDatasetDataset::read_image(uint64_t i, std::vector<uint8_t>* bytes, in
                 "(systemctl reload batchd, SIGHUP) to index it again");
   }
   auto pread_all = [&](void* dst, uint32_t size, uint64_t offset, const std::string& what) -> Status {
-    auto read = pread_exactly(fd->get(), dst, size, offset, what + " member at offset " + std::to_string(offset));
+    auto read = pread_exactly(fd->get(), dst, size, offset,
+                              [&] { return what + " member at offset " + std::to_string(offset); });
     return read.ok() ? read : fail(read.error().message());
   };
   if (label_size_[i] > kMaxLabelBytes) {

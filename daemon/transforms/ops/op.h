@@ -6,7 +6,8 @@
 // e.g. min <= max), and compile (the kernel one worker runs for one stream). plan runs once per OpenStream in the
 // daemon's event loop: it must be cheap and never touch a file. compile runs once per worker and stream; run() once
 // per sample, and must not allocate once its buffers have grown to the stream's sizes (the Sample's buffers and the
-// kernel's own members are reused from sample to sample).
+// kernel's own members are reused from sample to sample). tests/unit/alloc (alloc_tests) counts operator new over a
+// pass of samples already seen: 0 for every preset, on an image folder and on WebDataset shards.
 //
 // Randomness: a sample's random draws come from one SampleRng seeded by (stream seed, epoch, sample index, and its
 // copy number under repeated_aug), passed from op to op in spec order (vision_transforms.h); a kernel draws what it
@@ -26,8 +27,8 @@
 
 #include "batchd.pb.h"
 #include "batchd/result.h"
-#include "transforms/resample.h"
-#include "transforms/vision_transforms.h"
+#include "transforms/kernels/resample.h"
+#include "transforms/kernels/vision_transforms.h"
 
 namespace batchd::daemon::ops {
 
