@@ -116,7 +116,8 @@ set_tests_properties(bench_plot PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 
 # conditionals, 404s, SigV4 checked), through botocore and the curl CLI. About 10 s.
 add_test(NAME remote_moto_fixture
          COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider -W error::DeprecationWarning
-                 ${PROJECT_SOURCE_DIR}/tests/remote/test_moto_fixture.py)
+                 ${PROJECT_SOURCE_DIR}/tests/remote/test_moto_fixture.py
+                 ${PROJECT_SOURCE_DIR}/tests/remote/test_moto_fixture_lifecycle.py)
 set_tests_properties(remote_moto_fixture PROPERTIES FIXTURES_REQUIRED python_env TIMEOUT 120 LABELS remote)
 
 # Remote shards through real daemons (issue 28): exactly-once from s3:// (moto's S3 server), http:// and https://
