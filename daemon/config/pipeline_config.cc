@@ -6,7 +6,7 @@
 #include "config/config.h"
 #include "config/toml_read.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/presets/pipeline.h"
+#include "transforms/presets/presets.h"
 
 namespace batchd::daemon {
 

@@ -59,7 +59,7 @@ class ImageSamples {
 
 // The lm pipeline's view of a dataset: a flat array of N little-endian token ids, read as windows of T + 1 tokens
 // (the inputs, and shifted by one the targets). Which windows a stream reads, and its T, are the stream's
-// (transforms/presets/lm_pipeline.h); the dataset's own seq_len is the default T and sets size(). A token file
+// (transforms/ops/token_window.h); the dataset's own seq_len is the default T and sets size(). A token file
 // (data/token_dataset.h) provides it, mapped read-only, so every reader shares the page cache's copy.
 class TokenWindows {
  public:

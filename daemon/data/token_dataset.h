@@ -4,7 +4,7 @@
 // With N = file size / dtype size tokens and T = seq_len, sample i is the window tokens[i*T : i*T + T + 1]
 // (consecutive windows overlap by one token: the last target of one is the first input of the next), and there
 // are floor((N - 1) / T) samples (size(), what `batchctl datasets` shows); the tail that does not fill a window is
-// never read. A stream may choose another T and random windows (transforms/presets/lm_pipeline.h): it reads tokens by
+// never read. A stream may choose another T and random windows (transforms/ops/token_window.h): it reads tokens by
 // offset (token()), and this seq_len is only its default.
 //
 // The file is mapped once, read-only and shared (PROT_READ, MAP_SHARED), when the daemon opens the dataset (start-up,

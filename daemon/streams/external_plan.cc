@@ -5,7 +5,7 @@
 #include "batchd/wire/convert.h"
 #include "batchd/wire/segment_layout.h"
 #include "batchd/wire/utf8.h"
-#include "streams/pipeline_choice.h"
+#include "streams/pipeline_plan.h"
 
 namespace batchd::daemon {
 

@@ -1,18 +1,11 @@
 #include "streams/plan.h"
 
-#include <optional>
-
 #include "batchd/wire/segment_layout.h"
-#include "data/imagefolder_dataset.h"  // dataset_classes
 #include "streams/external_plan.h"
 #include "streams/folder_match.h"
-#include "streams/lm_plan.h"
-#include "streams/pipeline_choice.h"
+#include "streams/pipeline_plan.h"
 #include "streams/sample_subset.h"
 #include "streams/stream_settings.h"
-#include "transforms/ops/spec_plan.h"
-#include "transforms/presets/pipeline.h"
-#include "transforms/spec/spec_pipeline.h"
 
 namespace batchd::daemon {
 
@@ -66,53 +59,24 @@ void set_classes(const Dataset& dataset, wire::StreamOpened* opened) {
 // What the stream reads and makes: a daemon dataset through its pipeline, or a trainer's own Dataset
 // (OpenStream.external) whose attached workers make the samples.
 struct Source {
-  std::string name, key;            // the dataset's name and DatasetRegistry::key ("" for an external one)
+  std::string name, key;             // the dataset's name and DatasetRegistry::key ("" for an external one)
   const Dataset* dataset = nullptr;  // null: external
-  ChosenPipeline chosen;
-  std::vector<TensorDesc> tensors;  // the pipeline's (or the external fields), without "index"
-  uint64_t samples = 0;             // dataset indices (lm: windows of the stream's T)
-  uint64_t random_epoch_windows = 0;
-  bool lm = false;
+  PipelinePlan pipeline;             // tensors: the pipeline's (or the external fields), without "index"
 };
 
 Result<Source> daemon_source(const wire::OpenStream& req, const PlanContext& context,
                              const DatasetRegistry& datasets) {
-  const Limits& limits = context.limits;
   auto name = dataset_name(req, datasets);
   if (!name.ok()) return name.error();
   auto dataset = datasets.find(*name);
   if (!dataset.ok()) return dataset.error();
-  auto chosen = choose_pipeline(req, context);
-  if (!chosen.ok()) return chosen.error();
+  auto pipeline = plan_pipeline(req, context, **dataset);
+  if (!pipeline.ok()) return pipeline.error();
   Source source;
-  std::optional<LmSamples> lm_samples;  // pipeline lm only
-  if (chosen->spec.ops_size() > 0) {  // an op list: planned here, once (spec_plan.h)
-    if ((*dataset)->images() == nullptr) {
-      return invalid("pipeline '" + chosen->name + "' is a list of image ops: they need an image dataset "
-                     "(imagefolder or webdataset); dataset '" + *name + "' is " + (*dataset)->format());
-    }
-    const ops::OpLimits op_bounds = op_limits(limits);
-    auto planned = ops::plan_spec(chosen->spec, ops::OpPlanContext{&op_bounds, dataset_classes(**dataset)});
-    if (!planned.ok()) return planned.error().with_context("pipeline '" + chosen->name + "'");
-    chosen->spec = std::move(planned->canonical);
-    source.tensors = std::move(planned->tensors);
-  } else {
-    if (chosen->options.has_lm()) {  // pipeline lm: the stream's T and sampling decide its samples
-      auto lm = plan_lm(req, **dataset, chosen->options.mutable_lm());
-      if (!lm.ok()) return lm.error();
-      lm_samples = *lm;
-    }
-    auto pipeline = make_pipeline(chosen->name, *dataset, chosen->options);
-    if (!pipeline.ok()) return pipeline.error();
-    source.tensors = (*pipeline)->tensors();
-  }
   source.name = *name;
   source.key = datasets.key(*name);
   source.dataset = dataset->get();
-  source.chosen = std::move(chosen).value();
-  source.samples = lm_samples ? lm_samples->samples : (*dataset)->size();
-  source.random_epoch_windows = lm_samples ? lm_samples->random_epoch_windows : 0;
-  source.lm = lm_samples.has_value();
+  source.pipeline = std::move(pipeline).value();
   return source;
 }
 
@@ -121,8 +85,8 @@ Result<Source> external_source(const wire::OpenStream& req, const Limits& limits
   if (!ext.ok()) return ext.error();
   Source source;
   source.name = std::move(ext->name);
-  source.tensors = std::move(ext->tensors);
-  source.samples = ext->samples;
+  source.pipeline.tensors = std::move(ext->tensors);
+  source.pipeline.samples = ext->samples;
   return source;
 }
 
@@ -180,12 +144,12 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
     if (!made.ok()) return made.error().with_context("dataset '" + *name + "'");
     subset = std::move(made).value();
   }
-  const uint64_t samples = source.samples;  // lm: windows of its T
+  const uint64_t samples = source.pipeline.samples;  // token_window: windows of its T
   auto sampler = Sampler::make({subset ? subset->size() : samples, req.batch_size(), req.shuffle(), req.seed(),
                                 req.rank(), req.world_size() == 0 ? 1u : req.world_size(), req.drop_last(), subset,
                                 drops_last_batch(req), std::max(req.repeated_aug().repeats(), 1u),
                                 req.repeated_aug().selected_samples(),
-                                source.random_epoch_windows});
+                                source.pipeline.random_epoch_windows});
   if (!sampler.ok()) return sampler.error().with_context("dataset '" + *name + "'");
   if (req.start_batch() >= sampler->batches_per_epoch()) {
     return invalid("start_batch " + std::to_string(req.start_batch()) + " is past the end of the epoch (" +
@@ -201,7 +165,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   }
 
   // Layout: the pipeline's tensors, then `index`.
-  std::vector<TensorDesc> tensors = std::move(source.tensors);
+  std::vector<TensorDesc> tensors = std::move(source.pipeline.tensors);
   tensors.push_back({"index", wire::INT64, {}});
   std::vector<uint64_t> sample_bytes;
   for (const auto& t : tensors) sample_bytes.push_back(t.sample_bytes());
@@ -211,7 +175,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
                      (shared ? " (depth + shares.max_lag)" : "") + " of " + std::to_string(req.batch_size()) +
                      " samples would exceed limits.max_segment_bytes (" + std::to_string(limits.max_segment_bytes) +
                      " bytes); lower batch_size or depth" + (shared ? " or shares.max_lag" : "") +
-                     (source.lm ? " or seq_len" : ""));
+                     (source.pipeline.token_windows ? " or seq_len" : ""));
   }
   const wire::SharingStrategy strategy =
       req.strategy() == wire::STRATEGY_DEFAULT ? context.default_strategy : req.strategy();
@@ -244,7 +208,7 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   wire::WorkerAttach attach;
   attach.set_dataset(*name);
   attach.set_dataset_key(source.key);
-  attach.set_pipeline(source.chosen.name);
+  attach.set_pipeline(source.pipeline.name);
   attach.set_segment_bytes(opened.segment_bytes());
   attach.set_slot_offset(opened.slot_offset());
   attach.set_slot_stride(opened.slot_stride());
@@ -252,11 +216,11 @@ Result<StreamPlan> plan(const wire::OpenStream& req, const PlanContext& context,
   attach.set_batch_size(opened.batch_size());
   *attach.mutable_tensors() = opened.tensors();
   attach.set_seed(req.seed());
-  *attach.mutable_pipeline_options() = std::move(source.chosen.options);
-  *attach.mutable_spec() = source.chosen.spec;
+  *attach.mutable_pipeline_options() = std::move(source.pipeline.options);
+  *attach.mutable_spec() = source.pipeline.spec;
   attach.set_owner_uid(context.uid);
-  attach.set_client_spec(source.chosen.client_spec);
-  *opened.mutable_spec() = std::move(source.chosen.spec);
+  attach.set_client_spec(source.pipeline.client_spec);
+  *opened.mutable_spec() = std::move(source.pipeline.spec);
 
   StreamPlan planned{std::move(opened), std::move(attach), std::move(sampler).value(), req.on_error(),
                      req.writable(), req.dry_run()};

@@ -5,9 +5,9 @@
 // StreamOpened reply and of the WorkerAttach that workers receive; the segment pool later stamps the stream id and
 // segment name into both (segment_pool.h). A dry-run OpenStream stops after plan().
 //
-// Pure in effect: no shared memory, no clock, no I/O beyond the (already loaded) datasets; it builds the pipeline
-// object once to read its tensors and check that it fits the dataset, and drops it. Unit-tested without a daemon
-// (tests/unit/daemon/streams/plan_test.cc).
+// Pure in effect: no shared memory, no clock, no I/O beyond the (already loaded) datasets. The pipeline, its spec and
+// its tensors come from plan_pipeline (pipeline_plan.h), which plans the spec without building a pipeline object.
+// Unit-tested without a daemon (tests/unit/daemon/streams/plan_test.cc).
 #pragma once
 
 #include <cstddef>

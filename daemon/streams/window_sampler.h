@@ -1,7 +1,7 @@
 // window_sampler.h — the random-window sampler of lm streams (LmSampling RANDOM_WINDOWS): nanoGPT's get_batch,
 //   ix = torch.randint(len(data) - block_size, (batch_size,))
 // made deterministic and per rank. With N tokens and T = seq_len, sample i is the window at token i, so the samples
-// are the N - T offsets [0, N - T - 1] (transforms/presets/lm_pipeline.h). Batch `batch` of epoch `epoch` is global
+// are the N - T offsets [0, N - T - 1] (transforms/ops/token_window.h). Batch `batch` of epoch `epoch` is global
 // step s = epoch * batches_per_epoch + batch of the stream, and its batch_size samples are drawn uniformly from [0, N -
 // T) with replacement by a generator seeded from (seed, rank, s) alone:
 //   * every rank draws its own windows (nanoGPT seeds torch with 1337 + rank);

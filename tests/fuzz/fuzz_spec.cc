@@ -14,7 +14,7 @@
 #include "../support/tiny_images.h"
 #include "data/dataset.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/spec/spec_pipeline.h"
+#include "transforms/spec/compile_spec.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include "ops_testing.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/spec/spec_pipeline.h"
+#include "transforms/spec/compile_spec.h"
 #include "batchd/wire/convert.h"
 
 namespace batchd::testing {

@@ -50,6 +50,19 @@ def test_values_equal_torchvision_to_tensor_and_normalize(socket_path):
             break
 
 
+def test_the_fmnist_preset_is_a_spec_and_the_same_ops_sent_as_a_spec_make_the_same_batches(socket_path):
+    preset = loader(socket_path, shuffle=False)
+    assert [op["op"] for op in preset.spec["ops"]] == ["idx_image", "to_tensor", "normalize"]
+    assert preset.spec["ops"][2]["mean"] == [0.286] and preset.spec["ops"][2]["std"] == [0.353]
+    ops = [{"op": "idx_image"}, {"op": "to_tensor"}, {"op": "normalize", "mean": [0.2860], "std": [0.3530]}]
+    own = batchd.Loader("fashion-mnist-test", transform=ops, batch_size=100, as_dict=True, shuffle=False,
+                        socket=socket_path)
+    assert own.spec == preset.spec
+    a, b = next(iter(preset)), next(iter(own))
+    assert torch.equal(a["image"], b["image"]) and torch.equal(a["label"], b["label"])
+    assert [op["op"] for op in loader(socket_path, pipeline="fmnist_u8").spec["ops"]] == ["idx_image", "pil_to_tensor"]
+
+
 def test_every_index_once_per_epoch_and_set_epoch_controls_order(socket_path):
     l = loader(socket_path, seed=7)
     l.set_epoch(3)

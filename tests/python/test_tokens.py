@@ -139,3 +139,9 @@ def test_a_file_truncated_while_served_fails_or_skips_the_windows_it_lost_withou
         assert_windows_equal_memmap(token_daemon, "cut16", batch)
         seen += batch["index"].tolist()
     assert len(seen) == 100 and set(seen) == set(range(50)), "lost windows are replaced by windows still there"
+
+
+def test_the_lm_preset_is_a_token_window_spec_with_the_streams_seq_len(token_daemon):
+    assert lm_loader(token_daemon, "rand32").spec["ops"] == [{"op": "token_window", "sampling": "tiled", "seq_len": 48}]
+    assert lm_loader(token_daemon, "rand32", seq_len=16, sampling="random").spec["ops"] == [
+        {"op": "token_window", "sampling": "random", "seq_len": 16}]

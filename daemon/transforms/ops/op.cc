@@ -67,10 +67,32 @@ bool flag(const wire::Op& op, std::string_view key) {
 bool has(const wire::Op& op, std::string_view key) { return param(op, key) != nullptr; }
 
 Result<ValueType> need_image(const ValueType& in) {
-  if (in.kind == Kind::kImage) return in;
+  if (in.kind == Kind::kImage && in.channels == 3) return in;
+  if (in.kind == Kind::kImage) {
+    return Error(ErrorCode::kInvalidArgument, "takes an RGB image, and idx_image gives 1-channel (grayscale) ones: "
+                                              "after idx_image come only to_tensor or pil_to_tensor and the tensor "
+                                              "ops");
+  }
   if (in.kind == Kind::kEncoded) return Error(ErrorCode::kInvalidArgument, "takes an image: decode comes first");
   return Error(ErrorCode::kInvalidArgument, "takes a PIL-style image, not a tensor: batchd runs the image ops before "
                                             "to_tensor / pil_to_tensor; move it before them");
+}
+
+void reserve_for(const ValueType& t, Sample* sample) {
+  if (!t.fixed_size()) return;
+  const size_t values = static_cast<size_t>(t.height) * static_cast<size_t>(t.width) * static_cast<size_t>(t.channels);
+  if (t.kind == Kind::kImage) {
+    sample->image.pixels.reserve(values);
+    sample->spare.pixels.reserve(values);
+  } else if (t.kind == Kind::kTensor) {
+    sample->tensor.reserve(values);
+    sample->tensor_spare.reserve(values);
+  }
+}
+
+uint64_t reserved_bytes(const Sample& sample) {
+  return sample.image.pixels.capacity() + sample.spare.pixels.capacity() +
+         (sample.tensor.capacity() + sample.tensor_spare.capacity()) * sizeof(float);
 }
 
 Error param_error(std::string_view key, const std::string& what) {

@@ -27,6 +27,7 @@
 
 #include "batchd.pb.h"
 #include "batchd/result.h"
+#include "data/dataset.h"
 #include "transforms/kernels/resample.h"
 #include "transforms/kernels/vision_transforms.h"
 
@@ -37,6 +38,7 @@ enum class Kind {
   kEncoded,  // the sample's file (JPEG or PNG bytes): only `decode` takes it
   kImage,    // an 8-bit RGB image, HWC, as a PIL image in mode "RGB" (the ops before to_tensor / pil_to_tensor)
   kTensor,   // a CHW tensor (HWC after layout(order = "HWC")), of `dtype` as torchvision would have it
+  kTokens,   // token_window's pair of int64 rows (input_ids, targets) of `width` = T tokens: nothing follows it
 };
 
 struct ValueType {
@@ -44,6 +46,7 @@ struct ValueType {
   int height = 0, width = 0;         // 0 = depends on the input image (collate needs both fixed at the end)
   wire::DType dtype = wire::UINT8;   // kTensor: UINT8 after pil_to_tensor, FLOAT32 after to_tensor, ...
   bool hwc = false;                  // kTensor: the layout op made it HWC
+  int channels = 3;                  // kImage / kTensor: 3 (RGB) after decode, 1 (grayscale) after idx_image
   bool fixed_size() const { return height > 0 && width > 0; }
 };
 
@@ -60,6 +63,14 @@ struct Sample {
   std::vector<float> tensor, tensor_spare;
 };
 
+// The no-growth rule applied before the first sample: reserves `sample`'s buffers for a value of type `t` when its
+// size is fixed (kImage: image and spare to h*w*3 bytes; kTensor: tensor and tensor_spare to c*h*w values). A size
+// that depends on the input image (after decode, before a crop or a resize to [h, w]) is not known: those buffers
+// grow to the largest sample seen and then stay. The spec executor calls it for each op's planned output.
+void reserve_for(const ValueType& t, Sample* sample);
+// The bytes `sample`'s buffers hold (their capacity), for tests and status.
+uint64_t reserved_bytes(const Sample& sample);
+
 // Bounds on what a client's spec may ask for (limits.* keys of the daemon's config: streams/stream_settings.h Limits).
 struct OpLimits {
   uint32_t max_ops = 64;             // limits.max_ops: ops in a spec, nested ones included
@@ -73,6 +84,10 @@ struct OpLimits {
 struct OpPlanContext {
   const OpLimits* limits = nullptr;
   int64_t num_classes = 0;  // the dataset's classes (imagefolder), 0 when it has none
+  // The dataset the spec reads, for the source ops' output (idx_image: its image size; token_window: seq_len 0 =
+  // the dataset's, and the bounds its token count sets). Null when a spec is checked without one (a config's
+  // [pipelines.NAME] at load): a source op then plans with a placeholder size, and the stream's plan checks again.
+  const Dataset* dataset = nullptr;
 };
 
 // A parameter's type. Scalars are doubles on the wire (OpValue.number); kInteger also requires an integral value.
@@ -142,7 +157,8 @@ Result<std::unique_ptr<SampleKernel>> fn_kernel(Fn fn) {
 }
 
 // The type rule of an op that takes an image (Kind::kImage) and gives one of the same size: `in`, or an error that
-// says what must come first (decode) or what it cannot take (a tensor: image ops go before to_tensor).
+// says what must come first (decode) or what it cannot take (a tensor: image ops go before to_tensor; a grayscale
+// image of idx_image: only the tensor conversions take it).
 Result<ValueType> need_image(const ValueType& in);
 
 // A batch after collate, for batch ops: the image tensor and the label, in the slot.

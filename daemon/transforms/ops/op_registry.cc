@@ -17,6 +17,7 @@ std::vector<OpDef> build() {
   add_control_ops(&defs);
   add_erasing_ops(&defs);
   add_batch_ops(&defs);  // after add_control_ops: gives random_choice its batch kernel
+  add_source_ops(&defs);
   return defs;
 }
 

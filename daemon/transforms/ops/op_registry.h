@@ -34,5 +34,6 @@ void add_tensor_ops(std::vector<OpDef>* defs);     // to_tensor, pil_to_tensor, 
 void add_control_ops(std::vector<OpDef>* defs);    // random_apply, random_choice, random_order, cache
 void add_erasing_ops(std::vector<OpDef>* defs);    // random_erasing
 void add_batch_ops(std::vector<OpDef>* defs);      // mixup, cutmix (and random_choice's batch kernel)
+void add_source_ops(std::vector<OpDef>* defs);     // idx_image, token_window (decode is the geometry family's)
 
 }  // namespace batchd::daemon::ops

@@ -33,13 +33,16 @@ struct Planner {
   }
 
   // Plans `ops` (its positions named `where`[i]) from `in`; writes the canonical ops into *out.
+  // `types`: when given, each op's output type is appended to it.
   Result<ValueType> plan_list(const google::protobuf::RepeatedPtrField<wire::Op>& ops, ValueType in, bool batch,
-                              const std::string& where, google::protobuf::RepeatedPtrField<wire::Op>* out) {
+                              const std::string& where, google::protobuf::RepeatedPtrField<wire::Op>* out,
+                              std::vector<ValueType>* types = nullptr) {
     for (int i = 0; i < ops.size(); ++i) {
       const std::string pos = where + "[" + std::to_string(i) + "]";
       auto next = plan_op(ops[i], in, batch, pos, out->Add());
       if (!next.ok()) return next;
       in = *next;
+      if (types != nullptr) types->push_back(in);
     }
     return in;
   }
@@ -197,16 +200,24 @@ Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContex
   Planner planner{context, 0, std::min(context.limits->max_ops, kMaxOpsHardLimit)};
   PlannedSpec planned;
   ValueType type{.kind = Kind::kEncoded};
-  const bool has_decode = spec.ops_size() > 0 && spec.ops(0).name() == "decode";
+  const std::string& first = spec.ops_size() > 0 ? spec.ops(0).name() : "";
+  planned.source = first == "idx_image" ? Source::kIdxImage : first == "token_window" ? Source::kTokenWindow
+                                                                                      : Source::kDecode;
+  const bool has_decode = first == "decode" || planned.source != Source::kDecode;  // a source op of its own
   if (!has_decode) {  // the implicit decode, with its defaults
     wire::Op decode;
     decode.set_name("decode");
     auto r = planner.plan_op(decode, type, false, "decode", planned.canonical.add_ops());
     if (!r.ok()) return r.error();
     type = *r;
+    planned.op_types.push_back(type);
   }
-  auto image = planner.plan_list(spec.ops(), type, false, "ops", planned.canonical.mutable_ops());
+  if (planned.source != Source::kDecode) BATCHD_RETURN_IF_ERROR(check_source_spec(spec, first));
+  auto image = planner.plan_list(spec.ops(), type, false, "ops", planned.canonical.mutable_ops(), &planned.op_types);
   if (!image.ok()) return image.error();
+  if (planned.source == Source::kTokenWindow) {
+    return token_window_plan(std::move(planned), *image, context.dataset != nullptr);
+  }
   if (image->kind != Kind::kTensor) {
     return Error(ErrorCode::kInvalidArgument, "the ops end with an image, not a tensor: end them with to_tensor or "
                                               "pil_to_tensor (torchvision's ToTensor / PILToTensor): collate stacks "
@@ -224,8 +235,9 @@ Result<PlannedSpec> plan_spec(const wire::PipelineSpec& spec, const OpPlanContex
   planned.cache_at = *cache_at;
   planned.image = *image;
   const int64_t h = image->height, w = image->width;
-  planned.tensors.push_back({"image", image->dtype, image->hwc ? std::vector<int64_t>{h, w, 3}
-                                                               : std::vector<int64_t>{3, h, w}});
+  const int64_t c = image->channels;
+  planned.tensors.push_back({"image", image->dtype, image->hwc ? std::vector<int64_t>{h, w, c}
+                                                               : std::vector<int64_t>{c, h, w}});
   if (spec.batch_ops_size() == 0) {
     planned.tensors.push_back({"label", wire::INT64, {}});
     return planned;

@@ -106,7 +106,8 @@ OpDef conversion_def(const char* name, const char* follows, wire::DType out) {
       return Error(ErrorCode::kInvalidArgument, in.kind == Kind::kTensor ? "the image is a tensor already"
                                                                          : "takes an image: decode comes first");
     }
-    return ValueType{.kind = Kind::kTensor, .height = in.height, .width = in.width, .dtype = out};
+    return ValueType{.kind = Kind::kTensor, .height = in.height, .width = in.width, .dtype = out,
+                     .channels = in.channels};
   };
   d.compile = [](const wire::Op& op, const ValueType&, const CompileList&) -> Result<std::unique_ptr<SampleKernel>> {
     return std::unique_ptr<SampleKernel>(new ToTensorKernel(pointwise_step(op, wire::UINT8)));
@@ -137,10 +138,11 @@ OpDef normalize_def() {
   OpDef d;
   d.name = "normalize";
   d.follows = "torchvision.transforms.Normalize";
-  d.params = {{.key = "mean", .type = ParamType::kNumbers, .presence = Presence::kRequired, .min_len = 3,
-               .max_len = 3, .doc = "per channel (R, G, B), in the tensor's units (0..1 after to_tensor)"},
-              {.key = "std", .type = ParamType::kNumbers, .presence = Presence::kRequired, .min_len = 3,
-               .max_len = 3, .doc = "per channel, not 0"}};
+  d.params = {{.key = "mean", .type = ParamType::kNumbers, .presence = Presence::kRequired, .min_len = 1,
+               .max_len = 3, .doc = "one per channel (R, G, B; one after idx_image), in the tensor's units (0..1 "
+                                    "after to_tensor)"},
+              {.key = "std", .type = ParamType::kNumbers, .presence = Presence::kRequired, .min_len = 1,
+               .max_len = 3, .doc = "one per channel, not 0"}};
   d.plan = [](const wire::Op& op, const ValueType& in, const OpPlanContext&) -> Result<ValueType> {
     auto out = need_tensor(in, "to_tensor comes first");
     if (!out.ok()) return out;
@@ -148,6 +150,13 @@ OpDef normalize_def() {
       return Error(ErrorCode::kInvalidArgument, std::string("takes a float tensor, not ") + dtype_name(in.dtype) +
                                                     " (torchvision refuses it too): use to_tensor, or "
                                                     "convert_image_dtype(dtype = \"float32\") first");
+    }
+    for (const char* key : {"mean", "std"}) {  // torchvision broadcasts mean[c] over channel c: one per channel
+      const size_t n = numbers(op, key).size();
+      if (n == static_cast<size_t>(in.channels)) continue;
+      return param_error(key, "has " + std::to_string(n) + " numbers; expected " + std::to_string(in.channels) +
+                                  (in.channels == 3 ? ", one per channel (R, G, B)"
+                                                    : ", for the one channel of idx_image's grayscale image"));
     }
     for (double s : numbers(op, "std")) {
       if (s == 0) return param_error("std", "has a 0: it divides (torchvision refuses it too)");
@@ -208,10 +217,11 @@ PointwiseStep pointwise_step(const wire::Op& op, wire::DType in) {
     if (is_float(in) && step.out == wire::UINT8) step.fn = PointwiseStep::Fn::kToUint8;
   } else if (name == "normalize") {
     step.fn = PointwiseStep::Fn::kNormalize;
-    const auto mean = numbers(op, "mean"), std = numbers(op, "std");
-    for (int c = 0; c < 3; ++c) {  // torch.as_tensor(mean, dtype=tensor.dtype)
+    const auto mean = numbers(op, "mean"), sd = numbers(op, "std");
+    const size_t channels = std::min<size_t>({3, mean.size(), sd.size()});  // one per channel (3, or 1: idx_image)
+    for (size_t c = 0; c < channels; ++c) {  // torch.as_tensor(mean, dtype=tensor.dtype)
       step.mean[c] = round_to(in, static_cast<float>(mean[c]));
-      step.std[c] = round_to(in, static_cast<float>(std[c]));
+      step.std[c] = round_to(in, static_cast<float>(sd[c]));
     }
   }
   return step;

@@ -5,26 +5,8 @@
 // (the only copy of the data after the dataset). Every stream also carries an `index` tensor (int64 [B]) that the
 // worker writes itself (see worker.cc).
 //
-// Pipelines (torchvision semantics):
-//   fmnist       ToTensor + Normalize((0.2860,), (0.3530,)): image float32 [B,1,H,W] = (x/255 - 0.2860) / 0.3530,
-//                computed in float32 exactly as torch does; label int64 [B]. Needs an `idx` dataset.
-//   fmnist_u8    the raw pixels: image uint8 [B,1,H,W]; label int64 [B]. Needs an `idx` dataset.
-//   train224     RandomResizedCrop(C, scale=(0.08, 1), ratio=(3/4, 4/3)) + RandomHorizontalFlip(0.5) + ToTensor +
-//                Normalize(ImageNet mean (0.485, 0.456, 0.406), std (0.229, 0.224, 0.225)): image float32
-//                [B,3,C,C]; label int64 [B]. C = crop_size (224). Needs an image dataset (imagefolder, webdataset).
-//   train224_u8  the same without ToTensor/Normalize: image uint8 [B,3,C,C] (normalize on the GPU).
-//   val224       Resize(R) (shorter side, bilinear, antialiased) + CenterCrop(C) + ToTensor + Normalize: float32
-//                [B,3,C,C]. R = resize_size (256).
-//   val224_u8    the same without ToTensor/Normalize: image uint8 [B,3,C,C].
-//   val224_cached, val224_u8_cached   val224 and val224_u8 followed by a cache point (cache_point.h): the first pass
-//                decodes, later epochs and streams copy the sample's bytes from the daemon's cache (cache.max_bytes).
-// The four vision presets are op lists (preset_spec below; docs/operations.md "Pipelines"), run by the spec
-// pipeline (spec_pipeline.h) as any client's or config's op list is.
-//   lm           language-model windows: input_ids int64 [B,T] = w[:-1], targets int64 [B,T] = w[1:] of the window
-//                w = tokens[i*T : i*T+T+1] of sample i, or tokens[i : i+T+1] for random windows (T = the stream's
-//                seq_len, by default the dataset's; lm_pipeline.h). Needs a `tokens` dataset.
-// `train`, `train_u8`, `val`, `val_u8`, `val_cached` and `val_u8_cached` are the same pipelines by their size-free
-// names.
+// The pipelines by name and their specs: presets.h. Every pipeline is a planned spec run by the executor its source
+// op picks (spec/compile_spec.h).
 #pragma once
 
 #include <atomic>
@@ -127,6 +109,9 @@ class Pipeline {
   virtual Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
                      const BatchContext& context) = 0;
   virtual StageTimes take_stage_times() { return {}; }
+  // The bytes of the per-sample buffers the pipeline holds now (their capacity): what compile reserved from the
+  // planned types (ops/op.h reserve_for), then what samples of sizes the plan could not know grew them to.
+  virtual uint64_t reserved_bytes() const { return 0; }
   // True when the pipeline has batch ops (mixup, cutmix): each batch must be made by one task, and the worker
   // calls finish_batch() once every row is in the slot (offsets: row 0 of each tensor; samples: the batch's).
   virtual bool whole_batches() const { return false; }
@@ -136,24 +121,11 @@ class Pipeline {
   }
 };
 
-// The options of pipeline `name` with every default applied and every range checked (OpenStream's plan calls this
-// once; workers receive the result in WorkerAttach). kNotFound for an unknown name (lists the known ones);
-// kInvalidArgument for an option out of range or options of another pipeline family (e.g. vision options for
-// fmnist or lm, lm options for any other), naming the option. lm's seq_len stays 0 (= the dataset's) here: the plan
-// fills it in with resolve_lm_options (lm_pipeline.h), which needs the dataset.
-Result<wire::PipelineOptions> resolve_pipeline_options(const std::string& name, const wire::PipelineOptions& requested);
-
-// True for the built-in pipelines' names (and aliases).
-bool is_preset(const std::string& name);
-
-// The op list of vision preset `name` with `options` (resolved or not); empty for fmnist, fmnist_u8 and lm, which
-// keep their own code. kNotFound for an unknown name; kInvalidArgument for an option out of range.
-Result<wire::PipelineSpec> preset_spec(const std::string& name, const wire::PipelineOptions& options);
-
-// Builds the pipeline for `dataset`: `spec` when it has ops (canonical, as plan_spec writes it), else the built-in
-// pipeline `name` with `options` (as resolve_pipeline_options returns them). kNotFound for an unknown name,
-// kInvalidArgument if the pipeline does not fit the dataset's format.
-// `cache`: the worker's cache and the stream's key and owner, for a spec with a cache point (cache_point.h).
+// Builds the pipeline for `dataset`: `spec` when it has ops (canonical, as the plan wrote it), else preset `name`
+// with `options` (presets.h plan_for_dataset, under the hard bounds only), compiled by its source op
+// (spec/compile_spec.h). kNotFound for an unknown name, kInvalidArgument if the pipeline does not fit the dataset
+// (naming its format) or does not plan. `cache`: the worker's cache and the stream's key and owner, for a spec with a
+// cache point (cache_point.h).
 Result<std::unique_ptr<Pipeline>> make_pipeline(const std::string& name, std::shared_ptr<const Dataset> dataset,
                                                 const wire::PipelineOptions& options = {},
                                                 const wire::PipelineSpec& spec = {}, const CacheBinding& cache = {});

@@ -5,7 +5,6 @@
 #include <optional>
 #include <cstring>
 
-#include "data/imagefolder_dataset.h"
 #include "transforms/spec/cache_point.h"
 #include "transforms/spec/fused_head.h"
 #include "transforms/spec/fused_tail.h"
@@ -66,14 +65,15 @@ class SpecPipeline final : public Pipeline {
     std::optional<ops::ValueType> at_point;
     for (int i = 0; i < o.size(); ++i) {
       if (i == cache_at_) at_point = type;
-      auto next = ops::plan_op_type(o[i], type, classes);
-      if (!next.ok()) return next.error();
       if (i >= used && (i < middle_end || (has_tail_ && i >= tail_.end))) {
         auto k = compile_op(o[i], type, compile_list);
         if (!k.ok()) return k.error();
         (i < middle_end ? middle_ : after_tail_).push_back(std::move(k).value());
       }
-      type = *next;
+      // The plan's type of step i (the cache op, which changes nothing, is not a step).
+      type = planned_.op_types[planned_.cache_at >= 0 && i >= planned_.cache_at ? i + 1 : i];
+      // Fixed-size values reserved now (op.h); a tensor only when kernels hold it (else the tail writes the slot).
+      if (type.kind == Kind::kImage || !has_tail_ || !tail_.to_slot) ops::reserve_for(type, &sample_);
     }
     if (cache_at_ >= 0) {
       const auto kind = cache_at_ == n_ ? CachePoint::Kind::kSlot
@@ -101,6 +101,7 @@ class SpecPipeline final : public Pipeline {
     return std::exchange(times_, StageTimes{});
   }
   bool whole_batches() const override { return !batch_.empty(); }
+  uint64_t reserved_bytes() const override { return ops::reserved_bytes(sample_) + bytes_.capacity(); }
 
   Status run(std::span<const int64_t> indices, char* slot, std::span<const uint64_t> offsets,
              const BatchContext& context) override {
@@ -282,17 +283,13 @@ class SpecPipeline final : public Pipeline {
 
 }  // namespace
 
-Result<std::unique_ptr<Pipeline>> make_spec_pipeline(const wire::PipelineSpec& canonical,
-                                                     std::shared_ptr<const Dataset> dataset,
-                                                     const CacheBinding& cache) {
+Result<std::unique_ptr<Pipeline>> make_decode_pipeline(ops::PlannedSpec planned, std::shared_ptr<const Dataset> dataset,
+                                                       const CacheBinding& cache) {
   if (dataset->images() == nullptr) {
     return Error(ErrorCode::kInvalidArgument, "a pipeline of ops needs an image dataset (imagefolder or webdataset); "
                                               "'" + dataset->name() + "' is " + dataset->format());
   }
-  ops::OpPlanContext context{&ops::kNoLimits, dataset_classes(*dataset)};
-  auto planned = ops::plan_spec(canonical, context);
-  if (!planned.ok()) return planned.error();
-  auto pipeline = std::make_unique<SpecPipeline>(std::move(dataset), std::move(planned).value());
+  auto pipeline = std::make_unique<SpecPipeline>(std::move(dataset), std::move(planned));
   BATCHD_RETURN_IF_ERROR(pipeline->compile(cache));
   return std::unique_ptr<Pipeline>(std::move(pipeline));
 }

@@ -18,15 +18,15 @@
 
 #include "transforms/spec/cache_point.h"
 #include "transforms/ops/op.h"
+#include "transforms/ops/spec_plan.h"
 #include "transforms/presets/pipeline.h"
 
 namespace batchd::daemon {
 
-// kInvalidArgument if `dataset` holds no images or the spec does not plan (it was planned by the daemon already:
-// a worker sees this only for a spec from another daemon version).
+// The executor of `planned` (a spec whose source is decode, planned for `dataset`: compile_spec.h plans and picks
+// the executor). kInvalidArgument if `dataset` holds no images.
 // `cache`: where the spec has a cache point, the worker's cache and the stream's key and owner (cache_point.h).
-Result<std::unique_ptr<Pipeline>> make_spec_pipeline(const wire::PipelineSpec& canonical,
-                                                     std::shared_ptr<const Dataset> dataset,
-                                                     const CacheBinding& cache = {});
+Result<std::unique_ptr<Pipeline>> make_decode_pipeline(ops::PlannedSpec planned, std::shared_ptr<const Dataset> dataset,
+                                                       const CacheBinding& cache = {});
 
 }  // namespace batchd::daemon

@@ -63,6 +63,8 @@ class LoaderPlan:
     @property
     def spec(self):
         """The stream's pipeline as the daemon runs it, from its dry run: {"ops": [...], "batch_ops": [...]} in
-        canonical form (every parameter with its default, keys sorted, numbers as floats; the decode op first).
-        Empty lists for fmnist, fmnist_u8 and lm."""
+        canonical form (every parameter with its default, keys sorted, numbers as floats; the source op first:
+        decode, idx_image or token_window).
+        The presets are specs too: fmnist is [idx_image, to_tensor, normalize], fmnist_u8 [idx_image,
+        pil_to_tensor], lm [token_window] with its seq_len resolved (docs/operations.md, "Pipelines")."""
         return self._plan()["spec"]

@@ -1,11 +1,10 @@
-// plan() of lm streams (lm_plan.h): a stream's seq_len and sampling, resolved into pipeline_options.lm for the
-// workers, sizing the reply's tensors, dataset_size and epochs; their refusals (bounds, other pipelines, a subset
+// plan() of lm streams (streams/pipeline_plan.h, ops/token_window.h): a stream's seq_len and sampling, resolved
+// into pipeline_options.lm for the workers, sizing the reply's tensors, dataset_size and epochs; their refusals (bounds, other pipelines, a subset
 // with random windows, both spellings disagreeing); and endless streams (num_epochs 0; refused when shared).
-#include "streams/lm_plan.h"
-
 #include <gtest/gtest.h>
 
 #include "batchd/wire/convert.h"
+#include "data/dataset_config.h"  // kMaxSeqLen
 #include "streams/plan.h"
 #include "../data/token_test_support.h"
 

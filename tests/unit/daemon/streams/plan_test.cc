@@ -182,7 +182,7 @@ TEST_F(PlanTest, DryRunAndWritableAreCarriedToTheOwner) {
 }  // namespace
 }  // namespace batchd::daemon
 
-#include "transforms/presets/pipeline.h"
+#include "transforms/presets/presets.h"
 
 namespace batchd::daemon {
 namespace {

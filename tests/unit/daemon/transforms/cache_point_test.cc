@@ -10,7 +10,7 @@
 
 #include "transforms/ops/op.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/presets/pipeline.h"
+#include "transforms/presets/presets.h"
 
 namespace batchd::daemon {
 namespace {

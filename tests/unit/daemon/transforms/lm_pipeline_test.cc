@@ -2,7 +2,9 @@
 // computed by hand (uint16 and uint32; the dataset's T and any other, tiled and random windows), the bounds of a
 // stream's seq_len, the progress it reports, a file truncated under it, and the refusals between it and the other
 // pipeline families.
-#include "transforms/presets/lm_pipeline.h"
+#include "transforms/ops/token_window.h"
+#include "transforms/presets/presets.h"
+#include "transforms/spec/token_pipeline.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -20,7 +20,7 @@
 #include "transforms/ops/geometry_kernels.h"
 #include "transforms/ops/op_registry.h"
 #include "transforms/ops/spec_plan.h"
-#include "transforms/spec/spec_pipeline.h"
+#include "transforms/spec/compile_spec.h"
 
 namespace batchd::daemon {
 namespace {

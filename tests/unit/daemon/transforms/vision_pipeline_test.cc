@@ -9,7 +9,7 @@
 
 #include "data/imagefolder_dataset.h"
 #include "transforms/kernels/resample.h"
-#include "transforms/presets/vision_pipeline.h"
+#include "transforms/presets/presets.h"
 #include "transforms/kernels/vision_transforms.h"
 
 #include "image_test_support.h"

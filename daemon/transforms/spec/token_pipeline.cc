@@ -1,9 +1,9 @@
-#include "transforms/presets/lm_pipeline.h"
+#include "transforms/spec/token_pipeline.h"
 
 #include <chrono>
 #include <utility>
 
-#include "data/dataset_config.h"  // kMaxSeqLen
+#include "transforms/ops/token_window.h"
 
 namespace batchd::daemon {
 
@@ -66,41 +66,7 @@ class LmPipeline final : public Pipeline {
   StageTimes times_;
 };
 
-Error needs_tokens(const Dataset& dataset) {
-  return Error(ErrorCode::kInvalidArgument, "pipeline 'lm' needs a token dataset (format = \"tokens\"); '" +
-                                                dataset.name() + "' is " + dataset.format());
-}
-
 }  // namespace
-
-Result<wire::LmOptions> resolve_lm_options(const wire::LmOptions& requested, const Dataset& dataset) {
-  const TokenWindows* tokens = dataset.tokens();
-  if (tokens == nullptr) return needs_tokens(dataset);
-  wire::LmOptions resolved = requested;
-  if (resolved.seq_len() == 0) resolved.set_seq_len(tokens->seq_len());
-  const uint64_t t = resolved.seq_len(), n = tokens->token_count();
-  if (t > kMaxSeqLen) {
-    return Error(ErrorCode::kInvalidArgument, "seq_len " + std::to_string(t) + " is over " +
-                                                  std::to_string(kMaxSeqLen) + ", the largest T a stream or "
-                                                  "datasets.NAME.seq_len may have; lower seq_len");
-  }
-  if (t + 1 > n) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "seq_len " + std::to_string(t) + " needs windows of " + std::to_string(t + 1) + " tokens, and '" +
-                     dataset.name() + "' holds " + std::to_string(n) + ": lower seq_len to at most " +
-                     std::to_string(n - 1) + " (0 = the dataset's, " + std::to_string(tokens->seq_len()) + ")");
-  }
-  return resolved;
-}
-
-uint64_t lm_windows(const TokenWindows& tokens, const wire::LmOptions& resolved) {
-  return (tokens.token_count() - 1) / resolved.seq_len();
-}
-
-uint64_t lm_samples(const TokenWindows& tokens, const wire::LmOptions& resolved) {
-  if (resolved.sampling() == wire::RANDOM_WINDOWS) return tokens.token_count() - resolved.seq_len();
-  return lm_windows(tokens, resolved);
-}
 
 void widen_window(const void* window, TokenWindows::Dtype dtype, uint32_t t, int64_t* inputs, int64_t* targets) {
   if (dtype == TokenWindows::Dtype::kUint16) {
@@ -110,11 +76,14 @@ void widen_window(const void* window, TokenWindows::Dtype dtype, uint32_t t, int
   }
 }
 
-Result<std::unique_ptr<Pipeline>> make_lm_pipeline(std::shared_ptr<const Dataset> dataset,
-                                                   const wire::LmOptions& options) {
-  auto resolved = resolve_lm_options(options, *dataset);
-  if (!resolved.ok()) return resolved.error();
-  return std::unique_ptr<Pipeline>(new LmPipeline(std::move(dataset), *resolved));
+Result<std::unique_ptr<Pipeline>> make_token_pipeline(const wire::LmOptions& resolved,
+                                                      std::shared_ptr<const Dataset> dataset) {
+  if (dataset->tokens() == nullptr || resolved.seq_len() == 0) {
+    return Error(ErrorCode::kInvalidArgument, "a spec that starts with token_window needs a token dataset (format = "
+                                              "\"tokens\") and a resolved seq_len; '" + dataset->name() + "' is " +
+                                              dataset->format());
+  }
+  return std::unique_ptr<Pipeline>(new LmPipeline(std::move(dataset), resolved));
 }
 
 }  // namespace batchd::daemon

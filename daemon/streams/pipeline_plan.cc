@@ -1,18 +1,57 @@
-#include "streams/pipeline_choice.h"
+#include "streams/pipeline_plan.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "streams/stream_settings.h"
-#include "streams/lm_plan.h"
-#include "transforms/presets/pipeline.h"
-#include "transforms/presets/vision_pipeline.h"
+#include "transforms/ops/token_window.h"
+#include "transforms/presets/presets.h"
 
 namespace batchd::daemon {
+
+bool is_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
 
 namespace {
 
 Error invalid(const std::string& what) { return Error(ErrorCode::kInvalidArgument, what); }
+
+// The stream's pipeline before it is planned for the dataset: its display name, its options (presets) and the spec
+// the request or the config gives (empty for a preset: plan_for_dataset makes the preset's).
+struct ChosenPipeline {
+  std::string name;
+  wire::PipelineOptions options;
+  wire::PipelineSpec spec;
+  bool client_spec = false;
+};
+
+// The request's pipeline_options with seq_len and sampling mapped into pipeline_options.lm (when either is set).
+// kInvalidArgument if the request also sets pipeline_options.lm to something else.
+Result<wire::PipelineOptions> with_lm_fields(const wire::OpenStream& req, wire::PipelineOptions options) {
+  if (req.seq_len() == 0 && req.sampling() == wire::TILED_WINDOWS) return options;
+  wire::LmOptions mapped;
+  mapped.set_seq_len(req.seq_len());
+  mapped.set_sampling(req.sampling());
+  if (options.has_lm() && options.lm().SerializeAsString() != mapped.SerializeAsString()) {
+    return invalid("seq_len/sampling (" + mapped.ShortDebugString() + ") and pipeline_options.lm (" +
+                   options.lm().ShortDebugString() + ") disagree; set them once");
+  }
+  *options.mutable_lm() = mapped;
+  return options;
+}
+
+// kInvalidArgument if the request sets seq_len or sampling for pipeline `pipeline`, an op list or a config pipeline
+// (a spec carries its own: token_window's seq_len and sampling).
+Status refuse_lm_fields(const wire::OpenStream& req, const std::string& pipeline) {
+  if (req.seq_len() == 0 && req.sampling() == wire::TILED_WINDOWS && !req.pipeline_options().has_lm()) {
+    return ok_status();
+  }
+  return invalid("seq_len and sampling are options of pipeline 'lm' (token windows); pipeline '" + pipeline +
+                 "' is a list of image ops and takes none: leave them unset");
+}
 
 // pipeline_options as the request means them. Clients before 0.2 sent the vision options only as top-level fields,
 // with their defaults (224, 256, false) for every stream whatever the pipeline: such values mean "unset", and any
@@ -40,14 +79,7 @@ Result<wire::PipelineOptions> requested_pipeline_options(const wire::OpenStream&
   return with_lm_fields(req, std::move(options));
 }
 
-}  // namespace
-
-bool is_name(const std::string& name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
-  });
-}
-
+// Which pipeline the request asks for, and its options (kNotFound for an unknown name).
 Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanContext& context) {
   ChosenPipeline chosen;
   const bool configured = context.pipelines != nullptr && context.pipelines->count(req.pipeline()) > 0;
@@ -92,10 +124,46 @@ Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanCo
     return options.error();
   }
   chosen.options = std::move(options).value();
-  auto spec = preset_spec(req.pipeline(), chosen.options);
-  if (!spec.ok()) return spec.error();
-  chosen.spec = std::move(spec).value();
   return chosen;
+}
+
+// A token_window spec's options resolved (from its canonical op), and the samples its sampler draws from.
+Status plan_token_windows(const wire::OpenStream& req, const Dataset& dataset, PipelinePlan* plan) {
+  const wire::LmOptions lm = token_window_options(plan->spec.ops(0));
+  if (plan->options.has_lm()) *plan->options.mutable_lm() = lm;  // the preset lm's, resolved for WorkerAttach
+  plan->token_windows = true;
+  const TokenWindows& tokens = *dataset.tokens();  // plan_for_dataset refused a dataset without
+  plan->samples = lm_samples(tokens, lm);
+  if (lm.sampling() != wire::RANDOM_WINDOWS) return ok_status();
+  if (req.has_subset()) {
+    return invalid("sampling RANDOM_WINDOWS draws windows at any token offset of '" + dataset.name() +
+                   "': a subset of window indices means nothing to it; drop the subset, or use TILED_WINDOWS");
+  }
+  if (req.repeated_aug().repeats() > 1 || req.repeated_aug().selected_samples() > 0) {
+    return invalid("sampling RANDOM_WINDOWS draws every batch anew: repeated_aug (copies of each sample per "
+                   "epoch) means nothing to it; drop repeated_aug, or use TILED_WINDOWS");
+  }
+  plan->random_epoch_windows = lm_windows(tokens, lm);
+  return ok_status();
+}
+
+}  // namespace
+
+Result<PipelinePlan> plan_pipeline(const wire::OpenStream& req, const PlanContext& context, const Dataset& dataset) {
+  auto chosen = choose_pipeline(req, context);
+  if (!chosen.ok()) return chosen.error();
+  const ops::OpLimits bounds = op_limits(context.limits);
+  auto planned = plan_for_dataset(chosen->name, chosen->options, chosen->spec, dataset, bounds);
+  if (!planned.ok()) return planned.error();
+  PipelinePlan plan;
+  plan.name = std::move(chosen->name);
+  plan.options = std::move(chosen->options);
+  plan.spec = std::move(planned->canonical);
+  plan.client_spec = chosen->client_spec;
+  plan.tensors = std::move(planned->tensors);
+  plan.samples = dataset.size();
+  if (planned->source == ops::Source::kTokenWindow) BATCHD_RETURN_IF_ERROR(plan_token_windows(req, dataset, &plan));
+  return plan;
 }
 
 }  // namespace batchd::daemon
