@@ -44,10 +44,14 @@ Result<wire::PipelineOptions> with_lm_fields(const wire::OpenStream& req, wire::
 }
 
 // kInvalidArgument if the request sets seq_len or sampling for pipeline `pipeline`, an op list or a config pipeline
-// (a spec carries its own: token_window's seq_len and sampling).
-Status refuse_lm_fields(const wire::OpenStream& req, const std::string& pipeline) {
+// (`spec`: a token_window spec carries its own seq_len and sampling).
+Status refuse_lm_fields(const wire::OpenStream& req, const std::string& pipeline, const wire::PipelineSpec& spec) {
   if (req.seq_len() == 0 && req.sampling() == wire::TILED_WINDOWS && !req.pipeline_options().has_lm()) {
     return ok_status();
+  }
+  if (spec.ops_size() > 0 && spec.ops(0).name() == "token_window") {
+    return invalid("seq_len and sampling are options of pipeline 'lm'; pipeline '" + pipeline + "' is a spec whose "
+                   "token_window carries its own seq_len and sampling: set them there and leave these unset");
   }
   return invalid("seq_len and sampling are options of pipeline 'lm' (token windows); pipeline '" + pipeline +
                  "' is a list of image ops and takes none: leave them unset");
@@ -93,7 +97,7 @@ Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanCo
       return invalid("pipeline name '" + chosen.name.substr(0, 80) + "' (the spec's display name) is not 1 to 64 "
                      "characters of A-Z a-z 0-9 . _ -");
     }
-    BATCHD_RETURN_IF_ERROR(refuse_lm_fields(req, chosen.name));
+    BATCHD_RETURN_IF_ERROR(refuse_lm_fields(req, chosen.name, req.spec()));
     if (req.has_pipeline_options() || req.crop_size() != 0 || req.resize_size() != 0 || req.exact_decode()) {
       return invalid("pipeline_options (crop_size, resize_size, exact_decode) belong to the presets; a spec "
                      "carries its own parameters (e.g. decode's exact_decode, random_resized_crop's size)");
@@ -104,7 +108,7 @@ Result<ChosenPipeline> choose_pipeline(const wire::OpenStream& req, const PlanCo
   }
   chosen.name = req.pipeline();
   if (configured) {
-    BATCHD_RETURN_IF_ERROR(refuse_lm_fields(req, req.pipeline()));
+    BATCHD_RETURN_IF_ERROR(refuse_lm_fields(req, req.pipeline(), context.pipelines->at(req.pipeline())));
     if (req.has_pipeline_options() && req.pipeline_options().ByteSizeLong() > 0) {
       return invalid("pipeline '" + req.pipeline() + "' is the daemon's [pipelines." + req.pipeline() +
                      "]: it takes no pipeline_options (its ops carry their parameters)");
@@ -152,6 +156,12 @@ Status plan_token_windows(const wire::OpenStream& req, const Dataset& dataset, P
 Result<PipelinePlan> plan_pipeline(const wire::OpenStream& req, const PlanContext& context, const Dataset& dataset) {
   auto chosen = choose_pipeline(req, context);
   if (!chosen.ok()) return chosen.error();
+  // The preset lm: its seq_len resolved first, so that its errors name the dataset (as the planned op's would not).
+  if (chosen->options.has_lm() && dataset.tokens() != nullptr) {
+    auto lm = resolve_lm_options(chosen->options.lm(), dataset);
+    if (!lm.ok()) return lm.error().with_context("dataset '" + dataset.name() + "'");
+    *chosen->options.mutable_lm() = std::move(lm).value();
+  }
   const ops::OpLimits bounds = op_limits(context.limits);
   auto planned = plan_for_dataset(chosen->name, chosen->options, chosen->spec, dataset, bounds);
   if (!planned.ok()) return planned.error();

@@ -39,7 +39,7 @@ Result<Sampler> Sampler::make(const SamplerOptions& options) {
     return Error(ErrorCode::kInternal, "the sampler's size is not its subset's");
   }
   if (options.random_epoch_windows > 0 &&
-      (options.subset || options.repeated_aug > 1 || options.selected_samples > 0)) {  // plan_lm refuses them
+      (options.subset || options.repeated_aug > 1 || options.selected_samples > 0)) {  // plan_pipeline refuses them
     return Error(ErrorCode::kInternal, "random windows are drawn from the whole token file, never from a subset "
                                        "nor with repeated augmentation");
   }

@@ -10,7 +10,7 @@
 
 Where it comes from: moto[server], pinned in tests/requirements.txt and installed into the project venv by
 `./setup.sh --tests`; the server runs in the Python that runs the tests (sys.executable; BATCHD_MOTO_PYTHON names
-another). The child is this file run as a script: moto's own WSGI application (what `python -m moto.server` serves,
+another). The child is moto_serve.py run as a script: moto's own WSGI application (what `python -m moto.server` serves,
 werkzeug's threaded server) on a staging port first, then on the public one (`python -m moto.server` binds its one
 port at once: after a restart it would answer 404 until the objects were uploaded again, and batchd does not retry
 a 404). Lifetime: a child of this process,
@@ -29,43 +29,7 @@ with an access key (the same key after every restart, as the seed is the same) a
 and a role allowed s3:*, then turns moto's IAM authentication on (/moto-api/reset-auth 0, the server-mode form of
 INITIAL_NO_AUTH_ACTION_COUNT). auth=False leaves moto's default: no credential is checked at all.
 
-How moto 5.2.5 behaves where batchd relies on it (test_moto_fixture.py proves each point, through botocore 1.44 and
-the curl 7.88 CLI, except those marked "(source)", read in moto/s3 and moto/iam):
-- ETag: the quoted hex MD5 of the body ("5eb6...cdc3", quotes included) on PUT, HEAD, GET and in ListObjectsV2,
-  where the quotes are sent raw (<ETag>"5eb6..."</ETag>; S3 writes &quot;): parse the XML, don't match the text.
-  A PUT of other bytes gives a new ETag. PUT replaces the object at once: a GET under way still sends the old
-  object, whole (moto reads an object into memory when the GET starts).
-- Range: as S3. bytes=A-B (B clamped to the end), bytes=A- and the suffix range bytes=-N (the last N bytes; the
-  whole object when N > size) answer 206 with Content-Range "bytes A-B/SIZE"; bytes=0-0 is the first byte. A range
-  whose end is before its start (bytes=3-0) is ignored: 200, the whole object, no Content-Range. A start past the
-  end and bytes=-0 answer 416 InvalidRange. HEAD with a Range answers 206 and its Content-Range, no body.
-- ListObjectsV2 (GET /BUCKET?list-type=2): Prefix, StartAfter, Delimiter (CommonPrefixes), IsTruncated,
-  NextContinuationToken when truncated (the hex MD5 of the page's last key, remembered by the server: one it did
-  not make answers 500 with an HTML page, not XML; an empty one 400 InvalidArgument), KeyCount counting keys and
-  CommonPrefixes (as S3). MaxKeys defaults to 1000 but is not capped (max-keys=5000 is echoed: S3 caps at 1000).
-  encoding-type=url: keys percent-encoded as Python's quote() ('/' kept, space %20, '+' %2B, UTF-8 bytes %XX; Prefix
-  and CommonPrefixes too (source)) and <EncodingType>url</EncodingType> in the answer; decode when it says so (botocore
-  does); without encoding-type keys come raw. S3's namespace,
-  http://s3.amazonaws.com/doc/2006-03-01/; elements in another order than S3's (IsTruncated first): match names.
-  Keys in byte order (UTF-8), so pages never skip or repeat a key.
-- Conditionals: If-Match with another ETag answers 412 PreconditionFailed (GET and HEAD), as S3; If-None-Match with
-  the current ETag and If-Modified-Since after the last change answer 304; If-Unmodified-Since before it 412.
-- Missing: 404 with <Error><Code>NoSuchKey</Code>... for a key, NoSuchBucket for a bucket (GET; HEAD the same
-  status without a body; ListObjectsV2 on a missing bucket).
-- Signatures, auth=True: SigV4 verified. moto recomputes the signature with botocore's S3SigV4Auth over the method,
-  the path and query as received, the signed headers and the x-amz-content-sha256 header's payload hash (source):
-  a query signed as written but not in canonical order fails (curl 7.88 signs it so: batchd writes it canonical),
-  and so does a request without x-amz-content-sha256 (S3 refuses it too; batchd sends it). A wrong secret is 403
-  SignatureDoesNotMatch, an unknown key id 403 InvalidAccessKeyId; the IAM user's key with a session token, or STS
-  credentials with another token, 400 InvalidToken. x-amz-date is not checked against the clock (S3 refuses a skew
-  over 15 minutes). Anonymous requests (no Authorization): 403 with an empty body for an existing object, 500 for a
-  missing key and for a listing (moto reads the absent header (source)): sign every request.
-- Signatures, auth=False (moto's default): none checked, any key id, secret and token work. An anonymous request is
-  served only where the ACL allows it: an existing private object is 403 (empty body), a missing key 404 NoSuchKey.
-- Addressing: path-style http://127.0.0.1:PORT/BUCKET/KEY. Keys with spaces, '+' and UTF-8 round-trip, the URL path
-  percent-encoded as AWS's UriEncode ('+' as %2B).
-- Errors moto does not make (source): no 503 SlowDown, no resets or truncated bodies (tests/remote/fault_server.py
-  makes those). A 500 from moto is werkzeug's HTML page, not an S3 error body.
+How moto 5.2.5 behaves where batchd relies on it: moto_objects.py, with the S3 operations (put, get, list, ...).
 """
 import ctypes
 import importlib.metadata
@@ -82,8 +46,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import botocore.config
 import botocore.session
+
+from moto_objects import S3Objects
 
 PINNED_VERSION = "5.2.5"  # tests/requirements.txt's moto; the docstring above describes this version
 SEED = 20261128  # moto's random generator: the same IAM key id and secret after every (re)start
@@ -105,7 +70,7 @@ def _policy(*actions):
                        "Statement": [{"Effect": "Allow", "Action": list(actions), "Resource": "*"}]})
 
 
-class MotoS3:
+class MotoS3(S3Objects):
     ACCESS_KEY = "MOTOTESTKEY"  # auth=False: any key works; auth=True: the IAM user's key, set by start()
     SECRET_KEY = "moto-test-secret"
     REGION = "us-east-1"
@@ -165,7 +130,7 @@ class MotoS3:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("AWS_", "MOTO_")) and k != "INITIAL_NO_AUTH_ACTION_COUNT"}
         with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen([self.python, str(Path(__file__).resolve()), "--serve"],
+            self._proc = subprocess.Popen([self.python, str(Path(__file__).resolve().parent / "moto_serve.py")],
                                           stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env,
                                           preexec_fn=_die_with_parent)
         try:
@@ -313,109 +278,3 @@ class MotoS3:
         """The AWS_* variables that point an S3 client (a daemon under test) at this server."""
         return {"AWS_ACCESS_KEY_ID": self.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": self.SECRET_KEY,
                 "AWS_REGION": self.REGION, "AWS_ENDPOINT_URL": self.endpoint, "AWS_ENDPOINT_URL_S3": self.endpoint}
-
-    def session_credentials(self):
-        """STS AssumeRole of the fixture's role (auth=True): {"AccessKeyId", "SecretAccessKey", "SessionToken"}, which
-        the server accepts until it restarts (the token is random, not seeded)."""
-        assert self.auth and self.role_arn, "session credentials need MotoS3(auth=True), started"
-        sts = self._make_client("sts", self.endpoint, self.ACCESS_KEY, self.SECRET_KEY)
-        try:
-            creds = sts.assume_role(RoleArn=self.role_arn, RoleSessionName="batchd-test")["Credentials"]
-        finally:
-            sts.close()
-        return {k: creds[k] for k in ("AccessKeyId", "SecretAccessKey", "SessionToken")}
-
-    # -- S3 operations through botocore --------------------------------------------------------------------------
-
-    def _make_client(self, service, endpoint, key, secret, token=None):
-        config = botocore.config.Config(s3={"addressing_style": "path"}, signature_version="s3v4",
-                                        retries={"max_attempts": 1}, connect_timeout=5, read_timeout=30)
-        return self._session.create_client(
-            service, endpoint_url=endpoint, region_name=self.REGION, aws_access_key_id=key,
-            aws_secret_access_key=secret, aws_session_token=token, config=config)
-
-    @property
-    def client(self):
-        """A botocore S3 client: path-style, SigV4, the server's credentials, no retries, short timeouts."""
-        if self._client is None:
-            self._client = self._make_client("s3", self.endpoint, self.ACCESS_KEY, self.SECRET_KEY)
-        return self._client
-
-    def create_bucket(self, bucket):
-        self.client.create_bucket(Bucket=bucket)
-        if bucket not in self._buckets:
-            self._buckets.append(bucket)
-
-    @staticmethod
-    def _upload(client, bucket, key, data):
-        if isinstance(data, Path):
-            with open(data, "rb") as f:
-                return client.put_object(Bucket=bucket, Key=key, Body=f)["ETag"]
-        return client.put_object(Bucket=bucket, Key=key, Body=data)["ETag"]
-
-    def put(self, bucket, key, data):
-        """Uploads bytes, or the file at a Path; returns the object's ETag (the quoted MD5). Remembered for start()."""
-        etag = self._upload(self.client, bucket, key, data)
-        self._objects[(bucket, key)] = (data if isinstance(data, Path) else bytes(data), etag)
-        return etag
-
-    def replace(self, bucket, key, data):
-        """Overwrites an existing object with other bytes; returns the new ETag (asserted to differ)."""
-        old = self.head(bucket, key)["ETag"]
-        new = self.put(bucket, key, data)
-        if new == old:
-            raise ValueError(f"replacing s3://{bucket}/{key} kept ETag {old}: the new bytes equal the old")
-        return new
-
-    def head(self, bucket, key):
-        return self.client.head_object(Bucket=bucket, Key=key)
-
-    def get(self, bucket, key, byte_range=None):
-        args = {"Range": byte_range} if byte_range else {}
-        return self.client.get_object(Bucket=bucket, Key=key, **args)["Body"].read()
-
-    def list(self, bucket, prefix="", page_size=1000):
-        """Every object under prefix, following continuation tokens: [{"Key", "ETag", "Size"}, ...] as listed."""
-        objects, token = [], None
-        while True:
-            args = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": page_size}
-            if token:
-                args["ContinuationToken"] = token
-            page = self.client.list_objects_v2(**args)
-            objects += [{k: o[k] for k in ("Key", "ETag", "Size")} for o in page.get("Contents", [])]
-            if not page["IsTruncated"]:
-                return objects
-            token = page["NextContinuationToken"]
-
-
-def _serve():
-    """The child: moto's WSGI application (as moto.server.main builds it) in werkzeug's threaded server on a staging
-    port at once, and on the public port when stdin says "serve PORT" (0: any), the staging one then closed. Each
-    bound port is announced on stdout ("staging on 127.0.0.1:PORT", "serving on ..."); both servers share moto's
-    in-memory backends. Exits when stdin closes."""
-    import threading
-
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-    from werkzeug.serving import make_server
-
-    app = DomainDispatcherApplication(create_backend_app)
-
-    def serve(port, poll_interval):
-        server = make_server("127.0.0.1", port, app, threaded=True, request_handler=MotoRequestHandler)
-        threading.Thread(target=server.serve_forever, args=(poll_interval,), daemon=True).start()
-        return server
-
-    staging = serve(0, 0.02)  # shutdown() waits for the serving loop's poll
-    print(f"staging on 127.0.0.1:{staging.socket.getsockname()[1]}", flush=True)
-    for line in sys.stdin:
-        command, _, port = line.strip().partition(" ")
-        if command == "serve" and staging is not None:
-            public = serve(int(port), 0.5)
-            staging.shutdown()
-            staging.server_close()
-            staging = None
-            print(f"serving on 127.0.0.1:{public.socket.getsockname()[1]}", flush=True)
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:
-    _serve()

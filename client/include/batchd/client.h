@@ -212,8 +212,8 @@ struct StreamInfo {
   // A shared stream that joined at batch j > 0 of first_epoch: that epoch delivers batches j .. end, then 0 .. j-1
   // (made again for it alone); later epochs in step with the production. 0 otherwise.
   uint64_t joined_at_batch = 0;
-  // The stream's pipeline in the daemon's canonical form (every parameter with its default, keys sorted); empty for
-  // fmnist, fmnist_u8 and lm.
+  // The stream's pipeline in the daemon's canonical form (its source op first, every parameter with its default, keys
+  // sorted); the presets' too: fmnist is [idx_image, to_tensor, normalize], lm [token_window] (docs/operations.md).
   PipelineSpec spec;
   // An imagefolder dataset's classes, as torchvision's ImageFolder.classes (sorted; label i is classes[i]): their
   // count, and their names unless those take over 512 KiB (then classes is empty while num_classes is not). 0 and

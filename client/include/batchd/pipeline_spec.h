@@ -22,8 +22,9 @@
 // limits.max_kernel_size, limits.max_padding allow — each refused with kInvalidArgument naming the op's position
 // (in the spec as sent: ops[0] is the first op given) and key, e.g. "pipeline 'custom': ops[3] (normalize): mean:
 // has 2 numbers; expected a list of 3 numbers". A spec with a preset's or a config pipeline's name, or with
-// VisionOptions, is refused the same way. StreamInfo::spec returns the spec in the daemon's canonical form (decode
-// first, every parameter present with its default, keys sorted, numbers as doubles).
+// VisionOptions, is refused the same way. StreamInfo::spec returns the spec in the daemon's canonical form (its source
+// op first: decode, idx_image or token_window; every parameter present with its default, keys sorted, numbers as
+// doubles).
 //
 // Plain values: copyable, no shared state; thread-compatible.
 #pragma once
@@ -72,7 +73,8 @@ class Op {
   std::vector<std::pair<std::string, OpValue>> params_;
 };
 
-// The ops of a stream: per sample, in order (the first is `decode`, which the daemon adds when absent), then per
+// The ops of a stream: per sample, in order (the first is a source op: `decode`, which the daemon adds when no source
+// op is given, `idx_image` for an idx dataset or `token_window` for a tokens one), then per
 // batch after collate (mixup, cutmix, random_choice of them; the label becomes a float32 one-hot). Empty = none:
 // the stream's pipeline is then the one named by StreamOptions::pipeline.
 struct PipelineSpec {

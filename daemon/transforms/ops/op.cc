@@ -81,12 +81,12 @@ Result<ValueType> need_image(const ValueType& in) {
 void reserve_for(const ValueType& t, Sample* sample) {
   if (!t.fixed_size()) return;
   const size_t values = static_cast<size_t>(t.height) * static_cast<size_t>(t.width) * static_cast<size_t>(t.channels);
-  if (t.kind == Kind::kImage) {
+  if (t.kind == Kind::kImage) {  // RgbImage holds 3 bytes a pixel (an idx_image's is the idx executor's, not here)
     sample->image.pixels.reserve(values);
     sample->spare.pixels.reserve(values);
   } else if (t.kind == Kind::kTensor) {
     sample->tensor.reserve(values);
-    sample->tensor_spare.reserve(values);
+    if (t.hwc) sample->tensor_spare.reserve(values);  // the layout op's output: it writes tensor_spare and swaps
   }
 }
 

@@ -39,7 +39,9 @@ uint64_t op_work(const wire::Op& op, const ValueType& out) {
 
 Status check_op_cost(const wire::Op& op, const ValueType& in, const ValueType& out, const OpLimits& limits,
                      uint64_t* work) {
-  if (out.kind == Kind::kTokens) return ok_status();  // token_window: seq_len has its own bounds (token_window.h)
+  // token_window: seq_len has its own bounds (token_window.h); a 1-channel value is idx_image's, the dataset's size
+  // (only pointwise ops follow it, spec_plan.h): neither is a size a client asks for.
+  if (out.kind == Kind::kTokens || out.channels == 1) return ok_status();
   const uint32_t side = limits.max_output_side;
   if (out.fixed_size() && (static_cast<uint32_t>(out.height) > side || static_cast<uint32_t>(out.width) > side)) {
     // resize [S, 1] then resize S made S x S^2 (3.2 GiB in one worker at S = 1024) with every size parameter in

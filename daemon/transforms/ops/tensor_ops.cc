@@ -154,9 +154,9 @@ OpDef normalize_def() {
     for (const char* key : {"mean", "std"}) {  // torchvision broadcasts mean[c] over channel c: one per channel
       const size_t n = numbers(op, key).size();
       if (n == static_cast<size_t>(in.channels)) continue;
-      return param_error(key, "has " + std::to_string(n) + " numbers; expected " + std::to_string(in.channels) +
-                                  (in.channels == 3 ? ", one per channel (R, G, B)"
-                                                    : ", for the one channel of idx_image's grayscale image"));
+      return param_error(key, "has " + std::to_string(n) + " numbers; expected " +
+                                  (in.channels == 3 ? std::string("a list of 3 numbers")
+                                                    : "1 number (idx_image's grayscale image has one channel)"));
     }
     for (double s : numbers(op, "std")) {
       if (s == 0) return param_error("std", "has a 0: it divides (torchvision refuses it too)");

@@ -182,7 +182,11 @@ Result<ops::PlannedSpec> plan_for_dataset(const std::string& name, const wire::P
   }
   const wire::PipelineSpec& planned_spec = preset ? chosen : spec;
   BATCHD_RETURN_IF_ERROR(check_source_fits(planned_spec, name, preset, dataset));
-  auto planned = ops::plan_spec(planned_spec, ops::OpPlanContext{&limits, dataset_classes(dataset), &dataset});
+  // fmnist and lm are sized by the dataset the operator declared, not by the bounds on what a client may ask for
+  // (limits.*): planned under the hard bounds only, as before they were specs. The vision presets keep the limits.
+  const bool sized_by_dataset = preset && planned_spec.ops_size() > 0 && planned_spec.ops(0).name() != "decode";
+  const ops::OpLimits& bounds = sized_by_dataset ? ops::kNoLimits : limits;
+  auto planned = ops::plan_spec(planned_spec, ops::OpPlanContext{&bounds, dataset_classes(dataset), &dataset});
   if (!planned.ok()) return planned.error().with_context("pipeline '" + name + "'");
   return planned;
 }

@@ -1,11 +1,13 @@
 // plan() of lm streams (streams/pipeline_plan.h, ops/token_window.h): a stream's seq_len and sampling, resolved
-// into pipeline_options.lm for the workers, sizing the reply's tensors, dataset_size and epochs; their refusals (bounds, other pipelines, a subset
-// with random windows, both spellings disagreeing); and endless streams (num_epochs 0; refused when shared).
+// into pipeline_options.lm for the workers, sizing the reply's tensors, dataset_size and epochs; their refusals
+// (bounds, other pipelines, a subset with random windows, both spellings disagreeing); endless streams (num_epochs 0;
+// refused when shared); and the presets as specs (fmnist, lm), a client's token_window spec.
 #include <gtest/gtest.h>
 
 #include "batchd/wire/convert.h"
 #include "data/dataset_config.h"  // kMaxSeqLen
 #include "streams/plan.h"
+#include "transforms/ops/op.h"
 #include "../data/token_test_support.h"
 
 namespace batchd::daemon {
@@ -41,6 +43,19 @@ class LmPlanTest : public token_test::ScratchTest {
     EXPECT_EQ(p.error().code(), ErrorCode::kInvalidArgument) << p.error().message();
     EXPECT_NE(p.error().message().find(words), std::string::npos) << "'" << words << "' not in: "
                                                                    << p.error().message();
+  }
+
+  static wire::OpenStream named(const std::string& dataset, const std::string& pipeline) {
+    wire::OpenStream r;
+    r.set_dataset(dataset);
+    r.set_pipeline(pipeline);
+    r.set_batch_size(8);
+    return r;
+  }
+  std::string refusal(const wire::OpenStream& r) const {
+    auto p = plan_of(r);
+    EXPECT_FALSE(p.ok()) << "plan accepted a request it should refuse";
+    return p.ok() ? std::string() : p.error().message();
   }
 
   DatasetRegistry datasets_;
@@ -150,6 +165,51 @@ TEST_F(LmPlanTest, AnEndlessStreamHasNoEpochCountAndMustBePrivate) {
   r.set_share("lm-share");
   expect_error(r, "share 'lm-share': each subscriber reads num_epochs epochs of a shared production, so an endless "
                   "stream must be private");
+}
+
+// plan_pipeline (streams/pipeline_plan.h): the presets are specs in the reply, fmnist and lm sized by their dataset
+// whatever the limits on what a client may ask for; a client's token_window spec; refusals naming what was sent.
+TEST_F(LmPlanTest, ThePresetsAreSpecsInTheReplyAndTheirDatasetSizesThemWhateverTheLimits) {
+  context_.limits.max_ops = 1;            // a client's spec of 2 ops is refused ...
+  context_.limits.max_output_side = 16;   // ... and so is any image over 16 pixels a side
+  auto fmnist = plan_of(named("fmnist", "fmnist"));
+  ASSERT_TRUE(fmnist.ok()) << fmnist.error().message();
+  ASSERT_EQ(fmnist->opened.spec().ops_size(), 3);
+  EXPECT_EQ(fmnist->opened.spec().ops(0).name(), "idx_image");
+  EXPECT_EQ(fmnist->attach.spec().SerializeAsString(), fmnist->opened.spec().SerializeAsString());
+  EXPECT_EQ(fmnist->opened.tensors(0).sample_shape_size(), 3);
+  EXPECT_EQ(fmnist->opened.tensors(0).sample_shape(0), 1);
+  EXPECT_EQ(fmnist->opened.tensors(0).sample_shape(2), 28);
+  auto lm = plan_of(named("lm", "lm"));
+  ASSERT_TRUE(lm.ok()) << lm.error().message();
+  ASSERT_EQ(lm->opened.spec().ops_size(), 1);
+  EXPECT_EQ(lm->opened.spec().ops(0).name(), "token_window");
+  EXPECT_EQ(ops::number(lm->opened.spec().ops(0), "seq_len"), 100) << "the dataset's T, resolved";
+  auto own = named("fmnist", "");
+  own.mutable_spec()->add_ops()->set_name("idx_image");
+  own.mutable_spec()->add_ops()->set_name("pil_to_tensor");
+  EXPECT_NE(refusal(own).find("limits.max_ops"), std::string::npos) << "a client's spec keeps the limits";
+}
+
+TEST_F(LmPlanTest, AClientsTokenWindowSpecIsSizedAsTheLmPresetAndCarriesItsOwnSeqLen) {
+  auto own = named("lm", "");
+  wire::Op* window = own.mutable_spec()->add_ops();
+  window->set_name("token_window");
+  auto* seq_len = window->add_params();
+  seq_len->set_key("seq_len");
+  seq_len->mutable_value()->set_number(50);
+  auto p = plan_of(own);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->opened.dataset_size(), 10000u / 50) << "tiled windows of T = 50";
+  EXPECT_EQ(p->opened.tensors(0).name(), "input_ids");
+  EXPECT_EQ(p->opened.tensors(0).sample_shape(0), 50);
+  own.set_seq_len(64);
+  EXPECT_EQ(refusal(own), "seq_len and sampling are options of pipeline 'lm'; pipeline 'custom' is a spec whose "
+                           "token_window carries its own seq_len and sampling: set them there and leave these unset");
+  auto too_long = named("lm", "lm");
+  too_long.set_seq_len(20000);
+  EXPECT_EQ(refusal(too_long).rfind("dataset 'lm': seq_len 20000 needs windows of 20001 tokens", 0), 0u)
+      << "the preset's seq_len errors name the dataset, not an op the user never sent";
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ std::vector<int64_t> draw(uint64_t bound, uint64_t seed, uint32_t rank, uint64_t
   return out;
 }
 
-// The random sampler of an lm stream over N tokens with windows of T (as plan_lm sizes it).
+// The random sampler of an lm stream over N tokens with windows of T (as plan_pipeline sizes it).
 Sampler random_sampler(uint64_t n, uint32_t t, uint32_t batch, uint32_t rank = 0, uint32_t world = 1,
                        uint64_t seed = 0) {
   SamplerOptions o;

@@ -126,8 +126,11 @@ TEST(OpEdgeValuesTest, EveryNumberOfEveryOpIsRefusedOrRunsSafely) {
         // The lists: every element at the edge, then each element alone (the others at their default).
         std::vector<std::vector<double>> lists;
         std::vector<double> start;
+        const auto base_list = base.find(tested.key);
         if (tested.default_value.kind_case() == wire::OpValue::kNumbers) {
           start.assign(tested.default_value.numbers().values().begin(), tested.default_value.numbers().values().end());
+        } else if (base_list != base.end() && base_list->second.kind_case() == wire::OpValue::kNumbers) {
+          start.assign(base_list->second.numbers().values_size(), 1.0);  // a list as long as the op needs (normalize: 3)
         } else {
           start.assign(std::max<size_t>(tested.min_len, 1), 1.0);
         }
