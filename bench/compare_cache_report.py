@@ -10,7 +10,6 @@ def summary(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
 
 
-
 def report(args, cases, sizes):
     out = {"single": {}, "trainers": {}, "half": {}}
     for name, runs in cases.items():

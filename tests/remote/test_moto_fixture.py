@@ -1,6 +1,6 @@
-"""tests/remote/moto_fixture.py against the moto that tests/requirements.txt pins: each behaviour its header says
-batchd may rely on, through botocore and through the curl CLI (raw HTTP, path-style URLs, SigV4-signed by curl). The
-fixture's lifetime (SIGKILL, restart, nothing left behind) is test_moto_fixture_lifecycle.py."""
+"""tests/remote/moto_fixture.py against the moto that tests/requirements.txt pins: each behaviour moto_objects.py's
+header says batchd may rely on, through botocore and through the curl CLI (raw HTTP, path-style URLs, SigV4-signed by
+curl). The fixture's lifetime (SIGKILL, restart, nothing left behind) is test_moto_fixture_lifecycle.py."""
 import datetime
 import hashlib
 import os

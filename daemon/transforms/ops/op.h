@@ -64,10 +64,10 @@ struct Sample {
 };
 
 // The no-growth rule applied before the first sample: reserves `sample`'s buffers for a value of type `t` when its
-// size is fixed (kImage: image and spare to h*w*c bytes; kTensor: tensor to c*h*w values, and tensor_spare when it is HWC: only the
-// layout op writes tensor_spare). A size
-// that depends on the input image (after decode, before a crop or a resize to [h, w]) is not known: those buffers
-// grow to the largest sample seen and then stay. The spec executor calls it for each op's planned output.
+// size is fixed (kImage: image and spare to h*w*c bytes; kTensor: tensor to c*h*w values, and tensor_spare when it
+// is HWC: only the layout op writes tensor_spare). A size that depends on the input image (after decode, before a
+// crop or a resize to [h, w]) is not known: those buffers grow to the largest sample seen and then stay. The spec
+// executor calls it for each op's planned output.
 void reserve_for(const ValueType& t, Sample* sample);
 // The bytes `sample`'s buffers hold (their capacity), for tests and status.
 uint64_t reserved_bytes(const Sample& sample);
